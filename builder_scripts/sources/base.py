@@ -1,0 +1,81 @@
+"""The one interface every source corpus implements: it yields dialogues of ordered turns.
+
+A corpus module (``dailytalk.py``, ``ami.py``, ``behavior_sd.py``, ``bazinga.py``,
+``chitchat_tts.py``) defines one ``DialogueSource`` subclass and registers it in
+``builder_scripts.sources.SOURCES``; adding a corpus is adding one file.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class AudioSpan:
+    """Where a turn's audio lives: a whole file, or ``[start, end)`` seconds of one channel of it."""
+
+    path: Path
+    start: float | None = None
+    end: float | None = None
+    channel: int | None = None
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.start is None or self.end is None else self.end - self.start
+
+
+#: Speaking rate used to estimate a turn's duration before its audio exists (TTS sources).
+WORDS_PER_SECOND = 2.6
+
+
+@dataclass(frozen=True)
+class Turn:
+    speaker: str
+    gender: str  # "female" | "male"
+    text: str
+    audio: AudioSpan
+
+    @property
+    def duration(self) -> float:
+        """The span's duration when known, else an estimate from the word count."""
+        known = self.audio.duration
+        return known if known is not None else len(self.text.split()) / WORDS_PER_SECOND
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    dialogue_id: str  # the corpus's own id, e.g. "23" for DailyTalk dialogue 23
+    source: str  # the source's registry name, e.g. "dailytalk"
+    turns: tuple[Turn, ...]
+    meta: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def speakers(self) -> list[str]:
+        return sorted({t.speaker for t in self.turns})
+
+
+class DialogueSource(ABC):
+    """A corpus on local disk, read as dialogues. Subclasses set the class attributes."""
+
+    name: str  # registry name, used in ids and on the dataset card
+    license: str
+    citation: str
+    homepage: str
+
+    @abstractmethod
+    def dialogues(self) -> Iterator[Dialogue]:
+        """Yield the corpus's dialogues in a deterministic order."""
+
+    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
+        """Make sure the audio of these turns exists on disk.
+
+        Recorded corpora have it already (this default checks the files); a TTS source voices
+        only the turns a segment needs, into its cache, here.
+        """
+        for i in turn_indices:
+            path = dialogue.turns[i].audio.path
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}")

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sets up SpeakerSleuth on a fresh Debian machine: FFmpeg's shared libraries (torchcodec decodes
+# audio with them), Chromium (browser tests of the Space), a virtual environment in .venv with the
+# pinned packages of requirements.txt. Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+missing=()
+for pkg in ffmpeg chromium; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+stamp=.venv/.requirements.sha256
+want=$(cat requirements.txt setup.sh | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -r requirements.txt
+  # Resemblyzer asks for webrtcvad, an sdist that no longer builds; webrtcvad-wheels (pinned in
+  # requirements.txt) provides the same module, so Resemblyzer goes in without its dependencies.
+  .venv/bin/pip install --no-deps resemblyzer==0.1.4
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,716 @@
+"""SpeakerSleuth: the schema of the benchmark, its writer, validator and readers.
+
+This file is the single source of truth for what a SpeakerSleuth dataset folder holds. Since
+``datasets`` 4 there are no loading scripts, so this module is *not* a loading script: a built
+folder is plain parquet plus a dataset card whose YAML ``configs:`` block maps each config to its
+shards, and the stock library loads it with no remote code::
+
+    from datasets import load_dataset
+    ds = load_dataset("speakersleuth", "detection", split="test")   # the folder a build made
+
+What this module offers on top:
+
+- ``CONFIGS``: the nine configs (``detection``, ``localization``, ``discrimination`` for the main
+  variant, ``<task>-4vc``, ``<task>-10turn``), each with its ``datasets.Features``.
+- ``DatasetWriter``: what the builder writes through. Audio given as file paths, bytes or arrays is
+  decoded, resampled to 16 kHz mono and re-encoded in one format (FLAC, 16 bit) with a neutral file
+  name, so no clip can be told apart by its container, rate or name. Shards are written under a
+  temporary name and moved into place when complete: a killed build leaves nothing half-written.
+- ``write_card``: the dataset card, with its ``configs:`` block generated from ``CONFIGS``.
+- ``validate_folder`` / ``python -m speakersleuth_dataset validate <folder>``: schema, ids, labels
+  against provenance, discrimination answers.
+- ``load``: ``load_dataset`` on a folder by absolute path, offline.
+- ``read_gold`` and ``read_rows``: fast pyarrow readers that skip audio (for the scorer) or read one
+  instance (for the Space viewer) without decoding the whole dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import soundfile as sf
+from datasets import Audio, Features, List, Value
+
+SAMPLING_RATE = 16_000
+VARIANTS = ("main", "4vc", "10turn")
+TASKS = ("detection", "localization", "discrimination")
+SPLITS = ("test", "validation")
+SCENARIOS = ("S1", "S2", "S3")
+LABELS = ("consistent", "inconsistent")
+GENDERS = ("female", "male")
+CANDIDATE_LABELS = ("A", "B", "C")
+#: Gold order of the discrimination candidates: original, similar speaker, gender switch.
+GOLD_SCENARIO_ORDER = ("S1", "S3", "S2")
+NUM_TARGET_TURNS = {"main": 5, "4vc": 5, "10turn": 10}
+MAX_SEGMENT_TURNS = 20
+MAX_SHARD_BYTES = 500 * 1000**2
+AUDIO_FORMAT = "FLAC"
+
+_TURN = {"speaker": Value("string"), "text": Value("string"), "is_target": Value("bool")}
+_AUDIO = Audio(sampling_rate=SAMPLING_RATE)
+
+_COMMON = {
+    "id": Value("string"),
+    "dialogue_id": Value("string"),
+    "source_dataset": Value("string"),
+    "variant": Value("string"),
+    "target_speaker": Value("string"),
+    "target_gender": Value("string"),
+    "turns": List(_TURN),
+    "target_turn_positions": List(Value("int32")),
+    "reference_audio": _AUDIO,
+    "vc_model": Value("string"),
+}
+
+#: Detection and localization share their instances (same ids, same columns); a task reads its gold
+#: column (``label`` or ``inconsistent_turns``).
+TURN_FEATURES = Features(
+    {
+        **_COMMON,
+        "scenario": Value("string"),
+        "target_audio": List(_AUDIO),
+        "label": Value("string"),
+        "inconsistent_turns": List(Value("int32")),
+        "converted_turn": Value("int32"),
+        "substitute_speaker": Value("string"),
+        "substitute_gender": Value("string"),
+        "substitute_similarity": Value("float32"),
+    }
+)
+
+DISCRIMINATION_FEATURES = Features(
+    {
+        **_COMMON,
+        "context_audio": List(_AUDIO),
+        "masked_position": Value("int32"),
+        "candidates": List(_AUDIO),
+        "candidate_labels": List(Value("string")),
+        "candidate_scenarios": List(Value("string")),
+        "candidate_substitute_speakers": List(Value("string")),
+        "candidate_similarities": List(Value("float32")),
+        "answer": Value("string"),
+        "gold_ranking": List(Value("string")),
+    }
+)
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """One config of the benchmark: a task on a variant."""
+
+    name: str
+    task: str
+    variant: str
+
+    @property
+    def features(self) -> Features:
+        return DISCRIMINATION_FEATURES if self.task == "discrimination" else TURN_FEATURES
+
+    @property
+    def num_target_turns(self) -> int:
+        return NUM_TARGET_TURNS[self.variant]
+
+    @property
+    def data_dir(self) -> str:
+        """Folder of the config's shards, relative to the dataset root."""
+        return f"{self.variant}/{self.task}"
+
+    @property
+    def audio_columns(self) -> tuple[str, ...]:
+        return tuple(n for n, f in self.features.items() if _is_audio(f))
+
+
+def config_name(task: str, variant: str) -> str:
+    """``detection`` for the main variant, ``detection-4vc`` otherwise."""
+    return task if variant == "main" else f"{task}-{variant}"
+
+
+CONFIGS: dict[str, ConfigSpec] = {
+    config_name(t, v): ConfigSpec(config_name(t, v), t, v) for v in VARIANTS for t in TASKS
+}
+DEFAULT_CONFIG = "detection"
+
+
+def get_config(name: str) -> ConfigSpec:
+    try:
+        return CONFIGS[name]
+    except KeyError:
+        raise ValueError(f"unknown config {name!r}; known: {', '.join(CONFIGS)}") from None
+
+
+def _is_audio(feature: Any) -> bool:
+    return isinstance(feature, Audio) or (isinstance(feature, List) and isinstance(feature.feature, Audio))
+
+
+# --------------------------------------------------------------------------------------- audio
+
+
+def load_waveform(source: Any, *, where: str = "audio") -> np.ndarray:
+    """Return a float32 mono waveform at 16 kHz from a path, bytes, a ``{path|bytes|array}`` dict
+    or a 1-D array (taken to be at 16 kHz). ``where`` names the value in error messages."""
+    sr = SAMPLING_RATE
+    if isinstance(source, Mapping):
+        if source.get("array") is not None:
+            array, sr = np.asarray(source["array"]), int(source.get("sampling_rate", SAMPLING_RATE))
+        elif source.get("bytes") is not None:
+            return load_waveform(source["bytes"], where=where)
+        elif source.get("path"):
+            return load_waveform(source["path"], where=where)
+        else:
+            raise ValueError(f"{where}: audio dict has no array, bytes or path")
+    elif isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"{where}: audio file not found: {path}")
+        try:
+            array, sr = sf.read(path, dtype="float32", always_2d=True)
+        except Exception as err:  # soundfile raises LibsndfileError/RuntimeError variants
+            raise ValueError(f"{where}: cannot read audio file {path}: {err}") from None
+        array = array.mean(axis=1)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            array, sr = sf.read(io.BytesIO(bytes(source)), dtype="float32", always_2d=True)
+        except Exception as err:
+            raise ValueError(f"{where}: cannot decode audio bytes: {err}") from None
+        array = array.mean(axis=1)
+    else:
+        array = np.asarray(source)
+    array = np.asarray(array, dtype=np.float32)
+    if array.ndim != 1:
+        raise ValueError(f"{where}: expected a mono waveform, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{where}: empty audio")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{where}: audio has NaN or infinite samples")
+    if sr != SAMPLING_RATE:
+        from scipy.signal import resample_poly
+
+        g = np.gcd(int(sr), SAMPLING_RATE)
+        array = resample_poly(array, SAMPLING_RATE // g, int(sr) // g).astype(np.float32)
+    return array
+
+
+def encode_audio(source: Any, name: str, *, where: str = "audio") -> dict[str, Any]:
+    """Encode any accepted audio value as the stored ``{"bytes", "path"}`` struct (16 kHz FLAC)."""
+    wave = np.clip(load_waveform(source, where=where), -1.0, 1.0)
+    buffer = io.BytesIO()
+    sf.write(buffer, wave, SAMPLING_RATE, format=AUDIO_FORMAT, subtype="PCM_16")
+    return {"bytes": buffer.getvalue(), "path": f"{name}.flac"}
+
+
+# -------------------------------------------------------------------------------------- writer
+
+
+class DatasetWriter:
+    """Writes the records of one config and split as ``<split>-NNNNN-of-MMMMM.parquet`` shards.
+
+    Records are dicts with the config's columns; audio columns take anything ``load_waveform``
+    takes. Rows stream to disk in row groups, so memory does not grow with the dataset. Shards go
+    to a temporary folder first and replace ``<out>/<variant>/<task>/<split>-*`` only on
+    ``close()`` (use the writer as a context manager); an exception leaves the old files as they
+    were.
+
+    >>> import tempfile, numpy as np
+    >>> out = tempfile.mkdtemp()
+    >>> # with DatasetWriter(out, "detection") as w: w.write(record)  # see tests for full records
+    """
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike,
+        config: str,
+        split: str = "test",
+        *,
+        max_shard_bytes: int = MAX_SHARD_BYTES,
+        row_group_rows: int = 32,
+    ) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+        self.spec = get_config(config)
+        self.split = split
+        self.out_dir = Path(out_dir)
+        self.max_shard_bytes = max_shard_bytes
+        self.row_group_rows = row_group_rows
+        self.schema = self.spec.features.arrow_schema
+        self._target = self.out_dir / self.spec.data_dir
+        self._target.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.spec.task}-{split}-", dir=self._target.parent))
+        self._shards: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._shard_bytes = 0
+        self._pending: list[dict[str, Any]] = []
+        self._ids: set[str] = set()
+        self.num_rows = 0
+
+    def __enter__(self) -> DatasetWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Encode and queue one record; raises ``ValueError`` naming the record and column."""
+        row = self._encode(record)
+        size = sum(_audio_bytes(row[c]) for c in self.spec.audio_columns)
+        if self._writer is not None and self._shard_bytes + size > self.max_shard_bytes:
+            self._flush()
+            self._writer.close()
+            self._writer = None
+        if self._writer is None:
+            path = self._tmp / f"shard-{len(self._shards):05d}.parquet"
+            self._shards.append(path)
+            self._writer = pq.ParquetWriter(path, self.schema)
+            self._shard_bytes = 0
+        self._pending.append(row)
+        self._shard_bytes += size
+        self.num_rows += 1
+        if len(self._pending) >= self.row_group_rows:
+            self._flush()
+
+    def write_all(self, records: Iterable[Mapping[str, Any]]) -> int:
+        for record in records:
+            self.write(record)
+        return self.num_rows
+
+    def close(self) -> list[Path]:
+        """Finish the shards and move them into place; returns the final shard paths."""
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        n = len(self._shards)
+        self._target.mkdir(parents=True, exist_ok=True)
+        for old in self._target.glob(f"{self.split}-*.parquet"):
+            old.unlink()
+        final = []
+        for i, shard in enumerate(self._shards):
+            dest = self._target / f"{self.split}-{i:05d}-of-{n:05d}.parquet"
+            os.replace(shard, dest)
+            final.append(dest)
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        return final
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _flush(self) -> None:
+        if self._pending and self._writer is not None:
+            self._writer.write_table(pa.Table.from_pylist(self._pending, schema=self.schema))
+            self._pending = []
+
+    def _encode(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        rid = record.get("id")
+        where = f"{self.spec.name} record {rid!r}"
+        if not isinstance(rid, str) or not rid:
+            raise ValueError(f"{self.spec.name}: record has no string 'id'")
+        if rid in self._ids:
+            raise ValueError(f"{where}: duplicate id")
+        expected, given = set(self.spec.features), set(record)
+        if given != expected:
+            parts = []
+            if expected - given:
+                parts.append(f"missing columns {sorted(expected - given)}")
+            if given - expected:
+                parts.append(f"unknown columns {sorted(given - expected)}")
+            raise ValueError(f"{where}: {'; '.join(parts)}")
+        if record["variant"] != self.spec.variant:
+            raise ValueError(f"{where}: variant {record['variant']!r} written to config {self.spec.name}")
+        self._ids.add(rid)
+        row = dict(record)
+        for column in self.spec.audio_columns:
+            value = record[column]
+            if isinstance(self.spec.features[column], List):
+                row[column] = [
+                    encode_audio(v, f"{rid}-{column}-{i}", where=f"{where} column {column}[{i}]")
+                    for i, v in enumerate(value)
+                ]
+            else:
+                row[column] = encode_audio(value, f"{rid}-{column}", where=f"{where} column {column}")
+        return row
+
+
+def _audio_bytes(value: Any) -> int:
+    if isinstance(value, list):
+        return sum(len(v["bytes"]) for v in value)
+    return len(value["bytes"])
+
+
+# ---------------------------------------------------------------------------------------- card
+
+CARD_TEMPLATE = Path(__file__).with_name("dataset_card.md")
+
+
+def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
+    """The card's YAML header: one ``configs:`` entry per config with shards on disk."""
+    root = Path(out_dir)
+    configs = []
+    for spec in CONFIGS.values():
+        splits = [s for s in SPLITS if any((root / spec.data_dir).glob(f"{s}-*.parquet"))]
+        if not splits:
+            continue
+        entry: dict[str, Any] = {"config_name": spec.name}
+        if spec.name == DEFAULT_CONFIG:
+            entry["default"] = True
+        entry["data_files"] = [{"split": s, "path": f"{spec.data_dir}/{s}-*.parquet"} for s in splits]
+        configs.append(entry)
+    if not configs:
+        raise ValueError(f"{root}: no config has shards; nothing to describe")
+    return {
+        "pretty_name": "SpeakerSleuth",
+        "language": ["en"],
+        "license": "cc-by-sa-4.0",
+        "task_categories": ["audio-classification"],
+        "tags": ["speaker-consistency", "voice-conversion", "dialogue", "audio-language-models"],
+        "size_categories": ["n<1K"],
+        "configs": configs,
+    }
+
+
+def write_card(out_dir: str | os.PathLike, body: str, **yaml_overrides: Any) -> Path:
+    """Write ``<out>/README.md``: generated YAML header plus ``body`` (markdown)."""
+    import yaml
+
+    header = card_yaml(out_dir) | yaml_overrides
+    text = "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body.strip() + "\n"
+    path = Path(out_dir) / "README.md"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+# ------------------------------------------------------------------------------------- readers
+
+
+def load(config: str = DEFAULT_CONFIG, split: str = "test", root: str | os.PathLike = "speakersleuth", **kwargs):
+    """``datasets.load_dataset`` on a built folder, by absolute path, so no Hub lookup happens."""
+    from datasets import load_dataset
+
+    get_config(config)
+    root = Path(root).resolve()
+    if not (root / "README.md").is_file():
+        raise FileNotFoundError(f"{root}: not a SpeakerSleuth folder (no README.md); build one first")
+    return load_dataset(str(root), config, split=split, **kwargs)
+
+
+def shard_paths(root: str | os.PathLike, config: str, split: str = "test") -> list[Path]:
+    spec = get_config(config)
+    return sorted((Path(root) / spec.data_dir).glob(f"{split}-*.parquet"))
+
+
+def read_rows(
+    root: str | os.PathLike,
+    config: str,
+    split: str = "test",
+    *,
+    columns: list[str] | None = None,
+    ids: Iterable[str] | None = None,
+) -> pa.Table:
+    """Read rows of a config straight from its shards (audio stays encoded bytes).
+
+    ``columns`` limits what is read (audio columns are the bulk of a shard); ``ids`` reads only
+    those instances, using parquet's filter, so a viewer can fetch one instance per click.
+    """
+    spec = get_config(config)
+    paths = shard_paths(root, config, split)
+    if not paths:
+        raise FileNotFoundError(f"{Path(root) / spec.data_dir}: no {split} shards for config {config!r}")
+    filters = None
+    if ids is not None:
+        filters = [("id", "in", list(ids))]
+    tables = [pq.read_table(p, columns=columns, filters=filters) for p in paths]
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+GOLD_COLUMNS = {
+    "detection": ["id", "dialogue_id", "source_dataset", "scenario", "label", "target_turn_positions"],
+    "localization": ["id", "dialogue_id", "source_dataset", "scenario", "inconsistent_turns", "target_turn_positions"],
+    "discrimination": ["id", "dialogue_id", "source_dataset", "candidate_labels", "answer", "gold_ranking"],
+}
+
+
+def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test") -> dict[str, list[dict]]:
+    """Gold labels of every task present for a variant, without reading audio.
+
+    Returns ``{task: [row, ...]}``; turn-task rows carry ``num_target_turns``.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    gold = {}
+    for task in TASKS:
+        name = config_name(task, variant)
+        if not shard_paths(root, name, split):
+            continue
+        rows = read_rows(root, name, split, columns=GOLD_COLUMNS[task]).to_pylist()
+        for row in rows:
+            if "target_turn_positions" in row:
+                row["num_target_turns"] = len(row.pop("target_turn_positions"))
+        gold[task] = rows
+    if not gold:
+        raise FileNotFoundError(f"{root}: no {split} shards for variant {variant!r}")
+    return gold
+
+
+# ----------------------------------------------------------------------------------- validator
+
+
+class DatasetValidationError(ValueError):
+    """A dataset folder that breaks the schema; ``errors`` lists every problem found."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__(f"{len(errors)} problem(s):\n" + "\n".join(f"- {e}" for e in errors))
+
+
+def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_errors: int = 200) -> dict[str, int]:
+    """Check a built folder; returns ``{config: rows}`` or raises ``DatasetValidationError``.
+
+    Checks: the card parses and its configs point at existing shards; every shard's schema equals
+    the config's features; ids are unique; detection and localization hold the same ids; labels
+    agree with provenance (S1 <=> consistent <=> no inconsistent turn; S2/S3 <=> exactly the
+    converted turn); turn lists agree with target positions; discrimination candidates, answer and
+    gold ranking agree; with ``check_audio`` every clip decodes, at 16 kHz, and is not empty.
+    """
+    root = Path(root)
+    errors: list[str] = []
+    counts: dict[str, int] = {}
+    if not root.is_dir():
+        raise DatasetValidationError([f"{root}: no such folder"])
+    errors += _check_card(root)
+    ids_by_config: dict[str, list[str]] = {}
+    for spec in CONFIGS.values():
+        for split in SPLITS:
+            paths = shard_paths(root, spec.name, split)
+            if not paths:
+                continue
+            rows = []
+            for path in paths:
+                rel = path.relative_to(root)
+                try:
+                    schema = pq.read_schema(path)
+                except Exception as err:
+                    errors.append(f"{rel}: not a readable parquet file ({err})")
+                    continue
+                if not schema.remove_metadata().equals(spec.features.arrow_schema.remove_metadata()):
+                    errors.append(f"{rel}: schema differs from the {spec.name} features: {_schema_diff(schema, spec)}")
+                    continue
+                columns = None if check_audio else [c for c in spec.features if c not in spec.audio_columns]
+                table = pq.read_table(path, columns=columns)
+                for i, row in enumerate(table.to_pylist()):
+                    where = f"{rel} row {i} (id {row.get('id')!r})"
+                    errors += _check_row(spec, row, where, check_audio)
+                    rows.append(row["id"])
+            key = f"{spec.name}/{split}"
+            counts[key] = len(rows)
+            ids_by_config[key] = rows
+            seen: set[str] = set()
+            for rid in rows:
+                if rid in seen:
+                    errors.append(f"{spec.data_dir}/{split}: duplicate id {rid!r}")
+                seen.add(rid)
+            if len(errors) > max_errors:
+                break
+    for variant in VARIANTS:
+        for split in SPLITS:
+            det = ids_by_config.get(f"{config_name('detection', variant)}/{split}")
+            loc = ids_by_config.get(f"{config_name('localization', variant)}/{split}")
+            if det is not None and loc is not None and set(det) != set(loc):
+                only_d, only_l = sorted(set(det) - set(loc)), sorted(set(loc) - set(det))
+                errors.append(
+                    f"{variant}/{split}: detection and localization ids differ "
+                    f"(only in detection: {only_d[:5]}, only in localization: {only_l[:5]})"
+                )
+    if not counts:
+        errors.append(f"{root}: no parquet shards found under <variant>/<task>/")
+    if errors:
+        raise DatasetValidationError(errors[:max_errors] + ([f"... and {len(errors) - max_errors} more"] if len(errors) > max_errors else []))
+    return counts
+
+
+def _schema_diff(schema: pa.Schema, spec: ConfigSpec) -> str:
+    expected = spec.features.arrow_schema
+    missing = [n for n in expected.names if n not in schema.names]
+    extra = [n for n in schema.names if n not in expected.names]
+    wrong = [
+        f"{n}: {schema.field(n).type} instead of {expected.field(n).type}"
+        for n in expected.names
+        if n in schema.names and not schema.field(n).type.equals(expected.field(n).type)
+    ]
+    return "; ".join(
+        p for p in (
+            f"missing {missing}" if missing else "",
+            f"unexpected {extra}" if extra else "",
+            ", ".join(wrong),
+        ) if p
+    ) or "column order differs"
+
+
+def _check_card(root: Path) -> list[str]:
+    from huggingface_hub import DatasetCard
+
+    readme = root / "README.md"
+    if not readme.is_file():
+        return [f"{root}: README.md (the dataset card) is missing"]
+    try:
+        card = DatasetCard.load(readme)
+    except Exception as err:
+        return [f"README.md: dataset card does not parse ({err})"]
+    configs = card.data.to_dict().get("configs") or []
+    if not configs:
+        return ["README.md: the card has no `configs:` block"]
+    errors = []
+    for entry in configs:
+        name = entry.get("config_name")
+        if name not in CONFIGS:
+            errors.append(f"README.md: unknown config {name!r}")
+            continue
+        for files in entry.get("data_files", []):
+            if not list(root.glob(files["path"])):
+                errors.append(f"README.md: config {name!r} split {files['split']!r}: no file matches {files['path']!r}")
+    return errors
+
+
+def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool) -> list[str]:
+    errs = []
+    n = spec.num_target_turns
+    if row["variant"] != spec.variant:
+        errs.append(f"{where}: variant {row['variant']!r} in a {spec.variant} config")
+    if row["target_gender"] not in GENDERS:
+        errs.append(f"{where}: target_gender {row['target_gender']!r} is not one of {GENDERS}")
+    turns, positions = row["turns"] or [], row["target_turn_positions"] or []
+    if len(turns) > MAX_SEGMENT_TURNS:
+        errs.append(f"{where}: {len(turns)} turns, more than {MAX_SEGMENT_TURNS}")
+    if len(positions) != n:
+        errs.append(f"{where}: {len(positions)} target turn positions, expected {n}")
+    flagged = [i for i, t in enumerate(turns) if t["is_target"]]
+    if flagged != list(positions):
+        errs.append(f"{where}: target_turn_positions {positions} differ from turns marked is_target {flagged}")
+    if any(turns[i]["speaker"] != row["target_speaker"] for i in flagged if i < len(turns)):
+        errs.append(f"{where}: a turn marked is_target is not spoken by {row['target_speaker']!r}")
+    if spec.task == "discrimination":
+        errs += _check_discrimination(row, where, n)
+    else:
+        errs += _check_turn_row(row, where, n)
+    if check_audio:
+        for column in spec.audio_columns:
+            values = row[column] if isinstance(row[column], list) else [row[column]]
+            for i, value in enumerate(values):
+                errs += _check_clip(value, f"{where} {column}[{i}]")
+    return errs
+
+
+def _check_turn_row(row: dict, where: str, n: int) -> list[str]:
+    errs = []
+    scenario, label, bad = row["scenario"], row["label"], row["inconsistent_turns"] or []
+    if scenario not in SCENARIOS:
+        return [f"{where}: scenario {scenario!r} is not one of {SCENARIOS}"]
+    if label not in LABELS:
+        errs.append(f"{where}: label {label!r} is not one of {LABELS}")
+    if len(row["target_audio"] or []) != n:
+        errs.append(f"{where}: {len(row['target_audio'] or [])} target audio clips, expected {n}")
+    if scenario == "S1":
+        if label != "consistent" or bad:
+            errs.append(f"{where}: S1 must be consistent with no inconsistent turns, got {label!r} {bad}")
+        if any(row[c] is not None for c in ("converted_turn", "substitute_speaker", "vc_model")):
+            errs.append(f"{where}: S1 has conversion provenance (converted_turn/substitute_speaker/vc_model)")
+    else:
+        k = row["converted_turn"]
+        if label != "inconsistent":
+            errs.append(f"{where}: {scenario} must be labelled inconsistent, got {label!r}")
+        if k is None or not 1 <= k <= n:
+            errs.append(f"{where}: converted_turn {k!r} is not a position 1..{n}")
+        elif bad != [k]:
+            errs.append(f"{where}: inconsistent_turns {bad} must be exactly the converted turn [{k}]")
+        if not row["substitute_speaker"] or not row["vc_model"]:
+            errs.append(f"{where}: {scenario} lacks substitute_speaker or vc_model")
+        if row["substitute_speaker"] == row["target_speaker"]:
+            errs.append(f"{where}: substitute speaker is the target speaker")
+        gender = row["substitute_gender"]
+        if scenario == "S2" and gender == row["target_gender"]:
+            errs.append(f"{where}: S2 substitute has the target's gender {gender!r}")
+    return errs
+
+
+def _check_discrimination(row: dict, where: str, n: int) -> list[str]:
+    errs = []
+    labels, scenarios = row["candidate_labels"] or [], row["candidate_scenarios"] or []
+    if list(labels) != list(CANDIDATE_LABELS):
+        errs.append(f"{where}: candidate_labels {labels} must be {list(CANDIDATE_LABELS)}")
+    if sorted(scenarios) != sorted(SCENARIOS):
+        return errs + [f"{where}: candidate_scenarios {scenarios} is not a permutation of {list(SCENARIOS)}"]
+    if len(row["candidates"] or []) != len(labels):
+        errs.append(f"{where}: {len(row['candidates'] or [])} candidate clips for {len(labels)} labels")
+    by_scenario = dict(zip(scenarios, labels))
+    if row["answer"] != by_scenario.get("S1"):
+        errs.append(f"{where}: answer {row['answer']!r} is not the original (S1) candidate {by_scenario.get('S1')!r}")
+    gold = [by_scenario.get(s) for s in GOLD_SCENARIO_ORDER]
+    if list(row["gold_ranking"] or []) != gold:
+        errs.append(f"{where}: gold_ranking {row['gold_ranking']} must be {gold} (S1 > S3 > S2)")
+    if not 1 <= (row["masked_position"] or 0) <= n:
+        errs.append(f"{where}: masked_position {row['masked_position']!r} is not a position 1..{n}")
+    if len(row["context_audio"] or []) != n - 1:
+        errs.append(f"{where}: {len(row['context_audio'] or [])} context clips, expected {n - 1}")
+    return errs
+
+
+def _check_clip(value: dict | None, where: str) -> list[str]:
+    if not value or not value.get("bytes"):
+        return [f"{where}: no audio bytes embedded"]
+    try:
+        info = sf.info(io.BytesIO(value["bytes"]))
+    except Exception as err:
+        return [f"{where}: audio does not decode ({err})"]
+    if info.samplerate != SAMPLING_RATE or info.channels != 1:
+        return [f"{where}: {info.samplerate} Hz, {info.channels} channel(s); expected {SAMPLING_RATE} Hz mono"]
+    if info.frames == 0:
+        return [f"{where}: empty clip"]
+    return []
+
+
+# ----------------------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m speakersleuth_dataset", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    val = sub.add_parser("validate", help="check a built dataset folder against the schema")
+    val.add_argument("folder")
+    val.add_argument("--skip-audio", action="store_true", help="do not decode every clip")
+    sub.add_parser("configs", help="list the configs and their folders")
+    args = parser.parse_args(argv)
+    if args.command == "configs":
+        for spec in CONFIGS.values():
+            print(f"{spec.name:<22} {spec.data_dir:<24} N={spec.num_target_turns}")
+        return 0
+    try:
+        counts = validate_folder(args.folder, check_audio=not args.skip_audio)
+    except DatasetValidationError as err:
+        print(f"{args.folder}: INVALID, {err}", file=sys.stderr)
+        return 1
+    for key, n in counts.items():
+        print(f"{key:<30} {n:>6} rows  ok")
+    print(f"{args.folder}: valid")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

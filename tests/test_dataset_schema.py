@@ -1,0 +1,258 @@
+"""The schema, writer, card and validator of speakersleuth_dataset, through the stock libraries."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import soundfile as sf
+from datasets import load_dataset
+from huggingface_hub import DatasetCard, DatasetCardData
+
+import speakersleuth_dataset as ssd
+from tests.synthetic import build_synthetic_dataset, dialogue_records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return build_synthetic_dataset(tmp_path_factory.mktemp("ds") / "speakersleuth", dialogues=3)
+
+
+@pytest.fixture()
+def corruptible(folder, tmp_path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    return copy
+
+
+def test_nine_configs_registered():
+    assert list(ssd.CONFIGS) == [
+        "detection", "localization", "discrimination",
+        "detection-4vc", "localization-4vc", "discrimination-4vc",
+        "detection-10turn", "localization-10turn", "discrimination-10turn",
+    ]
+    assert ssd.get_config("localization-10turn").num_target_turns == 10
+    with pytest.raises(ValueError, match="unknown config 'detect'"):
+        ssd.get_config("detect")
+
+
+@pytest.mark.parametrize("config", list(ssd.CONFIGS))
+def test_every_config_loads_with_stock_load_dataset(folder, config):
+    spec = ssd.CONFIGS[config]
+    ds = load_dataset(str(folder), config, split="test")
+    assert ds.features == spec.features
+    assert len(ds) == (3 if spec.task == "discrimination" else 9)
+    row = ds[0]
+    n = spec.num_target_turns
+    reference = row["reference_audio"].get_all_samples()  # decoded by torchcodec
+    assert reference.sample_rate == ssd.SAMPLING_RATE and reference.data.shape[0] == 1
+    assert reference.data.shape[1] == 3 * ssd.SAMPLING_RATE
+    if spec.task == "discrimination":
+        assert len(row["candidates"]) == 3 and len(row["context_audio"]) == n - 1
+        assert row["gold_ranking"][0] == row["answer"]
+        assert row["candidate_scenarios"][row["candidate_labels"].index(row["answer"])] == "S1"
+    else:
+        assert len(row["target_audio"]) == n
+        samples = row["target_audio"][0].get_all_samples()
+        assert samples.sample_rate == ssd.SAMPLING_RATE and samples.data.shape[1] == ssd.SAMPLING_RATE
+
+
+def test_labels_and_audio_survive_round_trip(folder, tmp_path):
+    import random
+
+    records, _ = dialogue_records("main", 0, random.Random(0))
+    with ssd.DatasetWriter(tmp_path / "one", "detection") as writer:
+        writer.write_all(records)
+    ds = load_dataset(str(tmp_path / "one"), data_files="main/detection/*.parquet", split="train").cast(ssd.TURN_FEATURES)
+    by_id = {r["id"]: r for r in ds}
+    for record in records:
+        row = by_id[record["id"]]
+        for key in ("scenario", "label", "inconsistent_turns", "converted_turn", "substitute_speaker", "turns"):
+            assert row[key] == record[key], key
+        decoded = row["target_audio"][record["converted_turn"] - 1 if record["converted_turn"] else 0]["array"]
+        original = record["target_audio"][record["converted_turn"] - 1 if record["converted_turn"] else 0]
+        assert decoded.shape == original.shape
+        assert np.max(np.abs(decoded - original)) < 1e-3  # 16-bit FLAC
+
+
+def test_load_helper_and_relative_name(folder, monkeypatch):
+    ds = ssd.load("discrimination", root=folder)
+    assert len(ds) == 3
+    monkeypatch.chdir(folder.parent)
+    assert len(load_dataset("speakersleuth", "detection", split="test")) == 9
+
+
+def test_writer_reencodes_every_input_alike(tmp_path):
+    wave = np.sin(np.linspace(0, 400, 44100)).astype(np.float32) * 0.3
+    wav44 = tmp_path / "a.wav"
+    sf.write(wav44, np.stack([wave, wave], 1), 44100, subtype="FLOAT")
+    from_file = ssd.encode_audio(wav44, "x")
+    from_array = ssd.encode_audio({"array": wave, "sampling_rate": 44100}, "x")
+    assert from_file == from_array  # same bytes whatever the container, rate or channels
+    info = sf.info(io.BytesIO(from_file["bytes"]))
+    assert (info.samplerate, info.channels, info.format) == (16000, 1, "FLAC")
+    assert from_file["path"] == "x.flac"
+
+
+def test_writer_errors_name_record_and_column(tmp_path):
+    import random
+
+    records, _ = dialogue_records("main", 0, random.Random(0))
+    bad = dict(records[0], reference_audio=str(tmp_path / "missing.wav"))
+    with pytest.raises(FileNotFoundError, match=r"record 'main-synthetic-0000-S1' column reference_audio.*missing\.wav"):
+        with ssd.DatasetWriter(tmp_path, "detection") as writer:
+            writer.write(bad)
+    assert not list((tmp_path / "main").rglob("*.parquet")), "nothing half-written"
+    assert not [p for p in (tmp_path / "main").iterdir() if p.name.startswith(".")], "temp folder removed"
+    with pytest.raises(ValueError, match="missing columns \\['label'\\]"):
+        ssd.DatasetWriter(tmp_path, "detection").write({k: v for k, v in records[0].items() if k != "label"})
+    writer = ssd.DatasetWriter(tmp_path, "detection")
+    writer.write(records[0])
+    with pytest.raises(ValueError, match="duplicate id"):
+        writer.write(records[0])
+    writer.abort()
+
+
+def test_writer_splits_shards_by_size(tmp_path):
+    import random
+
+    records, _ = dialogue_records("main", 0, random.Random(0))
+    with ssd.DatasetWriter(tmp_path, "detection", max_shard_bytes=1) as writer:
+        writer.write_all(records)
+    shards = sorted((tmp_path / "main" / "detection").glob("test-*.parquet"))
+    assert [p.name for p in shards] == [f"test-{i:05d}-of-00003.parquet" for i in range(3)]
+
+
+def test_card_parses_with_huggingface_hub(folder):
+    card = DatasetCard.load(folder / "README.md")
+    assert isinstance(card.data, DatasetCardData)
+    configs = card.data.to_dict()["configs"]
+    assert [c["config_name"] for c in configs] == list(ssd.CONFIGS)
+    assert configs[0]["default"] is True
+    assert configs[4]["data_files"] == [{"split": "test", "path": "4vc/localization/test-*.parquet"}]
+
+
+def test_valid_folder_passes_validator_and_cli(folder):
+    counts = ssd.validate_folder(folder)
+    assert counts["detection/test"] == 9 and counts["discrimination-10turn/test"] == 3
+    proc = subprocess.run(
+        [sys.executable, "-m", "speakersleuth_dataset", "validate", str(folder)],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "valid" in proc.stdout
+
+
+def _rewrite(path: Path, column: str, fn) -> None:
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    fn(rows)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+
+
+def _shard(root: Path, config: str) -> Path:
+    return ssd.shard_paths(root, config)[0]
+
+
+CORRUPTIONS = {
+    "duplicate id": (
+        "detection",
+        lambda rows: rows[1].update(id=rows[0]["id"]),
+        r"duplicate id 'main-synthetic-0000-S1'",
+    ),
+    "label contradicts scenario": (
+        "detection",
+        lambda rows: rows[0].update(label="inconsistent"),
+        r"S1 must be consistent",
+    ),
+    "inconsistent turn is not the converted one": (
+        "localization",
+        lambda rows: rows[1].update(inconsistent_turns=[(rows[1]["converted_turn"] % 5) + 1]),
+        r"must be exactly the converted turn",
+    ),
+    "wrong gold ranking": (
+        "discrimination",
+        lambda rows: rows[0].update(gold_ranking=list(reversed(rows[0]["gold_ranking"]))),
+        r"gold_ranking .* must be .* \(S1 > S3 > S2\)",
+    ),
+    "answer not the original": (
+        "discrimination",
+        lambda rows: rows[0].update(answer=next(l for l in "ABC" if l != rows[0]["answer"])),
+        r"answer .* is not the original \(S1\) candidate",
+    ),
+    "wrong number of target turns": (
+        "detection",
+        lambda rows: rows[0].update(target_audio=rows[0]["target_audio"][:4]),
+        r"4 target audio clips, expected 5",
+    ),
+    "undecodable audio": (
+        "detection",
+        lambda rows: rows[0].update(reference_audio={"bytes": b"not audio", "path": "x.flac"}),
+        r"reference_audio\[0\]: audio does not decode",
+    ),
+    "S2 substitute of the same gender": (
+        "detection",
+        lambda rows: rows[1].update(substitute_gender=rows[1]["target_gender"]),
+        r"S2 substitute has the target's gender",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(CORRUPTIONS))
+def test_validator_names_each_corruption(corruptible, kind):
+    config, fn, pattern = CORRUPTIONS[kind]
+    path = _shard(corruptible, config)
+    _rewrite(path, "", fn)
+    with pytest.raises(ssd.DatasetValidationError, match=pattern) as info:
+        ssd.validate_folder(corruptible)
+    assert path.name in str(info.value) or "duplicate id" in kind
+
+
+def test_validator_catches_wrong_type(corruptible):
+    path = _shard(corruptible, "detection")
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("converted_turn")
+    table = table.set_column(index, "converted_turn", pa.array([str(v) for v in table["converted_turn"].to_pylist()]))
+    pq.write_table(table, path)
+    with pytest.raises(ssd.DatasetValidationError, match=r"converted_turn: string instead of int32"):
+        ssd.validate_folder(corruptible)
+
+
+def test_validator_catches_missing_file_and_id_mismatch(corruptible):
+    _shard(corruptible, "localization-4vc").unlink()
+    _rewrite(_shard(corruptible, "localization"), "", lambda rows: rows.pop())
+    with pytest.raises(ssd.DatasetValidationError) as info:
+        ssd.validate_folder(corruptible)
+    message = str(info.value)
+    assert "config 'localization-4vc' split 'test': no file matches '4vc/localization/test-*.parquet'" in message
+    assert "main/test: detection and localization ids differ" in message
+    proc = subprocess.run(
+        [sys.executable, "-m", "speakersleuth_dataset", "validate", str(corruptible)],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert proc.returncode == 1 and "INVALID" in proc.stderr
+
+
+def test_validator_catches_missing_card(corruptible):
+    (corruptible / "README.md").unlink()
+    with pytest.raises(ssd.DatasetValidationError, match="README.md \\(the dataset card\\) is missing"):
+        ssd.validate_folder(corruptible)
+
+
+def test_read_rows_by_id_and_gold(folder):
+    table = ssd.read_rows(folder, "detection", ids=["main-synthetic-0001-S3"], columns=["id", "scenario"])
+    assert table.to_pylist() == [{"id": "main-synthetic-0001-S3", "scenario": "S3"}]
+    gold = ssd.read_gold(folder, "10turn")
+    assert set(gold) == {"detection", "localization", "discrimination"}
+    assert {r["num_target_turns"] for r in gold["localization"]} == {10}
+    with pytest.raises(ValueError, match="unknown variant"):
+        ssd.read_gold(folder, "5vc")
