@@ -79,3 +79,17 @@ class DialogueSource(ABC):
             path = dialogue.turns[i].audio.path
             if not Path(path).is_file():
                 raise FileNotFoundError(f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}")
+
+    def speaker_pool(self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5) -> dict[str, tuple[str, list[AudioSpan]]]:
+        """Substitute speakers for voice conversion: ``{speaker: (gender, clips)}``.
+
+        This default takes each speaker of ``dialogues`` with up to ``clips_per_speaker`` of its
+        turns of at least ``min_seconds``; a TTS source overrides it with its voice bank.
+        """
+        pool: dict[str, tuple[str, list[AudioSpan]]] = {}
+        for dialogue in dialogues:
+            for turn in dialogue.turns:
+                gender, clips = pool.setdefault(turn.speaker, (turn.gender, []))
+                if len(clips) < clips_per_speaker and turn.duration >= min_seconds:
+                    clips.append(turn.audio)
+        return {name: entry for name, entry in pool.items() if entry[1]}
