@@ -1,0 +1,83 @@
+"""Time parse + validate + score of a full-size submission, in process (no audio, no dataset folder).
+
+The gold (``tests/scoring_fixtures.py``) has the paper's size: 606 dialogues, i.e. 1,818 detection
+and 1,818 localization instances (S1/S2/S3) and 606 discrimination instances over four source
+datasets; the submission answers every instance at random (seeded), lines shuffled. Prints the
+figures; the target is <= 1 s for parse + validate + score with the default 1,000 resamples.
+
+    PYTHONPATH=. python benchmarks/bench_scoring.py [--dialogues 606] [--repeats 5] [--bootstrap 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+
+from metrics.score import score_submission
+from metrics.submission import Gold, parse_submission
+from tests.scoring_fixtures import N_TURNS, synthetic_gold
+
+
+def make_submission(gold: Gold, rng: random.Random) -> bytes:
+    lines = []
+    for rid in gold.tasks["detection"]:
+        lines.append({"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])})
+    for rid in gold.tasks["localization"]:
+        lines.append({"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, N_TURNS + 1), rng.randint(0, 2)))})
+    for rid in gold.tasks["discrimination"]:
+        ranking = rng.sample(["A", "B", "C"], 3)
+        lines.append({"task": "discrimination", "id": rid, "prediction": ranking[0], "ranking": ranking})
+    rng.shuffle(lines)
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dialogues", type=int, default=606)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    args = parser.parse_args()
+    gold = synthetic_gold(args.dialogues, random.Random(0))
+    data = make_submission(gold, random.Random(1))
+    print(f"gold: {args.dialogues} dialogues, " + ", ".join(f"{len(r):,} {t}" for t, r in gold.tasks.items()))
+    num_lines = data.count(b"\n")
+    print(f"submission: {num_lines:,} lines, {len(data) / 1e6:.2f} MB; bootstrap {args.bootstrap} resamples")
+    timings: dict[str, list[tuple[float, float]]] = {"parse": [], "score": [], "total": [], "reused": []}
+    for _ in range(args.repeats):
+        gold = synthetic_gold(args.dialogues, random.Random(0))  # fresh Gold: derived arrays not cached yet
+        t0 = _clock()
+        sub = parse_submission(data, gold)
+        t1 = _clock()
+        score_submission(sub, gold, n_bootstrap=args.bootstrap)
+        t2 = _clock()
+        score_submission(parse_submission(data, gold), gold, n_bootstrap=args.bootstrap)
+        t3 = _clock()
+        for name, (start, end) in {"parse": (t0, t1), "score": (t1, t2), "total": (t0, t2), "reused": (t2, t3)}.items():
+            timings[name].append((end[0] - start[0], end[1] - start[1]))
+    labels = {
+        "parse": "parse + validate",
+        "score": "score (fresh Gold)",
+        "total": "total, fresh Gold",
+        "reused": "total, Gold reused (Space)",
+    }
+    print(f"{args.repeats} repeats; wall = elapsed, cpu = process CPU time (robust to a busy machine)")
+    for name, label in labels.items():
+        wall = [w for w, _ in timings[name]]
+        cpu = [c for _, c in timings[name]]
+        print(
+            f"{label:<28} wall median {statistics.median(wall) * 1e3:6.1f} ms (min {min(wall) * 1e3:6.1f}, "
+            f"max {max(wall) * 1e3:6.1f})   cpu median {statistics.median(cpu) * 1e3:6.1f} ms"
+        )
+    total = statistics.median(w for w, _ in timings["total"])
+    print(f"target: total <= 1000 ms (wall median): {'met' if total <= 1.0 else 'NOT met'} ({total * 1e3:.0f} ms)")
+
+
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+if __name__ == "__main__":
+    main()

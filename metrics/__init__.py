@@ -1,0 +1,14 @@
+"""SpeakerSleuth metrics and scoring.
+
+- ``metrics/<name>/<name>.py``: ``evaluate`` metric modules (``balanced_accuracy``, ``balanced_f1``,
+  ``ndcg``, ``exact_match``); load them from the repository root with
+  ``evaluate.load("metrics/<name>")``.
+- ``metrics.core``: the metric math they share with the scorer (numpy only).
+- ``metrics.submission``: reading and validating a predictions JSONL (``load_gold``,
+  ``parse_submission``, ``SubmissionError``).
+- ``metrics.score``: the Table-2 row of a submission with bootstrap confidence intervals
+  (``score_submission``, ``leaderboard_row``, ``format_report``) and the scorer CLI
+  ``python -m metrics.score predictions.jsonl --dataset <folder> --variant main``.
+
+Importing this package imports nothing heavy; ``evaluate`` is needed only by the metric modules.
+"""

@@ -1,0 +1,87 @@
+"""Scenario-balanced accuracy of SpeakerSleuth detection, as an ``evaluate`` metric module.
+
+Load from the repository root (the math lives in ``metrics/core.py``)::
+
+    evaluate.load("metrics/balanced_accuracy")
+"""
+
+import datasets
+import evaluate
+
+from metrics.core import CITATION, SCENARIOS, balanced, grouped_mean, scenario_codes
+
+_CITATION = CITATION
+
+_DESCRIPTION = """\
+Balanced accuracy of a speaker-consistency detector over the three SpeakerSleuth scenarios:
+S1 (fully consistent), S2 (one turn converted to an opposite-gender voice) and S3 (one turn
+converted to the most similar voice). Accuracy is computed within each scenario, then
+Bal = 1/2 (Acc_S1 + (Acc_S2 + Acc_S3) / 2), so the consistent class and the inconsistent class
+weigh the same: a judge that always answers "consistent" (or always "inconsistent") scores 0.5.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str` or `int`): the predicted label of each instance
+        (e.g. "consistent" / "inconsistent", or 0 / 1).
+    references (`list` of `str` or `int`): the gold label of each instance, same type.
+    scenarios (`list` of `str`): the scenario of each instance, "S1", "S2" or "S3"; every
+        scenario needs at least one instance.
+Returns:
+    accuracy_S1, accuracy_S2, accuracy_S3 (`float` in [0, 1]): accuracy within each scenario.
+    balanced_accuracy (`float` in [0, 1]): 1/2 (accuracy_S1 + (accuracy_S2 + accuracy_S3) / 2);
+        higher is better.
+Examples:
+    >>> import evaluate
+    >>> metric = evaluate.load("metrics/balanced_accuracy")
+    >>> results = metric.compute(
+    ...     predictions=["consistent", "consistent", "inconsistent", "consistent"],
+    ...     references=["consistent", "inconsistent", "inconsistent", "inconsistent"],
+    ...     scenarios=["S1", "S2", "S2", "S3"],
+    ... )
+    >>> print(results)
+    {'accuracy_S1': 1.0, 'accuracy_S2': 0.5, 'accuracy_S3': 0.0, 'balanced_accuracy': 0.625}
+
+    A judge that always answers "consistent" gets 0.5, however the scenarios are balanced:
+    >>> results = metric.compute(
+    ...     predictions=[0, 0, 0, 0, 0], references=[0, 0, 0, 1, 1], scenarios=["S1", "S1", "S1", "S2", "S3"]
+    ... )
+    >>> print(results["balanced_accuracy"])
+    0.5
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class BalancedAccuracy(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Value("string"),
+                        "scenarios": datasets.Value("string"),
+                    }
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("int64"),
+                        "references": datasets.Value("int64"),
+                        "scenarios": datasets.Value("string"),
+                    }
+                ),
+            ],
+            reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
+        )
+
+    def _compute(self, predictions, references, scenarios):
+        codes = scenario_codes(scenarios)
+        correct = [p == r for p, r in zip(predictions, references, strict=True)]
+        accuracy = grouped_mean(correct, codes, len(SCENARIOS))
+        return {
+            **{f"accuracy_{s}": float(a) for s, a in zip(SCENARIOS, accuracy)},
+            "balanced_accuracy": float(balanced(*accuracy)),
+        }

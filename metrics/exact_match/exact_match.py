@@ -1,0 +1,69 @@
+"""Exact match of candidate rankings (SpeakerSleuth discrimination), as an ``evaluate`` module.
+
+Load from the repository root (the math lives in ``metrics/core.py``)::
+
+    evaluate.load("metrics/exact_match")
+"""
+
+import datasets
+import evaluate
+import numpy as np
+
+from metrics.core import CITATION, exact_match, ranking_scores
+
+_CITATION = CITATION
+
+_DESCRIPTION = """\
+The share of instances whose whole predicted ranking of candidates equals the gold ranking. For
+SpeakerSleuth's three discrimination candidates the gold order is original > similar speaker >
+gender switch; any number of candidates works (e.g. 4 for the VC-quality ranking).
+Unlike the generic string `exact_match` metric, inputs are rankings: each prediction must be a
+permutation of its gold ranking.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `list` of `str` or `int`): the predicted ranking of each instance,
+        best first; a permutation of the instance's gold ranking.
+    references (`list` of `list` of `str` or `int`): the gold ranking of each instance, best first.
+Returns:
+    exact_match (`float` in [0, 1]): the share of rankings equal to gold; higher is better.
+Examples:
+    >>> import evaluate
+    >>> metric = evaluate.load("metrics/exact_match")
+    >>> results = metric.compute(
+    ...     predictions=[["B", "A", "C"], ["A", "C", "B"], ["D", "C", "B", "A"]],
+    ...     references=[["B", "A", "C"], ["C", "A", "B"], ["D", "C", "B", "A"]],
+    ... )
+    >>> print(round(results["exact_match"], 4))
+    0.6667
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class ExactMatch(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features(
+                    {
+                        "predictions": datasets.Sequence(datasets.Value("string")),
+                        "references": datasets.Sequence(datasets.Value("string")),
+                    }
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Sequence(datasets.Value("int64")),
+                        "references": datasets.Sequence(datasets.Value("int64")),
+                    }
+                ),
+            ],
+            reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
+        )
+
+    def _compute(self, predictions, references):
+        scores = ranking_scores(predictions, references, {"exact_match": exact_match})
+        return {"exact_match": float(np.mean(scores["exact_match"]))}

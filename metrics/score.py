@@ -1,0 +1,451 @@
+"""Scoring a validated submission: the paper's Table-2 row, paired accuracy, coverage and
+bootstrap confidence intervals.
+
+Usage::
+
+    python -m metrics.score predictions.jsonl --dataset speakersleuth --variant main [--json]
+
+Conventions (all values in percent):
+
+- A task is scored when the file has at least one line for it. Every gold instance of a scored task
+  counts: one without an answer (no line, or ``null``) is wrong. Detection: a wrong label.
+  Localization: precision = recall = F1 = 0, also for S1 (no answer is not the empty set).
+  Discrimination: not the original. ``coverage`` is the share of instances answered.
+- Ranking metrics (NDCG@1, NDCG@2, exact match) are scored when at least one discrimination line
+  has a ``ranking``; an instance without one gets NDCG 0 and no exact match, and
+  ``ranking_coverage`` says how many had one.
+- Paired accuracy (detection, localization): the share of dialogues whose S1, S2 and S3 are all
+  answered correctly; for localization "correct" means the predicted set equals the gold set.
+  Only dialogues with all three scenarios in the gold count.
+- Confidence intervals: percentile bootstrap (95 %), seeded, resampling dialogues with
+  replacement, so the S1/S2/S3 instances of a dialogue and its discrimination instance stay
+  together; one set of resamples serves every metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from metrics.core import (
+    SCENARIOS,
+    balanced,
+    exact_match,
+    grouped_mean,
+    ndcg,
+    percentile_interval,
+    prf,
+    ranking_scores,
+    resample_counts,
+    scenario_codes,
+)
+from metrics.submission import Gold, Submission, SubmissionError, load_gold, parse_submission
+
+CONFIDENCE = 0.95
+_LABEL_CODE = {"consistent": 0, "inconsistent": 1}
+
+#: The paper's source datasets, in Table-2 order (key suffix, display name).
+PAPER_SOURCES = (("bazinga", "Bazinga"), ("ami", "AMI"), ("behavior_sd", "Behavior-SD"), ("dailytalk", "DailyTalk"))
+
+#: (key, display label, is_headline); keys equal the column names of the paper's tables in
+#: ``shared/paper/*.tsv``, so reported rows and scored rows share one table.
+LEADERBOARD_COLUMNS: list[tuple[str, str, bool]] = [
+    ("det_s1_acc", "Det S1", False),
+    ("det_s2_acc", "Det S2", False),
+    ("det_s3_acc", "Det S3", False),
+    ("det_bal_acc", "Det Bal Acc", True),
+    ("loc_s1_f1", "Loc S1 F1", False),
+    ("loc_s2_p", "Loc S2 P", False),
+    ("loc_s2_r", "Loc S2 R", False),
+    ("loc_s2_f1", "Loc S2 F1", False),
+    ("loc_s3_p", "Loc S3 P", False),
+    ("loc_s3_r", "Loc S3 R", False),
+    ("loc_s3_f1", "Loc S3 F1", False),
+    ("loc_bal_f1", "Loc Bal F1", True),
+    *[(f"disc_acc_{key}", f"Disc {name}", False) for key, name in PAPER_SOURCES],
+    ("disc_acc_avg", "Disc Avg", True),
+    ("ndcg_at_1", "N@1", False),
+    ("ndcg_at_2", "N@2", True),
+    ("exact_match", "EM", True),
+    ("det_paired_acc", "Det Paired", True),
+    ("loc_paired_acc", "Loc Paired", True),
+    ("det_coverage", "Det Coverage", False),
+    ("loc_coverage", "Loc Coverage", False),
+    ("disc_coverage", "Disc Coverage", False),
+    ("rank_coverage", "Rank Coverage", False),
+]
+
+
+# ------------------------------------------------------------------------------------- scoring
+
+
+def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Scores of every task the submission answers, in percent (JSON-serialisable).
+
+    ``n_bootstrap=0`` skips the confidence intervals (``ci`` values are then None).
+    """
+    if n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
+    dialogues = _dialogue_index(gold)
+    counts = resample_counts(len(dialogues), n_bootstrap, seed).astype(np.float64) if n_bootstrap else None
+    result: dict[str, Any] = {
+        "variant": gold.variant,
+        "split": gold.split,
+        "num_lines": sub.num_lines,
+        "sha256": sub.sha256,
+        "tasks": [t for t in gold.tasks if t in sub.predictions],
+        "bootstrap": {
+            "resamples": n_bootstrap,
+            "seed": seed,
+            "level": round(100 * CONFIDENCE),
+            "unit": "dialogue",
+            "dialogues": len(dialogues),
+        },
+    }
+    scorers = {"detection": _score_detection, "localization": _score_localization, "discrimination": _score_discrimination}
+    # The products here are small ((resamples x dialogues) by a few columns): BLAS threads only
+    # add contention (10x slower on a busy 2-core machine), so they are limited to one.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for task in result["tasks"]:
+            result[task] = scorers[task](sub.predictions[task], _task_arrays(gold, task, dialogues), counts)
+    return result
+
+
+def _dialogue_index(gold: Gold) -> dict[str, int]:
+    if "dialogues" not in gold.cache:
+        names = sorted({row["dialogue_id"] for rows in gold.tasks.values() for row in rows.values()})
+        gold.cache["dialogues"] = {name: i for i, name in enumerate(names)}
+    return gold.cache["dialogues"]
+
+
+def _task_arrays(gold: Gold, task: str, dialogues: dict[str, int]) -> dict[str, Any]:
+    """Gold of one task as arrays in a fixed id order (memoised on ``gold.cache``)."""
+    if task in gold.cache:
+        return gold.cache[task]
+    rows = list(gold.tasks[task].values())
+    arrays: dict[str, Any] = {
+        "ids": [row["id"] for row in rows],
+        "dialogue": np.array([dialogues[row["dialogue_id"]] for row in rows], dtype=np.int64),
+    }
+    if task == "discrimination":
+        sources = sorted({row["source_dataset"] for row in rows})
+        arrays["sources"] = sources
+        arrays["source"] = np.array([sources.index(row["source_dataset"]) for row in rows], dtype=np.int64)
+        arrays["answer"] = [row["answer"] for row in rows]
+        arrays["gold_ranking"] = [list(row["gold_ranking"]) for row in rows]
+    else:
+        arrays["scenario"] = scenario_codes(row["scenario"] for row in rows)
+        if task == "detection":
+            arrays["label"] = np.array([_LABEL_CODE[row["label"]] for row in rows], dtype=np.int64)
+        else:
+            arrays["mask"] = np.array([_mask(row["inconsistent_turns"]) for row in rows], dtype=np.int64)
+    gold.cache[task] = arrays
+    return arrays
+
+
+def _mask(positions) -> int:
+    return sum(1 << (p - 1) for p in set(positions))
+
+
+def _score_detection(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:
+    predicted = np.array([_LABEL_CODE.get(answers.get(i, {}).get("prediction"), -1) for i in gold["ids"]])
+    correct = (predicted == gold["label"]).astype(np.float64)
+    accuracy = grouped_mean(correct, gold["scenario"], len(SCENARIOS))
+    out = {
+        **_coverage(predicted >= 0),
+        "accuracy": _per_scenario(accuracy),
+        "balanced_accuracy": _pct(balanced(*accuracy)),
+    }
+    paired, paired_samples, out["paired_dialogues"] = _paired(correct == 1, gold, counts)
+    out["paired_accuracy"] = _pct(paired)
+    out["ci"] = {
+        "balanced_accuracy": _interval(counts, lambda c: _balanced_samples(correct, gold, c)),
+        "paired_accuracy": _ci(paired_samples),
+    }
+    return out
+
+
+def _score_localization(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:
+    given = [answers.get(i, {}).get("prediction") for i in gold["ids"]]
+    answered = np.array([p is not None for p in given])
+    predicted = np.array([_mask(p) if p is not None else 0 for p in given], dtype=np.int64)
+    sizes = (np.bitwise_count(predicted), np.bitwise_count(gold["mask"]), np.bitwise_count(predicted & gold["mask"]))
+    # an instance without an answer scores 0 (an S1 answered [] scores F1 1; no answer is not [])
+    precision, recall, f1 = (np.where(answered, values, 0.0) for values in prf(*sizes))
+    means = {
+        name: grouped_mean(values, gold["scenario"], len(SCENARIOS))
+        for name, values in (("precision", precision), ("recall", recall), ("f1", f1))
+    }
+    out = {
+        **_coverage(answered),
+        **{name: _per_scenario(m) for name, m in means.items()},
+        "balanced_f1": _pct(balanced(*means["f1"])),
+    }
+    exact = answered & (predicted == gold["mask"])
+    paired, paired_samples, out["paired_dialogues"] = _paired(exact, gold, counts)
+    out["paired_accuracy"] = _pct(paired)
+    out["ci"] = {
+        "balanced_f1": _interval(counts, lambda c: _balanced_samples(f1, gold, c)),
+        "paired_accuracy": _ci(paired_samples),
+    }
+    return out
+
+
+def _score_discrimination(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:
+    given = [answers.get(i, {}) for i in gold["ids"]]
+    answered = np.array([a.get("prediction") is not None for a in given])
+    correct = np.array([a.get("prediction") == ans for a, ans in zip(given, gold["answer"])], dtype=np.float64)
+    by_source = grouped_mean(correct, gold["source"], len(gold["sources"]))
+    out: dict[str, Any] = {
+        **_coverage(answered),
+        "accuracy_by_source": {s: _pct(a) for s, a in zip(gold["sources"], by_source)},
+        "accuracy": _pct(correct.mean()),
+    }
+    ci = {"accuracy": _interval(counts, lambda c: _mean(correct, c, gold["dialogue"]))}
+    ranked = np.array([a.get("ranking") is not None for a in given])
+    out["ranked"] = int(ranked.sum())
+    out["ranking_coverage"] = _pct(ranked.mean())
+    if ranked.any():
+        rows = np.flatnonzero(ranked)
+        predicted = [given[i]["ranking"] for i in rows]
+        reference = [gold["gold_ranking"][i] for i in rows]
+        metrics = {"ndcg@1": partial(ndcg, k=1), "ndcg@2": partial(ndcg, k=2), "exact_match": exact_match}
+        scores = {name: np.zeros(len(given)) for name in metrics}
+        for name, values in ranking_scores(predicted, reference, metrics).items():
+            scores[name][rows] = values
+            out[name] = _pct(scores[name].mean())
+        ci["ndcg@2"] = _interval(counts, lambda c: _mean(scores["ndcg@2"], c, gold["dialogue"]))
+        ci["exact_match"] = _interval(counts, lambda c: _mean(scores["exact_match"], c, gold["dialogue"]))
+    else:
+        out.update({"ndcg@1": None, "ndcg@2": None, "exact_match": None})
+        ci.update({"ndcg@2": None, "exact_match": None})
+    out["ci"] = ci
+    return out
+
+
+def _mean(values: np.ndarray, counts: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Bootstrap samples of the mean of ``values`` (instances of dialogues ``units``)."""
+    return grouped_mean(values, np.zeros(values.size, dtype=np.int64), 1, counts, units)[:, 0]
+
+
+def _interval(counts: np.ndarray | None, statistic) -> list[float] | None:
+    return None if counts is None else _ci(statistic(counts))
+
+
+def _balanced_samples(values: np.ndarray, gold: dict[str, Any], counts: np.ndarray) -> np.ndarray:
+    per_scenario = grouped_mean(values, gold["scenario"], len(SCENARIOS), counts, gold["dialogue"])
+    return balanced(*per_scenario.T)
+
+
+def _ci(samples: np.ndarray | None) -> list[float] | None:
+    if samples is None:
+        return None
+    interval = percentile_interval(samples, CONFIDENCE)
+    return None if interval is None else [_pct(interval[0]), _pct(interval[1])]
+
+
+def _paired(correct: np.ndarray, gold: dict[str, Any], counts: np.ndarray | None):
+    """Share of complete dialogues (S1, S2, S3 all in the gold) with every instance correct;
+    returns (value, bootstrap samples, number of complete dialogues)."""
+    dialogue = gold["dialogue"]
+    num = int(dialogue.max()) + 1
+    present = np.zeros(num, dtype=np.int64)
+    np.bitwise_or.at(present, dialogue, 1 << gold["scenario"])
+    complete = np.flatnonzero(present == (1 << len(SCENARIOS)) - 1)
+    if not complete.size:
+        return None, None, 0
+    mistakes = np.bincount(dialogue, weights=(~correct).astype(np.float64), minlength=num)
+    all_correct = (mistakes[complete] == 0).astype(np.float64)
+    samples = None if counts is None else _mean(all_correct, counts, complete)
+    return all_correct.mean(), samples, int(complete.size)
+
+
+def _coverage(answered: np.ndarray) -> dict[str, Any]:
+    return {"instances": int(answered.size), "answered": int(answered.sum()), "coverage": _pct(answered.mean())}
+
+
+def _per_scenario(values: np.ndarray) -> dict[str, float | None]:
+    return {s: _pct(v) for s, v in zip(SCENARIOS, values)}
+
+
+def _pct(value) -> float | None:
+    """A fraction as percent, rounded to 4 decimals (None for NaN/None)."""
+    if value is None or not np.isfinite(value):
+        return None
+    return round(float(value) * 100.0, 4)
+
+
+# --------------------------------------------------------------------------------- leaderboard
+
+
+def source_key(name: str) -> str:
+    """Column suffix of a source dataset name: ``"Behavior-SD"`` -> ``"behavior_sd"``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def column_label(key: str) -> str:
+    """Display label of a leaderboard key, including ``disc_acc_<source>`` of other sources."""
+    labels = {k: label for k, label, _ in LEADERBOARD_COLUMNS}
+    if key in labels:
+        return labels[key]
+    if key.startswith("disc_acc_"):
+        return "Disc " + key.removeprefix("disc_acc_").replace("_", " ").title()
+    raise KeyError(key)
+
+
+def leaderboard_row(scores: dict) -> dict:
+    """The flat leaderboard row of ``score_submission`` output, in percent rounded to one decimal.
+
+    Has every key of ``LEADERBOARD_COLUMNS`` (None where a task was not submitted), plus
+    ``disc_acc_<source>`` for source datasets not in the paper (placed before ``disc_acc_avg``;
+    see ``column_label``), in display order, then ``<key>_ci`` = ``[low, high]`` (or None) for
+    the headline keys.
+    """
+    det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
+    flat: dict[str, Any] = {}
+    ci: dict[str, Any] = {}
+    if det:
+        for s in SCENARIOS:
+            flat[f"det_{s.lower()}_acc"] = det["accuracy"][s]
+        flat.update(det_bal_acc=det["balanced_accuracy"], det_paired_acc=det["paired_accuracy"], det_coverage=det["coverage"])
+        ci.update(det_bal_acc=det["ci"]["balanced_accuracy"], det_paired_acc=det["ci"]["paired_accuracy"])
+    if loc:
+        flat["loc_s1_f1"] = loc["f1"]["S1"]
+        for s in SCENARIOS[1:]:
+            for metric, short in (("precision", "p"), ("recall", "r"), ("f1", "f1")):
+                flat[f"loc_{s.lower()}_{short}"] = loc[metric][s]
+        flat.update(loc_bal_f1=loc["balanced_f1"], loc_paired_acc=loc["paired_accuracy"], loc_coverage=loc["coverage"])
+        ci.update(loc_bal_f1=loc["ci"]["balanced_f1"], loc_paired_acc=loc["ci"]["paired_accuracy"])
+    if disc:
+        for source, value in disc["accuracy_by_source"].items():
+            flat[f"disc_acc_{source_key(source)}"] = value
+        flat.update(
+            disc_acc_avg=disc["accuracy"],
+            ndcg_at_1=disc["ndcg@1"],
+            ndcg_at_2=disc["ndcg@2"],
+            exact_match=disc["exact_match"],
+            disc_coverage=disc["coverage"],
+            rank_coverage=disc["ranking_coverage"],
+        )
+        ci.update(disc_acc_avg=disc["ci"]["accuracy"], ndcg_at_2=disc["ci"]["ndcg@2"], exact_match=disc["ci"]["exact_match"])
+    known = {key for key, _, _ in LEADERBOARD_COLUMNS}
+    order = []
+    for key, _, _ in LEADERBOARD_COLUMNS:
+        if key == "disc_acc_avg":
+            order += [k for k in flat if k not in known]
+        order.append(key)
+    row = {key: _one_decimal(flat.get(key)) for key in order}
+    for key, _, headline in LEADERBOARD_COLUMNS:
+        if headline:
+            interval = ci.get(key)
+            row[f"{key}_ci"] = None if interval is None else [_one_decimal(v) for v in interval]
+    return row
+
+
+def _one_decimal(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+# -------------------------------------------------------------------------------------- report
+
+
+def format_report(scores: dict) -> str:
+    """The human-readable Table-2 row: one block per scored task, percent with one decimal,
+    95 % intervals beside the headline metrics, then the row as tab-separated paper columns."""
+    boot = scores["bootstrap"]
+    lines = [
+        f"SpeakerSleuth scores: variant {scores['variant']}, split {scores['split']}, "
+        f"{scores['num_lines']:,} lines, sha256 {scores['sha256'][:12]}",
+    ]
+    if boot["resamples"]:
+        lines.append(
+            f"[low, high] = {boot['level']}% bootstrap interval ({boot['resamples']} resamples of "
+            f"{boot['dialogues']} dialogues, seed {boot['seed']})"
+        )
+    if not scores["tasks"]:
+        lines.append("no task answered")
+    det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
+    if det:
+        lines += _block("Detection (accuracy)", det, [
+            *[(s, det["accuracy"][s], None) for s in SCENARIOS],
+            ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
+            (f"Paired ({det['paired_dialogues']} dialogues)", det["paired_accuracy"], det["ci"]["paired_accuracy"]),
+        ])
+    if loc:
+        entries = [("S1 F1", loc["f1"]["S1"], None)]
+        for s in SCENARIOS[1:]:
+            entries += [(f"{s} P", loc["precision"][s], None), (f"{s} R", loc["recall"][s], None), (f"{s} F1", loc["f1"][s], None)]
+        entries += [
+            ("Bal F1", loc["balanced_f1"], loc["ci"]["balanced_f1"]),
+            (f"Paired ({loc['paired_dialogues']} dialogues)", loc["paired_accuracy"], loc["ci"]["paired_accuracy"]),
+        ]
+        lines += _block("Localization", loc, entries)
+    if disc:
+        entries = [(f"Acc {s}", v, None) for s, v in disc["accuracy_by_source"].items()]
+        entries += [
+            ("Acc Avg", disc["accuracy"], disc["ci"]["accuracy"]),
+            ("NDCG@1", disc["ndcg@1"], None),
+            ("NDCG@2", disc["ndcg@2"], disc["ci"]["ndcg@2"]),
+            ("Exact match", disc["exact_match"], disc["ci"]["exact_match"]),
+            (f"Ranking coverage ({disc['ranked']}/{disc['instances']})", disc["ranking_coverage"], None),
+        ]
+        lines += _block("Discrimination", disc, entries)
+    row = leaderboard_row(scores)
+    keys = [k for k in row if not k.endswith("_ci") and row[k] is not None]
+    lines += ["", "Table-2 row (tab-separated):", "\t".join(keys), "\t".join(f"{row[k]:.1f}" for k in keys)]
+    return "\n".join(lines)
+
+
+def _block(title: str, task: dict, entries: list[tuple[str, float | None, list | None]]) -> list[str]:
+    lines = ["", f"{title}: coverage {_fmt(task['coverage'])}% ({task['answered']}/{task['instances']})"]
+    width = max(len(name) for name, _, _ in entries)
+    for name, value, interval in entries:
+        text = f"  {name:<{width}}  {_fmt(value):>5}"
+        if interval:
+            text += f"  [{_fmt(interval[0])}, {_fmt(interval[1])}]"
+        lines.append(text)
+    return lines
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+# ----------------------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL.")
+    parser.add_argument("predictions", help="the predictions file (JSONL, UTF-8)")
+    parser.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
+    parser.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
+    parser.add_argument("--split", default="test", help="test or validation (default: test)")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples, 0 for none (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    args = parser.parse_args(argv)
+    try:
+        gold = load_gold(args.dataset, args.variant, args.split)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        sub = parse_submission(Path(args.predictions), gold)
+    except SubmissionError as err:
+        print(f"{args.predictions}: {err}", file=sys.stderr)
+        return 1
+    scores = score_submission(sub, gold, n_bootstrap=args.bootstrap, seed=args.seed)
+    print(json.dumps(scores, indent=2) if args.json else format_report(scores))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

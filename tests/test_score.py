@@ -1,0 +1,300 @@
+"""Scoring of submissions: hand-computed Table-2 values, the missing-answer conventions, the
+bootstrap against a plain loop, invariants (hypothesis), the leaderboard row, and the CLI end to end
+on a synthetic dataset folder."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from math import log2
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metrics import core
+from metrics.score import LEADERBOARD_COLUMNS, column_label, format_report, leaderboard_row, main, score_submission
+from metrics.submission import Gold, load_gold, parse_submission
+from tests.scoring_fixtures import synthetic_gold
+from tests.synthetic import build_synthetic_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _jsonl(lines) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def _score(gold: Gold, lines, n_bootstrap: int = 0, seed: int = 0) -> dict:
+    return score_submission(parse_submission(_jsonl(lines), gold), gold, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def _perfect(gold: Gold) -> list[dict]:
+    lines = []
+    for rid, row in gold.tasks.get("detection", {}).items():
+        lines.append({"task": "detection", "id": rid, "prediction": row["label"]})
+    for rid, row in gold.tasks.get("localization", {}).items():
+        lines.append({"task": "localization", "id": rid, "prediction": row["inconsistent_turns"]})
+    for rid, row in gold.tasks.get("discrimination", {}).items():
+        lines.append({"task": "discrimination", "id": rid, "prediction": row["answer"], "ranking": row["gold_ranking"]})
+    return lines
+
+
+# ----------------------------------------------------------------------------- hand-computed
+
+
+def _hand_gold() -> Gold:
+    det, loc, disc = {}, {}, {}
+    for d, (source, k, answer, ranking) in enumerate((("ami", 2, "B", ["B", "A", "C"]), ("Behavior-SD", 4, "C", ["C", "B", "A"]))):
+        for s in ("S1", "S2", "S3"):
+            row = {"id": f"d{d}-{s}", "dialogue_id": f"dlg{d}", "source_dataset": source, "scenario": s, "num_target_turns": 5}
+            det[row["id"]] = {**row, "label": "consistent" if s == "S1" else "inconsistent"}
+            loc[row["id"]] = {**row, "inconsistent_turns": [] if s == "S1" else [k]}
+        disc[f"d{d}-D"] = {"id": f"d{d}-D", "dialogue_id": f"dlg{d}", "source_dataset": source,
+                           "candidate_labels": ["A", "B", "C"], "answer": answer, "gold_ranking": ranking}
+    return Gold("main", "test", {"detection": det, "localization": loc, "discrimination": disc})
+
+
+HAND_LINES = [
+    {"task": "detection", "id": "d0-S1", "prediction": "consistent"},      # right
+    {"task": "detection", "id": "d0-S2", "prediction": "inconsistent"},    # right
+    {"task": "detection", "id": "d0-S3", "prediction": "consistent"},      # wrong
+    {"task": "detection", "id": "d1-S1", "prediction": "inconsistent"},    # wrong
+    {"task": "detection", "id": "d1-S2", "prediction": "inconsistent"},    # right; d1-S3 missing
+    {"task": "localization", "id": "d0-S1", "prediction": []},             # P 0, R 0, F1 1
+    {"task": "localization", "id": "d0-S2", "prediction": [2]},            # 1, 1, 1
+    {"task": "localization", "id": "d0-S3", "prediction": [2]},            # 1, 1, 1
+    {"task": "localization", "id": "d1-S1", "prediction": [1]},            # 0, 0, 0
+    {"task": "localization", "id": "d1-S2", "prediction": None},           # no answer: 0, 0, 0
+    {"task": "localization", "id": "d1-S3", "prediction": [4, 5]},         # 0.5, 1, 2/3
+    {"task": "discrimination", "id": "d0-D", "prediction": "B", "ranking": ["B", "C", "A"]},
+    {"task": "discrimination", "id": "d1-D", "prediction": "A"},           # wrong, no ranking
+]
+
+
+def test_hand_computed_scores():
+    scores = _score(_hand_gold(), HAND_LINES)
+    det, loc, disc = scores["detection"], scores["localization"], scores["discrimination"]
+    assert det["accuracy"] == {"S1": 50.0, "S2": 100.0, "S3": 0.0}
+    assert det["balanced_accuracy"] == 50.0
+    assert (det["paired_accuracy"], det["paired_dialogues"]) == (0.0, 2)
+    assert (det["answered"], det["instances"], det["coverage"]) == (5, 6, pytest.approx(83.3333))
+    assert loc["precision"] == {"S1": 0.0, "S2": 50.0, "S3": 75.0}
+    assert loc["recall"] == {"S1": 0.0, "S2": 50.0, "S3": 100.0}
+    assert loc["f1"] == pytest.approx({"S1": 50.0, "S2": 50.0, "S3": 100 * (1 + 2 / 3) / 2}, abs=1e-4)
+    assert loc["balanced_f1"] == pytest.approx(50 * (0.5 + 0.5 * (0.5 + (1 + 2 / 3) / 2)), abs=1e-4)
+    assert loc["paired_accuracy"] == 50.0  # dlg0: S1, S2, S3 all exact
+    assert loc["coverage"] == pytest.approx(500 / 6, abs=1e-4)
+    assert disc["accuracy_by_source"] == {"Behavior-SD": 0.0, "ami": 100.0}
+    assert disc["accuracy"] == 50.0
+    assert disc["ndcg@1"] == 50.0
+    assert disc["ndcg@2"] == pytest.approx(50 * 3 / (3 + 1 / log2(3)), abs=1e-4)
+    assert disc["exact_match"] == 0.0
+    assert (disc["ranked"], disc["ranking_coverage"]) == (1, 50.0)
+    assert scores["tasks"] == ["detection", "localization", "discrimination"]
+    assert all(v is None for task in ("detection", "localization", "discrimination") for v in scores[task]["ci"].values())
+
+
+def test_unsubmitted_tasks_and_ranking_are_left_out():
+    scores = _score(_hand_gold(), [HAND_LINES[0], HAND_LINES[-1]], n_bootstrap=50)
+    assert scores["tasks"] == ["detection", "discrimination"] and "localization" not in scores
+    assert scores["detection"]["accuracy"] == {"S1": 50.0, "S2": 0.0, "S3": 0.0}
+    assert scores["discrimination"]["ndcg@2"] is None and scores["discrimination"]["ci"]["ndcg@2"] is None
+    row = leaderboard_row(scores)
+    assert row["loc_bal_f1"] is None and row["loc_bal_f1_ci"] is None and row["ndcg_at_2"] is None
+    assert row["det_bal_acc"] == 25.0
+
+
+# ----------------------------------------------------------------------------------- bootstrap
+
+
+def test_bootstrap_matches_a_plain_loop_over_resampled_dialogues():
+    gold = synthetic_gold(12, random.Random(3))
+    rng = random.Random(4)
+    lines = [{"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])} for rid in gold.tasks["detection"]]
+    lines += [{"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)} for rid in gold.tasks["discrimination"]]
+    scores = _score(gold, lines, n_bootstrap=200, seed=7)
+    answers = {(line["task"], line["id"]): line for line in lines}
+    dialogues = sorted({row["dialogue_id"] for row in gold.tasks["detection"].values()})
+    bal, em = [], []
+    for counts in core.resample_counts(len(dialogues), 200, 7):
+        weight = dict(zip(dialogues, counts))
+        per_scenario = {s: [] for s in core.SCENARIOS}
+        for rid, row in gold.tasks["detection"].items():
+            per_scenario[row["scenario"]] += [answers["detection", rid]["prediction"] == row["label"]] * weight[row["dialogue_id"]]
+        bal.append(core.balanced(*(np.mean(per_scenario[s]) for s in core.SCENARIOS)))
+        matches = []
+        for rid, row in gold.tasks["discrimination"].items():
+            matches += [answers["discrimination", rid]["ranking"] == row["gold_ranking"]] * weight[row["dialogue_id"]]
+        em.append(np.mean(matches))
+    assert scores["detection"]["ci"]["balanced_accuracy"] == pytest.approx(list(100 * np.percentile(bal, [2.5, 97.5])), abs=1e-3)
+    assert scores["discrimination"]["ci"]["exact_match"] == pytest.approx(list(100 * np.percentile(em, [2.5, 97.5])), abs=1e-3)
+
+
+def test_bootstrap_is_seeded_and_brackets_the_estimate():
+    gold = synthetic_gold(30, random.Random(0))
+    rng = random.Random(1)
+    lines = [{"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])} for rid in gold.tasks["detection"]]
+    a, b, c = (_score(gold, lines, n_bootstrap=300, seed=s)["detection"] for s in (5, 5, 6))
+    assert a == b and a["ci"] != c["ci"]
+    low, high = a["ci"]["balanced_accuracy"]
+    assert low < a["balanced_accuracy"] < high
+
+
+# ---------------------------------------------------------------------------------- invariants
+
+
+@st.composite
+def gold_and_seed(draw):
+    return synthetic_gold(draw(st.integers(1, 8)), random.Random(draw(st.integers(0, 10_000)))), draw(st.integers(0, 10_000))
+
+
+def _random_lines(gold: Gold, rng: random.Random) -> list[dict]:
+    lines = []
+    for rid in gold.tasks["detection"]:
+        if rng.random() < 0.9:
+            lines.append({"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent", None])})
+    for rid in gold.tasks["localization"]:
+        if rng.random() < 0.9:
+            lines.append({"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))})
+    for rid in gold.tasks["discrimination"]:
+        line = {"task": "discrimination", "id": rid, "prediction": rng.choice("ABC")}
+        if rng.random() < 0.7:
+            line["ranking"] = rng.sample("ABC", 3)
+        lines.append(line)
+    return lines
+
+
+@settings(max_examples=20, deadline=None)
+@given(gold_and_seed())
+def test_perfect_submission_scores_100_everywhere(case):
+    gold, _ = case
+    row = leaderboard_row(_score(gold, _perfect(gold), n_bootstrap=20))
+    values = {k: v for k, v in row.items() if v is not None}
+    assert {k for k, _, _ in LEADERBOARD_COLUMNS if not k.startswith("disc_acc_")} <= values.keys()
+    assert all(v == 100.0 or v == [100.0, 100.0] for v in values.values()), values
+
+
+@settings(max_examples=20, deadline=None)
+@given(gold_and_seed())
+def test_constant_consistent_judge_scores_50_balanced_and_0_paired(case):
+    gold, _ = case
+    lines = [{"task": "detection", "id": rid, "prediction": "consistent"} for rid in gold.tasks["detection"]]
+    lines += [{"task": "localization", "id": rid, "prediction": []} for rid in gold.tasks["localization"]]
+    scores = _score(gold, lines, n_bootstrap=20)
+    assert scores["detection"]["balanced_accuracy"] == 50.0
+    assert scores["localization"]["balanced_f1"] == 50.0
+    assert scores["detection"]["paired_accuracy"] == 0.0 and scores["localization"]["paired_accuracy"] == 0.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(gold_and_seed())
+def test_voice_blind_judge_scores_0_paired(case):
+    gold, seed = case
+    rng = random.Random(seed)
+    per_dialogue = {}
+    lines = []
+    for rid, row in gold.tasks["detection"].items():
+        answer = per_dialogue.setdefault(row["dialogue_id"], rng.choice(["consistent", "inconsistent"]))
+        lines.append({"task": "detection", "id": rid, "prediction": answer})
+    assert _score(gold, lines)["detection"]["paired_accuracy"] == 0.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(gold_and_seed())
+def test_scores_do_not_depend_on_line_order(case):
+    gold, seed = case
+    lines = _random_lines(gold, random.Random(seed))
+    shuffled = random.Random(seed + 1).sample(lines, len(lines))
+    a, b = _score(gold, lines, n_bootstrap=30), _score(gold, shuffled, n_bootstrap=30)
+    assert a.pop("sha256") and b.pop("sha256")
+    assert a == b
+
+
+# --------------------------------------------------------------------------- leaderboard, report
+
+
+def test_leaderboard_columns_are_the_paper_columns_plus_ours():
+    with (ROOT.parent / "shared" / "paper" / "table2_main.tsv").open() as f:
+        header = next(line for line in f if not line.startswith("#")).rstrip("\n").split("\t")
+    keys = [k for k, _, _ in LEADERBOARD_COLUMNS]
+    assert keys[: len(header) - 2] == header[2:]
+    assert {k for k, _, h in LEADERBOARD_COLUMNS if h} == {
+        "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc"}
+
+
+def test_leaderboard_row_and_report():
+    scores = _score(_hand_gold(), HAND_LINES, n_bootstrap=100)
+    row = leaderboard_row(scores)
+    assert row["disc_acc_ami"] == 100.0 and row["disc_acc_behavior_sd"] == 0.0 and row["disc_acc_bazinga"] is None
+    assert row["loc_s3_f1"] == 83.3 and row["loc_bal_f1"] == 58.3 and row["ndcg_at_2"] == 41.3
+    assert row["det_coverage"] == 83.3 and row["rank_coverage"] == 50.0
+    for key, _, headline in LEADERBOARD_COLUMNS:
+        assert (f"{key}_ci" in row) == headline
+    low, high = row["loc_bal_f1_ci"]
+    assert low <= row["loc_bal_f1"] <= high
+    report = format_report(scores)
+    assert "Detection (accuracy): coverage 83.3% (5/6)" in report
+    assert "Bal F1" in report and "58.3  [" in report
+    assert "Acc Behavior-SD" in report and "Ranking coverage (1/2)" in report
+    header, values = report.splitlines()[-2:]
+    assert header.split("\t")[:4] == ["det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc"]
+    assert values.split("\t")[:4] == ["50.0", "100.0", "0.0", "50.0"]
+
+
+def test_extra_sources_get_columns_and_labels():
+    gold = _hand_gold()
+    for row in gold.tasks["discrimination"].values():
+        row["source_dataset"] = "chitchat"
+    row = leaderboard_row(_score(gold, HAND_LINES))
+    keys = list(row)
+    assert keys.index("disc_acc_chitchat") == keys.index("disc_acc_avg") - 1
+    assert column_label("disc_acc_chitchat") == "Disc Chitchat" and column_label("ndcg_at_2") == "N@2"
+
+
+# ------------------------------------------------------------------------------- end to end, CLI
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return build_synthetic_dataset(tmp_path_factory.mktemp("score") / "speakersleuth", dialogues=3, variants=("main",))
+
+
+def test_cli_scores_a_perfect_file_on_a_built_folder(folder, tmp_path, capsys):
+    path = tmp_path / "perfect.jsonl"
+    path.write_bytes(_jsonl(_perfect(load_gold(folder))))
+    assert main([str(path), "--dataset", str(folder), "--variant", "main", "--bootstrap", "50"]) == 0
+    report = capsys.readouterr().out
+    assert "variant main, split test, 21 lines" in report and "Bal F1" in report and "n/a" not in report
+    assert main([str(path), "--dataset", str(folder), "--json", "--bootstrap", "0"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["detection"]["balanced_accuracy"] == 100.0 and scores["discrimination"]["exact_match"] == 100.0
+    assert scores["bootstrap"]["dialogues"] == 3
+
+
+def test_cli_refuses_a_bad_file_and_a_missing_dataset(folder, tmp_path, capsys):
+    path = tmp_path / "bad.jsonl"
+    lines = _perfect(load_gold(folder))
+    lines[1]["prediction"] = "maybe"
+    path.write_bytes(_jsonl(lines))
+    assert main([str(path), "--dataset", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert 'line 2: detection prediction must be "consistent" or "inconsistent", got "maybe"' in err
+    assert main([str(path), "--dataset", str(tmp_path / "nowhere")]) == 2
+    assert main([str(path), "--dataset", str(folder), "--variant", "10turn"]) == 2
+
+
+def test_module_entry_point(folder, tmp_path):
+    path = tmp_path / "perfect.jsonl"
+    path.write_bytes(_jsonl(_perfect(load_gold(folder))))
+    done = subprocess.run(
+        [sys.executable, "-m", "metrics.score", str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["localization"]["balanced_f1"] == 100.0
