@@ -48,7 +48,7 @@ def test_nine_configs_registered():
 @pytest.mark.parametrize("config", list(ssd.CONFIGS))
 def test_every_config_loads_with_stock_load_dataset(folder, config):
     spec = ssd.CONFIGS[config]
-    ds = load_dataset(str(folder), config, split="test")
+    ds = load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / "hf_cache"))
     assert ds.features == spec.features
     assert len(ds) == (3 if spec.task == "discrimination" else 9)
     row = ds[0]
@@ -72,7 +72,7 @@ def test_labels_and_audio_survive_round_trip(folder, tmp_path):
     records, _ = dialogue_records("main", 0, random.Random(0))
     with ssd.DatasetWriter(tmp_path / "one", "detection") as writer:
         writer.write_all(records)
-    ds = load_dataset(str(tmp_path / "one"), data_files="main/detection/*.parquet", split="train").cast(ssd.TURN_FEATURES)
+    ds = load_dataset(str(tmp_path / "one"), data_files="main/detection/*.parquet", split="train", cache_dir=str(tmp_path / "hf_cache")).cast(ssd.TURN_FEATURES)
     by_id = {r["id"]: r for r in ds}
     for record in records:
         row = by_id[record["id"]]
@@ -85,10 +85,10 @@ def test_labels_and_audio_survive_round_trip(folder, tmp_path):
 
 
 def test_load_helper_and_relative_name(folder, monkeypatch):
-    ds = ssd.load("discrimination", root=folder)
+    ds = ssd.load("discrimination", root=folder, cache_dir=str(folder.parent / "hf_cache"))
     assert len(ds) == 3
     monkeypatch.chdir(folder.parent)
-    assert len(load_dataset("speakersleuth", "detection", split="test")) == 9
+    assert len(load_dataset("speakersleuth", "detection", split="test", cache_dir=str(folder.parent / "hf_cache"))) == 9
 
 
 def test_writer_reencodes_every_input_alike(tmp_path):
