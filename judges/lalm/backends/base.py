@@ -1,0 +1,198 @@
+"""The backend interface of the LALM judges: what a prompt is, what a backend returns, retries.
+
+A ``Prompt`` is backend-neutral: a system text plus an ordered list of ``Text`` and ``Audio``
+parts (labels and clips interleaved, in the order the model should hear them). Each backend turns
+it into its own request (chat messages with ``input_audio`` parts, Gemini ``Part``s, or a chat
+template plus a processor call) and returns a ``Completion`` with the raw text.
+
+HTTP backends share ``Backend.generate``: it retries what ``_classify`` calls retryable (429, 5xx,
+timeouts, dropped connections) with exponential backoff and full jitter, honouring a server's
+``Retry-After``; it raises ``RequestError`` for a request that failed for good (the harness records
+it and retries the instance on the next run) and ``FatalBackendError`` for what no retry can fix
+(a missing or rejected key, an unknown model), which stops the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SAMPLING_RATE = 16_000
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, eq=False)
+class Audio:
+    """A mono float32 clip at 16 kHz; ``name`` says what it is (``reference``, ``turn 3``...)."""
+
+    samples: np.ndarray
+    name: str
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / SAMPLING_RATE
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str
+    parts: tuple[Text | Audio, ...]
+
+    @property
+    def clips(self) -> list[Audio]:
+        return [p for p in self.parts if isinstance(p, Audio)]
+
+    @property
+    def text(self) -> str:
+        """The text of the prompt with each clip shown as ``<audio: name>`` (for logs and tests)."""
+        return "".join(p.text if isinstance(p, Text) else f"<audio: {p.name}>" for p in self.parts)
+
+    def key(self) -> str:
+        """A digest of everything the model sees; equal prompts get equal keys."""
+        digest = hashlib.sha256(self.system.encode())
+        for part in self.parts:
+            if isinstance(part, Text):
+                digest.update(b"T" + part.text.encode())
+            else:
+                digest.update(b"A" + np.ascontiguousarray(part.samples, dtype=np.float32).tobytes())
+        return digest.hexdigest()[:32]
+
+
+@dataclass
+class Completion:
+    text: str
+    latency_s: float = 0.0
+    attempts: int = 1
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class BackendError(Exception):
+    """Base class of backend failures."""
+
+
+class RequestError(BackendError):
+    """One request failed for good (after retries, or rejected as malformed)."""
+
+
+class FatalBackendError(BackendError):
+    """No request can succeed (missing or rejected key, unknown model, bad endpoint)."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """``_classify``'s answer for a retryable failure; ``after`` is a server's Retry-After."""
+
+    reason: str
+    after: float | None = None
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with full jitter: retry k waits U(0, min(max_delay, base * 2**k)), or
+    longer when the server's Retry-After asks for it (up to ``max_retry_after``)."""
+
+    max_retries: int = 6
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_retry_after: float = 600.0
+
+    def delay(self, retry: int, after: float | None, rng: random.Random) -> float:
+        wait = rng.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
+        return max(wait, min(after or 0.0, self.max_retry_after))
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """A ``Retry-After`` header given in seconds (the HTTP-date form is ignored)."""
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def http_status_verdict(status: int, where: str, detail: str, after: float | None = None) -> Retry | BackendError:
+    """The shared policy for an HTTP error status: retry 408/409/429/5xx; stop the run on
+    401/403/404 (key or model wrong); fail just this request on any other 4xx."""
+    if status in (408, 409, 429) or status >= 500:
+        return Retry(f"HTTP {status}", after)
+    if status in (401, 403, 404):
+        return FatalBackendError(f"{where}: HTTP {status}: {detail}")
+    return RequestError(f"{where}: HTTP {status}: {detail}")
+
+
+def wav_bytes(samples: np.ndarray) -> bytes:
+    """16-bit PCM WAV at 16 kHz, the format every audio API accepts."""
+    import soundfile as sf
+
+    buffer = io.BytesIO()
+    sf.write(buffer, np.clip(samples, -1.0, 1.0), SAMPLING_RATE, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+class Backend:
+    """One model behind one API. Subclasses implement ``_send`` and, for HTTP, ``_classify``."""
+
+    kind = "base"
+    #: How many requests the harness may have in flight at once.
+    max_concurrency = 1
+
+    def __init__(self, model: str, *, retry: RetryPolicy | None = None, sleep=time.sleep, seed: int = 0) -> None:
+        self.model = model
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.retries = 0
+
+    @property
+    def spec(self) -> str:
+        return f"{self.kind}:{self.model}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.kind, "model": self.model}
+
+    def generate(self, prompt: Prompt) -> Completion:
+        """Send ``prompt``; retry retryable failures; raise ``RequestError``/``FatalBackendError``."""
+        start = time.perf_counter()
+        for attempt in range(self.retry.max_retries + 1):
+            try:
+                text, meta = self._send(prompt)
+            except BackendError:
+                raise
+            except Exception as err:
+                verdict = self._classify(err)
+                if isinstance(verdict, BackendError):
+                    raise verdict from err
+                if not isinstance(verdict, Retry):
+                    raise
+                if attempt == self.retry.max_retries:
+                    raise RequestError(f"{self.spec}: gave up after {attempt + 1} attempts ({verdict.reason})") from err
+                with self._lock:
+                    self.retries += 1
+                    wait = self.retry.delay(attempt, verdict.after, self._rng)
+                self._sleep(wait)
+                continue
+            return Completion(text if text is not None else "", time.perf_counter() - start, attempt + 1, meta)
+        raise AssertionError("unreachable")
+
+    def _send(self, prompt: Prompt) -> tuple[str | None, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _classify(self, err: Exception) -> Retry | BackendError | None:
+        """``Retry`` for a transient failure, a ``BackendError`` to raise instead of ``err``, or
+        ``None`` to let ``err`` through unchanged."""
+        return None
+
+    def close(self) -> None:
+        """Release clients or model memory."""

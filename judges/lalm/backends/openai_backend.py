@@ -1,0 +1,125 @@
+"""OpenAI Chat Completions backend: the OpenAI API (GPT-4o audio) and any OpenAI-compatible server.
+
+Request (documented schema of ``POST {base_url}/chat/completions``)::
+
+    {"model": ..., "temperature": 0, "seed": 0, "max_tokens": ...,
+     "messages": [{"role": "system", "content": "..."},
+                  {"role": "user", "content": [{"type": "text", "text": "Reference:"},
+                                               {"type": "input_audio",
+                                                "input_audio": {"data": "<base64 WAV>", "format": "wav"}},
+                                               ...]}]}
+
+vLLM serves open LALMs (Qwen2.5-Omni, Qwen2-Audio, ...) behind the same API; start it with a
+``--limit-mm-per-prompt`` large enough for the clips of one prompt (up to 1 reference + 10 turns,
+or 1 + 9 + 3 for discrimination). Keys come from the environment only: ``OPENAI_API_KEY`` for
+the OpenAI API; for other servers the variable named by ``api_key_env`` (default ``VLLM_API_KEY``)
+if it is set, else a placeholder (vLLM without ``--api-key`` accepts any).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from typing import Any
+
+from judges.lalm.backends.base import (
+    Audio,
+    Backend,
+    BackendError,
+    FatalBackendError,
+    Prompt,
+    Retry,
+    RetryPolicy,
+    http_status_verdict,
+    retry_after_seconds,
+    wav_bytes,
+)
+
+
+def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
+    """The ``messages`` of a Chat Completions request: system text, then one user message whose
+    content interleaves text parts and ``input_audio`` parts in prompt order."""
+    content: list[dict[str, Any]] = []
+    for part in prompt.parts:
+        if isinstance(part, Audio):
+            data = base64.b64encode(wav_bytes(part.samples)).decode("ascii")
+            content.append({"type": "input_audio", "input_audio": {"data": data, "format": "wav"}})
+        elif part.text:
+            content.append({"type": "text", "text": part.text})
+    return [{"role": "system", "content": prompt.system}, {"role": "user", "content": content}]
+
+
+class OpenAIBackend(Backend):
+    """``kind`` is ``openai`` for the OpenAI API and ``vllm`` for any other compatible server."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        kind: str = "openai",
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        max_tokens: int = 256,
+        seed: int = 0,
+        retry: RetryPolicy | None = None,
+        sleep=None,
+    ) -> None:
+        from openai import OpenAI
+
+        kwargs = {"retry": retry, "seed": seed} | ({"sleep": sleep} if sleep else {})
+        super().__init__(model, **kwargs)
+        self.kind = kind
+        self.base_url = base_url
+        self.max_concurrency = max(1, int(concurrency))
+        self.max_tokens = max_tokens
+        self.seed = seed
+        if kind == "openai":
+            env = api_key_env or "OPENAI_API_KEY"
+            key = os.environ.get(env)
+            if not key:
+                raise FatalBackendError(f"{self.spec}: set the API key in the environment variable {env}")
+        else:
+            env = api_key_env or "VLLM_API_KEY"
+            key = os.environ.get(env) or "EMPTY"
+        # The SDK's own retries are off: Backend.generate retries, the same way for every backend.
+        self.client = OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.kind}:{self.base_url}:{self.model}" if self.base_url else f"{self.kind}:{self.model}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.kind, "model": self.model, "base_url": str(self.client.base_url),
+                "temperature": 0, "seed": self.seed, "max_tokens": self.max_tokens}
+
+    def request_body(self, prompt: Prompt) -> dict[str, Any]:
+        return {"model": self.model, "messages": chat_messages(prompt), "temperature": 0,
+                "seed": self.seed, "max_tokens": self.max_tokens}
+
+    def _send(self, prompt: Prompt) -> tuple[str | None, dict[str, Any]]:
+        response = self.client.chat.completions.create(**self.request_body(prompt))
+        if not response.choices:
+            return None, {"finish_reason": "no choices"}
+        choice = response.choices[0]
+        meta = {"finish_reason": choice.finish_reason, "system_fingerprint": response.system_fingerprint,
+                "model": response.model}
+        if response.usage is not None:
+            meta["usage"] = {"prompt_tokens": response.usage.prompt_tokens,
+                             "completion_tokens": response.usage.completion_tokens}
+        return choice.message.content, meta
+
+    def _classify(self, err: Exception) -> Retry | BackendError | None:
+        import openai
+
+        if isinstance(err, openai.APITimeoutError):
+            return Retry("timeout")
+        if isinstance(err, openai.APIConnectionError):
+            return Retry(f"connection error: {err}")
+        if isinstance(err, openai.APIStatusError):
+            return http_status_verdict(err.status_code, self.spec, err.message, retry_after_seconds(err.response.headers))
+        return None
+
+    def close(self) -> None:
+        self.client.close()

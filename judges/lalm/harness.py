@@ -1,0 +1,396 @@
+"""Running an LALM judge over a dataset folder: instances -> queries -> answers -> predictions JSONL.
+
+Output (one variant per file, the submission format of ``metrics``)::
+
+    preds.jsonl            {"task": "detection", "id": "...", "prediction": "inconsistent"}
+                           {"task": "discrimination", "id": "...", "prediction": "B", "ranking": ["B", "C", "A"]}
+    preds.jsonl.raw.jsonl  one record per finished or failed (task, id): judge, setting, prompt
+                           version, status, and per query the raw text, how it parsed, latency,
+                           attempts and API metadata
+
+Statuses: ``ok`` (a prediction line was written), ``unparseable`` (a required answer did not
+parse: no line, so the scorer counts the instance wrong and lowers coverage; nothing is guessed),
+``error`` (a request failed for good; the instance is retried on the next run). A discrimination
+line needs the classification answer; its ranking is added when the ranking answer parses (a line
+without ``ranking`` scores 0 on the ranking metrics). Per-turn instances need every turn's answer.
+
+Resuming: both files are append-only. On start, a torn last line is cut off, (task, id) pairs
+whose last record is ``ok`` or ``unparseable`` are skipped, and an ``ok`` record whose prediction
+line is missing (a stop between the two writes) gets its line written. Answers already in the raw
+log are reused for identical prompts, and identical prompts in flight are sent once: per-turn
+queries serve detection and localization once, S1/S2/S3 of a dialogue share the per-turn queries
+of their common turns, and a failed instance only re-sends its failed queries. A file written by
+another judge, setting, prompt version, variant or split is refused, and so is a predictions file
+without its raw log.
+
+The summary reports per task the instances, what this run skipped, wrote, found unparseable or
+failed, the requests it sent, and over all runs the lines in the file and the parse-failure rate
+(unparseable / finished); ``ranking_unparseable`` counts discrimination lines without a ranking.
+
+Rows are read a few at a time with ``speakersleuth_dataset.read_rows`` (only the columns the
+prompts need, never gold labels); requests run on a thread pool of ``backend.max_concurrency``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+import speakersleuth_dataset as ssd
+from judges.embedding import parse_tasks
+from judges.lalm.backends import make_backend
+from judges.lalm.backends.base import Backend, Completion, RequestError
+from judges.lalm.parsing import Parsed, parse_answer
+from judges.lalm.prompts import (
+    PROMPT_VERSION,
+    DiscriminationInstance,
+    Query,
+    TurnInstance,
+    check_setting,
+    discrimination_queries,
+    turn_queries,
+)
+
+RAW_SUFFIX = ".raw.jsonl"
+FINISHED = ("ok", "unparseable")
+TURN_COLUMNS = ["id", "target_audio", "reference_audio", "turns", "target_turn_positions"]
+DISCRIMINATION_COLUMNS = ["id", "context_audio", "masked_position", "candidates", "candidate_labels",
+                          "reference_audio", "turns", "target_turn_positions"]
+
+
+# ------------------------------------------------------------------------------------- instances
+
+
+def _waves(clips: list[dict], where: str) -> list:
+    return [ssd.load_waveform(c, where=f"{where}[{i}]") for i, c in enumerate(clips)]
+
+
+def turn_instance(row: dict) -> TurnInstance:
+    rid = row["id"]
+    return TurnInstance(
+        id=rid,
+        target_audio=_waves(row["target_audio"], f"{rid} target_audio"),
+        reference=ssd.load_waveform(row["reference_audio"], where=f"{rid} reference_audio"),
+        turns=row["turns"],
+        target_positions=row["target_turn_positions"],
+    )
+
+
+def discrimination_instance(row: dict) -> DiscriminationInstance:
+    rid = row["id"]
+    return DiscriminationInstance(
+        id=rid,
+        context_audio=_waves(row["context_audio"], f"{rid} context_audio"),
+        masked_position=row["masked_position"],
+        candidates=_waves(row["candidates"], f"{rid} candidates"),
+        labels=list(row["candidate_labels"]),
+        reference=ssd.load_waveform(row["reference_audio"], where=f"{rid} reference_audio"),
+        turns=row["turns"],
+        target_positions=row["target_turn_positions"],
+    )
+
+
+@dataclass
+class Job:
+    task: str
+    id: str
+    queries: list[Query]
+    num_turns: int
+    labels: tuple[str, ...]
+
+
+def aggregate(task: str, queries: list[Query], parsed: list[Parsed]) -> dict | None:
+    """The prediction line of one instance from its parsed answers, or None when unparseable."""
+    by_kind = {q.kind: p for q, p in zip(queries, parsed) if q.turn is None}
+    if queries and queries[0].kind == "same_speaker":
+        if not all(p.ok for p in parsed):
+            return None
+        different = [q.turn for q, p in zip(queries, parsed) if p.value is False]
+        if task == "detection":
+            return {"task": task, "prediction": "inconsistent" if different else "consistent"}
+        return {"task": task, "prediction": different}
+    if task == "discrimination":
+        choice = by_kind["choice"]
+        if not choice.ok:
+            return None
+        line = {"task": task, "prediction": choice.value}
+        ranking = by_kind.get("ranking")
+        if ranking is not None and ranking.ok:
+            line["ranking"] = ranking.value
+        return line
+    answer = by_kind[task]
+    return {"task": task, "prediction": answer.value} if answer.ok else None
+
+
+# -------------------------------------------------------------------------------------- files
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line left without its newline by a stop mid-write."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as f:
+        data = f.read()
+        if not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSONL file; an unreadable line is an error naming it."""
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            try:
+                yield n, json.loads(line)
+            except ValueError as err:
+                raise ValueError(f"{path} line {n} is not JSON ({err}); fix or remove the file") from None
+
+
+class RunLog:
+    """The predictions file and its raw log, opened for appending (see the module doc)."""
+
+    def __init__(self, out_path: str | os.PathLike, identity: dict[str, str]) -> None:
+        self.out = Path(out_path)
+        self.raw = Path(str(out_path) + RAW_SUFFIX)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.identity = identity
+        for path in (self.out, self.raw):
+            _cut_torn_tail(path)
+        if self.out.is_file() and self.out.stat().st_size and not self.raw.is_file():
+            raise ValueError(f"{self.out} exists without its raw log {self.raw.name}, so it was not written by "
+                             "this harness; write to another output file")
+        self.last: dict[tuple[str, str], dict] = {}
+        self.answers: dict[str, str] = {}
+        for n, record in _records(self.raw):
+            self._load(record, n)
+        self.predicted = {(item["task"], item["id"]) for _, item in _records(self.out)}
+        self._raw_file = open(self.raw, "a", encoding="utf-8")
+        self._out_file = open(self.out, "a", encoding="utf-8")
+        self._lock = threading.Lock()
+        for key, record in self.last.items():
+            if record["status"] == "ok" and key not in self.predicted:
+                self._write_line(record["prediction"])
+
+    def _load(self, record: dict, n: int) -> None:
+        mismatch = {k: (record.get(k), v) for k, v in self.identity.items() if record.get(k) != v}
+        if mismatch:
+            detail = ", ".join(f"{k} {old!r} (now {new!r})" for k, (old, new) in mismatch.items())
+            raise ValueError(f"{self.raw} line {n} was written with {detail}; write to another output file")
+        self.last[(record["task"], record["id"])] = record
+        for answer in record.get("answers", []):
+            if answer.get("raw") is not None:
+                self.answers[answer["key"]] = answer["raw"]
+
+    def finished(self, task: str, rid: str) -> bool:
+        record = self.last.get((task, rid))
+        return record is not None and record["status"] in FINISHED
+
+    def _write_line(self, line: dict) -> None:
+        self._out_file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._out_file.flush()
+        self.predicted.add((line["task"], line["id"]))
+
+    def append(self, record: dict) -> None:
+        """Write the raw record, then its prediction line (a stop in between is repaired on load)."""
+        with self._lock:
+            self._raw_file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._raw_file.flush()
+            self.last[(record["task"], record["id"])] = record
+            if record["status"] == "ok" and (record["task"], record["id"]) not in self.predicted:
+                self._write_line(record["prediction"])
+
+    def close(self) -> None:
+        self._raw_file.close()
+        self._out_file.close()
+
+
+# -------------------------------------------------------------------------------------- judge
+
+
+class LALMJudge:
+    """An LALM behind a backend, asked with the prompts of one setting."""
+
+    def __init__(self, backend: Backend, setting: str = "main", *, ranking: bool = True, progress: bool = True,
+                 read_chunk: int | None = None) -> None:
+        check_setting(setting)
+        self.backend = backend
+        self.setting = setting
+        self.ranking = ranking
+        self.progress = progress
+        self.read_chunk = read_chunk or max(4, 2 * backend.max_concurrency)
+        self._inflight: dict[str, threading.Event] = {}
+        self._inflight_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.backend.spec
+
+    def jobs(self, task: str, rows: list[dict]) -> Iterator[Job]:
+        for row in rows:
+            if task == "discrimination":
+                inst = discrimination_instance(row)
+                queries = discrimination_queries(self.setting, inst, ranking=self.ranking)
+                yield Job(task, inst.id, queries, len(inst.context_audio) + 1, tuple(inst.labels))
+            else:
+                inst = turn_instance(row)
+                yield Job(task, inst.id, turn_queries(task, self.setting, inst), len(inst.target_audio), ())
+
+    def _ask(self, query: Query, key: str, log: RunLog) -> Completion | None:
+        """Send a query, or return None when its answer is logged or was just given to an
+        identical query in flight (which is waited for rather than sent twice)."""
+        while True:
+            with self._inflight_lock:
+                if key in log.answers:
+                    return None
+                waiting = self._inflight.get(key)
+                if waiting is None:
+                    self._inflight[key] = threading.Event()
+                    break
+            waiting.wait()
+        try:
+            completion = self.backend.generate(query.prompt)
+            log.answers[key] = completion.text
+            return completion
+        finally:
+            with self._inflight_lock:
+                self._inflight.pop(key).set()
+
+    def answer(self, job: Job, log: RunLog) -> dict:
+        """Ask every query of a job (reusing logged answers), parse, aggregate: the raw record."""
+        answers, parsed = [], []
+        record = {"task": job.task, "id": job.id, **log.identity}
+        for query in job.queries:
+            key = query.prompt.key()
+            entry: dict[str, Any] = {"kind": query.kind, "turn": query.turn, "key": key}
+            try:
+                completion = self._ask(query, key, log)
+            except RequestError as err:
+                return record | {"status": "error", "error": str(err), "answers": answers}
+            if completion is None:
+                entry |= {"raw": log.answers[key], "reused": True}
+            else:
+                entry |= {"raw": completion.text, "latency_s": round(completion.latency_s, 3),
+                          "attempts": completion.attempts, "meta": completion.meta}
+            result = parse_answer(query.kind, entry["raw"], num_turns=job.num_turns,
+                                  labels=job.labels or ("A", "B", "C"))
+            entry |= {"parsed": result.value, "how": result.how}
+            answers.append(entry)
+            parsed.append(result)
+        line = aggregate(job.task, job.queries, parsed)
+        if line is not None:
+            line = {"task": job.task, "id": job.id, **{k: v for k, v in line.items() if k != "task"}}
+        return record | {"status": "ok" if line is not None else "unparseable", "prediction": line, "answers": answers}
+
+    def run(self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test",
+            limit: int | None = None) -> dict:
+        """Judge ``tasks`` of ``variant``/``split``; append to ``out_path``; return a summary."""
+        tasks = parse_tasks(tasks)
+        for task in tasks:
+            check_setting(self.setting, task)
+        identity = {"judge": self.name, "setting": self.setting, "prompt_version": PROMPT_VERSION,
+                    "variant": variant, "split": split}
+        start = time.perf_counter()
+        retries0 = self.backend.retries
+        log = RunLog(out_path, identity)
+        this_run: dict[str, Counter] = {t: Counter() for t in tasks}
+        selected: dict[str, list[str]] = {}
+        latencies: list[float] = []
+        try:
+            for task in tasks:
+                config = ssd.config_name(task, variant)
+                ids = ssd.read_rows(dataset_folder, config, split, columns=["id"]).column("id").to_pylist()
+                ids = ids[:limit] if limit is not None else ids
+                selected[task] = ids
+                pending = [i for i in ids if not log.finished(task, i)]
+                this_run[task]["skipped"] = len(ids) - len(pending)
+                bar = tqdm(total=len(pending), desc=f"{task} · {self.name} · {self.setting}", disable=not self.progress)
+                for record in self._execute(dataset_folder, config, split, task, pending, log):
+                    log.append(record)
+                    this_run[task][record["status"]] += 1
+                    this_run[task]["queries"] += sum(1 for a in record["answers"] if not a.get("reused"))
+                    latencies += [a["latency_s"] for a in record["answers"] if "latency_s" in a]
+                    bar.update()
+                bar.close()
+        finally:
+            log.close()
+        return self._summary(log, tasks, selected, this_run, latencies, time.perf_counter() - start,
+                             self.backend.retries - retries0)
+
+    def _execute(self, folder, config: str, split: str, task: str, pending: list[str], log: RunLog) -> Iterator[dict]:
+        """Records of ``pending`` ids as they finish; rows are read ``read_chunk`` at a time."""
+        columns = DISCRIMINATION_COLUMNS if task == "discrimination" else TURN_COLUMNS
+        workers = self.backend.max_concurrency
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lalm") as pool:
+            running: set[Future] = set()
+            try:
+                for lo in range(0, len(pending), self.read_chunk):
+                    chunk = pending[lo : lo + self.read_chunk]
+                    rows = {r["id"]: r for r in ssd.read_rows(folder, config, split, columns=columns, ids=chunk).to_pylist()}
+                    for job in self.jobs(task, [rows[i] for i in chunk]):
+                        running.add(pool.submit(self.answer, job, log))
+                        while len(running) >= 2 * workers:
+                            done, running = wait(running, return_when=FIRST_COMPLETED)
+                            yield from (f.result() for f in done)
+                while running:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    yield from (f.result() for f in done)
+            except BaseException:
+                for future in running:
+                    future.cancel()
+                raise
+
+    def _summary(self, log: RunLog, tasks, selected, this_run, latencies, seconds, retries) -> dict:
+        per_task = {}
+        failed_total = finished_total = 0
+        for task in tasks:
+            records = [log.last[(task, i)] for i in selected[task] if (task, i) in log.last]
+            final = Counter(r["status"] for r in records)
+            finished = final["ok"] + final["unparseable"]
+            failed_total += final["unparseable"]
+            finished_total += finished
+            run = this_run[task]
+            per_task[task] = {
+                "instances": len(selected[task]),
+                "skipped": run["skipped"],
+                "written": run["ok"],
+                "unparseable": run["unparseable"],
+                "errors": run["error"],
+                "queries": run["queries"],
+                "predictions": final["ok"],
+                "parse_failure_rate": round(final["unparseable"] / finished, 4) if finished else None,
+            }
+            if task == "discrimination" and self.ranking:  # lines written without a ranking (all runs)
+                per_task[task]["ranking_unparseable"] = sum(
+                    1 for r in records if r["status"] == "ok" and "ranking" not in r["prediction"])
+        return {
+            **log.identity,
+            "backend": self.backend.describe(),
+            "out": str(log.out),
+            "raw": str(log.raw),
+            "tasks": per_task,
+            "counts": {t: per_task[t]["predictions"] for t in tasks},
+            "parse_failure_rate": round(failed_total / finished_total, 4) if finished_total else None,
+            "retries": retries,
+            "latency_s_mean": round(sum(latencies) / len(latencies), 3) if latencies else None,
+            "seconds": round(seconds, 3),
+        }
+
+
+def make_lalm_judge(name: str, setting: str = "main", *, ranking: bool = True, progress: bool = True,
+                    **backend_opts) -> LALMJudge:
+    """An ``LALMJudge`` for a judge name such as ``openai:gpt-4o-audio-preview``,
+    ``vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B``, ``gemini:gemini-2.5-pro`` or
+    ``transformers:/path/to/model``; ``backend_opts`` go to the backend (see ``make_backend``)."""
+    check_setting(setting)
+    return LALMJudge(make_backend(name, **backend_opts), setting, ranking=ranking, progress=progress)

@@ -1,0 +1,150 @@
+"""The LALM answer parser on a corpus of realistic free-form answers (and on what must fail)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import judges.lalm.backends as backends
+import judges.lalm.parsing as parsing
+from judges.lalm.parsing import json_values, parse_answer, strip_reasoning
+
+# (kind, raw answer, expected value); None means it must be unparseable
+CORPUS = [
+    # detection
+    ("detection", '{"answer": "inconsistent"}', "inconsistent"),
+    ("detection", 'Sure! Here is my answer:\n```json\n{"answer": "consistent"}\n```', "consistent"),
+    ("detection", "{'answer': 'Inconsistent'}", "inconsistent"),
+    ("detection", '{"consistent": false}', "inconsistent"),
+    ("detection", "The speaker is consistent across all five turns.", "consistent"),
+    ("detection", "Answer: inconsistent", "inconsistent"),
+    ("detection", "**Final answer:** Inconsistent.", "inconsistent"),
+    ("detection", "Turn 3 sounds like a different person, so the dialogue is inconsistent.", "inconsistent"),
+    ("detection", "All turns sound like the same speaker as the reference.", "consistent"),
+    ("detection", "No, turn 4 is spoken by someone else.", "inconsistent"),
+    ("detection", "Yes.", "consistent"),
+    ("detection", "There is no inconsistency in the speaker's voice.", "consistent"),
+    ("detection", "The voices are not consistent: turn 2 has a much lower pitch.", "inconsistent"),
+    ("detection", "<think>Turn 2 seems different at first... no, it is just noise.</think>\nconsistent", "consistent"),
+    ("detection", "Reasoning: the timbre of turn 3 differs from the reference.\nAnswer: inconsistent", "inconsistent"),
+    ("detection", "Answer: consistent\nExplanation: turn 2 is noisier but the voice does not change.", "consistent"),
+    ("detection", "Although turn 2 has some echo, the speaker is consistent.", "consistent"),
+    ("detection", "I cannot determine whether the speaker is consistent.", None),
+    ("detection", "I'm sorry, but I can't analyze audio recordings.", None),
+    ("detection", "The answer could be consistent or inconsistent.", None),
+    ("detection", '{"answer": "maybe"}', None),
+    ("detection", "<think>Let me compare the voices. Turn 1 is", None),
+    ("detection", "", None),
+    ("detection", "Please provide the audio files.", None),
+    # localization
+    ("localization", '{"inconsistent_turns": [3]}', [3]),
+    ("localization", '{"inconsistent_turns": []}', []),
+    ("localization", '{"inconsistent_turns": ["Turn 2", "Turn 4"]}', [2, 4]),
+    ("localization", '```json\n{"inconsistent_turns": [4, 2, 4]}\n```', [2, 4]),
+    ("localization", "[3]", [3]),
+    ("localization", "Turn 3", [3]),
+    ("localization", "turns 2 and 4", [2, 4]),
+    ("localization", "3", [3]),
+    ("localization", "2, 4", [2, 4]),
+    ("localization", "none", []),
+    ("localization", "None of the turns are inconsistent.", []),
+    ("localization", "All five turns are spoken by the same person.", []),
+    ("localization", "Answer: []", []),
+    ("localization", "Turn 3 is inconsistent, while turns 1, 2, 4 and 5 are consistent.", [3]),
+    ("localization", "Turns 1, 2, 4 and 5 match the reference; turn 3 is from a different speaker.", [3]),
+    ("localization", "All turns are consistent except turn 3.", [3]),
+    ("localization", "The inconsistent turns are: Turn 2, Turn 5.", [2, 5]),
+    ("localization", "Turns 2-4 are spoken by another person.", [2, 3, 4]),
+    ("localization", "Reasoning: turn 1 is close to the reference.\nAnswer: turn 4", [4]),
+    ("localization", '{"inconsistent_turns": [7]}', None),
+    ("localization", "Turn 6 is different.", None),
+    ("localization", '{"inconsistent_turns": [true]}', None),
+    ("localization", "I am unable to listen to audio files.", None),
+    ("localization", "It is hard to say whether any turn differs.", None),
+    # discrimination classification
+    ("choice", '{"answer": "B"}', "B"),
+    ("choice", '{"answer": "Candidate C"}', "C"),
+    ("choice", "B", "B"),
+    ("choice", "(C)", "C"),
+    ("choice", "**Answer:** B", "B"),
+    ("choice", "The answer is B, not A.", "B"),
+    ("choice", "Candidate A sounds most similar to the reference.", "A"),
+    ("choice", "Candidate B is the original; A and C are not.", "B"),
+    ("choice", "A careful comparison shows that candidate C matches the target speaker.", "C"),
+    ("choice", "Option A is a different voice, but option C matches.", "C"),
+    ("choice", "It could be A, B or C.", None),
+    ("choice", "I am unable to listen to audio.", None),
+    ("choice", '{"answer": "D"}', None),
+    ("choice", "A nice question.", None),
+    # ranking
+    ("ranking", '{"ranking": ["B", "C", "A"]}', ["B", "C", "A"]),
+    ("ranking", '{"ranking": "B > A > C"}', ["B", "A", "C"]),
+    ("ranking", '["C", "A", "B"]', ["C", "A", "B"]),
+    ("ranking", "B > C > A", ["B", "C", "A"]),
+    ("ranking", "B, C, A", ["B", "C", "A"]),
+    ("ranking", "C >> A >> B", ["C", "A", "B"]),
+    ("ranking", "A → C → B", ["A", "C", "B"]),
+    ("ranking", "1. B\n2. C\n3. A", ["B", "C", "A"]),
+    ("ranking", "Ranking: C > A > B", ["C", "A", "B"]),
+    ("ranking", "Of candidates A, B and C, the ranking is B, then A, then C.", ["B", "A", "C"]),
+    ("ranking", "First: candidate B, second: candidate A, third: candidate C.", ["B", "A", "C"]),
+    ("ranking", "B > B > A", None),
+    ("ranking", "B > C", None),
+    ("ranking", '{"ranking": ["B", "C"]}', None),
+    ("ranking", "I can't rank these recordings.", None),
+    # per-turn comparison
+    ("same_speaker", '{"same_speaker": false}', False),
+    ("same_speaker", "{'same_speaker': True}", True),
+    ("same_speaker", "Yes, it is the same person.", True),
+    ("same_speaker", "No.", False),
+    ("same_speaker", "The voice in the clip is different from the reference.", False),
+    ("same_speaker", "The clip and the reference are spoken by the same speaker.", True),
+    ("same_speaker", '{"same_speaker": "unclear"}', None),
+    ("same_speaker", "Sorry, I cannot compare voices.", None),
+]
+
+
+@pytest.mark.parametrize("kind,text,expected", CORPUS, ids=[f"{k}:{t[:40]}" for k, t, _ in CORPUS])
+def test_corpus(kind, text, expected):
+    result = parse_answer(kind, text, num_turns=5)
+    assert result.value == expected, result.how
+    assert result.ok == (expected is not None)
+    if expected is None:
+        assert result.how not in ("json", "answer", "prose")
+
+
+def test_failure_reasons_are_recorded():
+    assert parse_answer("localization", '{"inconsistent_turns": [7]}', num_turns=5).how == \
+        "invalid: turn(s) [7] outside 1..5"
+    assert parse_answer("choice", "I'm sorry, I can't determine which candidate it is.").how == "refusal"
+    assert parse_answer("ranking", "B > B > A").how.startswith("invalid: ranking ['B', 'B', 'A'] is not a permutation")
+    assert parse_answer("detection", "<think>unfinished").how == "empty answer"
+    assert parse_answer("detection", "\x04p\ufffd\ufffd Dw\ufffd").how == "no answer found"
+
+
+def test_turn_numbers_are_checked_against_the_number_of_turns():
+    assert parse_answer("localization", "turns 8 and 10", num_turns=10).value == [8, 10]
+    assert parse_answer("localization", "turns 8 and 10", num_turns=5).value is None
+
+
+def test_json_wins_over_prose_and_the_last_json_decides():
+    text = 'Turn 2 sounds off. {"inconsistent_turns": [1]} On reflection: {"inconsistent_turns": [4]}'
+    assert parse_answer("localization", text, num_turns=5) == parsing.Parsed([4], "json")
+    assert json_values('x {"a": [1, {"b": "}"}]} y [2, 3]') == [{"a": [1, {"b": "}"}]}, [2, 3]]
+
+
+def test_strip_reasoning():
+    assert strip_reasoning("<think>a</think> b <think>c</think> d") == "d"
+    assert strip_reasoning("Reasoning: long\nthoughts\nAnswer: B") == "Answer: B"
+    assert strip_reasoning("Reasoning: only this") == "Reasoning: only this"
+
+
+def test_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown answer kind 'label'"):
+        parse_answer("label", "A")
+
+
+def test_module_examples():
+    for module in (parsing, backends):
+        assert doctest.testmod(module).failed == 0
