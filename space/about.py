@@ -1,0 +1,104 @@
+"""Texts of the Space: title, introduction, the About tab (tasks, exact metric definitions,
+submission format, citation)."""
+
+from __future__ import annotations
+
+from metrics.core import CITATION
+
+TITLE = "SpeakerSleuth leaderboard"
+
+INTRODUCTION = """\
+Can a judge tell whether **one speaker's voice stays the same across a multi-turn dialogue**?
+SpeakerSleuth evaluates large audio-language models (LALMs) and speaker-embedding methods on
+three tasks: detection, localization and discrimination. Scores below are computed on **this
+build** of the benchmark; the numbers reported in the paper were measured on the original data and
+are shown apart, never mixed with them.
+"""
+
+TASKS = """\
+## Tasks
+
+A dialogue segment has N turns of a *target speaker* (N = 5; 10 in the `10turn` variant) and up to
+20 turns in all. Judges hear the target's turns and a reference clip of the target (>= 3 s, taken
+from outside the segment). Each dialogue appears in three scenarios with the same text:
+
+- **S1** fully consistent: the original turns;
+- **S2** gender switch: one target turn *k* is voice-converted to a speaker of the other gender;
+- **S3** similar speaker: the same turn *k* is converted to the pool speaker most similar to the target.
+
+| task | question | answer |
+|---|---|---|
+| detection | is the target's voice consistent across its turns? | `consistent` or `inconsistent` |
+| localization | which target turns are not the target speaker? | the set of 1-based positions among the N target turns (empty for S1) |
+| discrimination | turn *k* is masked; which of three candidates (the S1, S2, S3 versions, shuffled, labelled A/B/C) is the original? rank all three | the original's label, and a ranking of the three labels |
+
+Variants: `main` (one voice-conversion model), `4vc` (the same dialogues; inconsistent clips from
+four voice-conversion models) and `10turn` (N = 10).
+"""
+
+METRICS = """\
+## Metrics (exact definitions)
+
+All values are percentages with one decimal; 95% confidence intervals come from a seeded
+bootstrap that resamples dialogues (S1, S2 and S3 of a dialogue stay together).
+
+- **Detection.** Accuracy per scenario, Acc_S1, Acc_S2, Acc_S3; balanced accuracy
+  Bal = 1/2 (Acc_S1 + (Acc_S2 + Acc_S3) / 2). A judge that always answers "consistent" scores 50.
+- **Localization.** Per instance with predicted set P and gold set G: precision = |P ∩ G| / |P|,
+  recall = |P ∩ G| / |G|, F1 = 2PR / (P + R). Conventions: precision = 0 when |P| = 0;
+  recall = 0 when |G| = 0; F1 = 1 when both sets are empty; F1 = 0 when P + R = 0 otherwise.
+  Macro-averaged per scenario; balanced F1 = 1/2 (F1_S1 + (F1_S2 + F1_S3) / 2).
+- **Discrimination, classification.** Accuracy per source dataset and over all instances
+  ("Avg" is the accuracy over all instances, not the mean of the per-dataset accuracies).
+- **Discrimination, ranking.** The relevance of a candidate is (number of candidates - 1 - its
+  index in the gold ranking), i.e. 2, 1, 0 for the gold order S1 > S3 > S2; gain = 2^rel - 1;
+  DCG@k = sum over the first k predicted positions i of gain / log2(i + 1);
+  NDCG@k = DCG@k / IDCG@k, averaged over instances. **Exact match** is the share of instances
+  whose whole ranking equals the gold ranking.
+- **Paired accuracy** (beyond the paper). S1, S2 and S3 of a dialogue share their text, so a judge
+  that ignores the audio answers all three alike. Paired accuracy is the share of dialogues whose
+  three scenarios are all answered correctly (detection; for localization, all three with the
+  exact gold set). Any voice-blind judge scores 0.
+- **Coverage.** A task is scored when the file has at least one line for it; every instance of
+  that task left out counts as wrong, and the share answered is reported as coverage.
+"""
+
+SUBMISSION_FORMAT = """\
+## Submission format
+
+One JSONL file (UTF-8) per submission and variant, one JSON object per line:
+
+```
+{"task": "detection", "id": "...", "prediction": "inconsistent"}
+{"task": "localization", "id": "...", "prediction": [3]}
+{"task": "discrimination", "id": "...", "prediction": "B", "ranking": ["B", "C", "A"]}
+```
+
+- `id` is the instance id of the config (`detection`, `localization` and `discrimination`, or
+  their `-4vc` / `-10turn` versions for the other variants); detection and localization share ids.
+- Localization positions are 1-based among the target turns (1..N); `[]` means "all consistent".
+- A ranking is a permutation of the candidate labels, best first. Ranking metrics are scored when
+  at least one discrimination line has a `ranking`; a line without one then scores NDCG 0 and no
+  exact match.
+- `"prediction": null` means "no answer" and scores like a missing line (wrong).
+- A file with any invalid line (bad JSON, unknown task or id, duplicate (task, id), wrong value
+  type, position out of range, ranking that is not a permutation) is refused as a whole, with
+  every error named by its line number; nothing of it is stored.
+- Submitting the identical file again is recognised and returns the first submission's scores.
+- Limits: file size and line count are capped, and each user may submit a limited number of
+  files per time window (see the Submit tab).
+
+Score a file locally before submitting:
+`python -m metrics.score predictions.jsonl --dataset <folder> --variant main`.
+
+The example below answers every instance of the variant with a constant ("consistent", no turns,
+candidate A, ranking A > B > C). It shows the format only; it is not a baseline result.
+"""
+
+PAPER_NOTE = """\
+These are the numbers the SpeakerSleuth paper reports on the original benchmark (DailyTalk, AMI,
+Behavior-SD and Bazinga dialogues, converted with the paper's voice-conversion models). They are
+**not** scores on this build and must not be compared with the table above as if they were.
+"""
+
+CITATION_TEXT = CITATION

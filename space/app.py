@@ -1,0 +1,143 @@
+"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Viewer and About tabs.
+
+Run locally (listens on 127.0.0.1 unless told otherwise)::
+
+    python -m space.app --dataset speakersleuth --host 127.0.0.1 --port 7860
+
+Every option also comes from the environment (see ``space.config``). On Hugging Face Spaces
+(``SPACE_ID`` set) the Submit tab shows the login button and the rate limit counts per HF user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file, as Spaces does (app_file: space/app.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import gradio as gr  # noqa: E402
+
+import speakersleuth_dataset as ssd  # noqa: E402
+
+from space import about
+from space.config import SpaceConfig
+from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
+from space.store import ResultsStore, write_atomic, open_store
+from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file
+from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
+
+logger = logging.getLogger(__name__)
+
+CSS = LEADERBOARD_CSS + SUBMIT_CSS + VIEWER_CSS
+
+
+@dataclass
+class SpaceApp:
+    """A built app and what it serves; ``launch()`` starts the server."""
+
+    config: SpaceConfig
+    dataset: Path
+    store: ResultsStore
+    submitter: Submitter
+    blocks: gr.Blocks
+
+    def launch(self, **overrides):
+        """``Blocks.launch`` with the Space's settings (caps, CSS, host/port); returns its result."""
+        kwargs = dict(
+            server_name=self.config.host, server_port=self.config.port, max_file_size=self.config.max_bytes,
+            css=CSS, theme=gr.themes.Soft(), allowed_paths=[str(self.public_dir)], show_error=False,
+            footer_links=["api"],
+        )
+        kwargs.update(overrides)
+        return self.blocks.launch(**kwargs)
+
+    @property
+    def public_dir(self) -> Path:
+        """Files the server may send to browsers (example submissions, rendered figures)."""
+        return public_dir(self.config)
+
+
+def public_dir(config: SpaceConfig) -> Path:
+    return config.data_dir / "public"
+
+
+def available_variants(dataset: Path) -> list[str]:
+    """Variants that have shards of every task in the test split."""
+    return [v for v in ssd.VARIANTS if all(ssd.shard_paths(dataset, ssd.config_name(t, v)) for t in ssd.TASKS)]
+
+
+def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
+    files = {}
+    for variant in submitter.variants:
+        path = out / f"example-predictions-{variant}.jsonl"
+        write_atomic(path, example_file(submitter.gold(variant)))
+        files[variant] = path
+    return files
+
+
+def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_bootstrap: int | None = None) -> SpaceApp:
+    """Open the dataset and the store, load the gold of every variant, and build the Blocks."""
+    dataset = config.dataset_folder()
+    variants = available_variants(dataset)
+    if not variants:
+        raise ValueError(f"{dataset}: no variant has test shards for all three tasks; build the dataset first")
+    store = store or open_store(config)
+    kwargs = {} if n_bootstrap is None else {"n_bootstrap": n_bootstrap}
+    submitter = Submitter(config, store, dataset, variants=variants, **kwargs)
+    examples = _write_examples(submitter, public_dir(config) / "examples")
+    index = InstanceIndex(dataset)
+
+    with gr.Blocks(title=about.TITLE) as blocks:
+        gr.Markdown(f"# {about.TITLE}\n\n{about.INTRODUCTION}")
+        with gr.Tabs():
+            with gr.Tab("Leaderboard", id="leaderboard"):
+                refresh, toggles, lb_outputs = build_leaderboard_tab(
+                    store, list(ssd.VARIANTS), variants, public_dir(config) / "figures"
+                )
+                refresh_button = gr.Button("Refresh", size="sm")
+            with gr.Tab("Submit", id="submit"):
+                submit_event = build_submit_tab(submitter)
+            with gr.Tab("Viewer", id="viewer") as viewer_tab:
+                show, viewer_inputs, viewer_outputs = build_viewer_tab(index)
+            with gr.Tab("About", id="about"):
+                gr.Markdown(about.TASKS)
+                gr.Markdown(about.METRICS)
+                gr.Markdown(about.SUBMISSION_FORMAT)
+                with gr.Row():
+                    for variant, path in examples.items():
+                        gr.DownloadButton(f"Example file ({variant})", value=str(path), size="sm")
+                gr.Markdown("## Citation")
+                gr.Code(about.CITATION_TEXT, language=None, label="BibTeX", interactive=False)
+
+        refresh_button.click(refresh, toggles, lb_outputs, api_name="leaderboard")
+        submit_event.then(refresh, toggles, lb_outputs, api_name=False)
+        blocks.load(refresh, toggles, lb_outputs, api_name=False)
+        viewer_tab.select(show, list(viewer_inputs), viewer_outputs, api_name=False)  # not on page load
+    blocks.queue(default_concurrency_limit=max(2, config.concurrency))
+    return SpaceApp(config, dataset, store, submitter, blocks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m space.app", description="Run the SpeakerSleuth leaderboard Space.")
+    parser.add_argument("--dataset", help="built dataset folder or Hub dataset id (env SPEAKERSLEUTH_DATASET)")
+    parser.add_argument("--data-dir", type=Path, help="results store and caches (env SPEAKERSLEUTH_DATA_DIR)")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1; env SPEAKERSLEUTH_HOST)")
+    parser.add_argument("--port", type=int, help="port (default 7860; env SPEAKERSLEUTH_PORT)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = SpaceConfig.from_env(dataset=args.dataset, data_dir=args.data_dir, host=args.host, port=args.port)
+        app = build_app(config)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    app.launch()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

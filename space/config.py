@@ -1,0 +1,104 @@
+"""Configuration of the Space, read from the environment (and overridden by the command line).
+
+Environment variables (all optional except the dataset):
+
+``SPEAKERSLEUTH_DATASET``      built dataset folder, or a Hub dataset id (downloaded once at start)
+``SPEAKERSLEUTH_DATA_DIR``     where the results store and caches live (default ``./data/space``)
+``SPEAKERSLEUTH_RESULTS_REPO`` Hub dataset repo for results; with ``HF_TOKEN`` selects the Hub store
+``SPEAKERSLEUTH_HOST``/``_PORT`` address to listen on (default 127.0.0.1:7860; 0.0.0.0 only on Spaces)
+``SPEAKERSLEUTH_RATE_LIMIT``   submissions one user may make per window (default 10)
+``SPEAKERSLEUTH_RATE_WINDOW``  the window in seconds (default 3600)
+``SPEAKERSLEUTH_MAX_BYTES``    largest predictions file accepted (default 20 MB)
+``SPEAKERSLEUTH_MAX_LINES``    most lines accepted in one file (default 200,000)
+``SPEAKERSLEUTH_LOCAL_USER``   the identity submissions are counted against when not on Spaces
+``SPEAKERSLEUTH_CONCURRENCY``  submissions scored at once (default 2)
+``SPACE_ID``                   set by Hugging Face Spaces: enables the login button and OAuth identity
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+ENV_PREFIX = "SPEAKERSLEUTH_"
+
+
+def _int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(ENV_PREFIX + name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_PREFIX}{name} must be an integer, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{ENV_PREFIX}{name} must not be negative, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class SpaceConfig:
+    """Everything the app needs to know; build with ``SpaceConfig.from_env()``."""
+
+    dataset: str = ""
+    data_dir: Path = Path("data/space")
+    results_repo: str | None = None
+    hf_token: str | None = field(default=None, repr=False)
+    host: str = "127.0.0.1"
+    port: int = 7860
+    rate_limit: int = 10
+    rate_window_s: int = 3600
+    max_bytes: int = 20_000_000
+    max_lines: int = 200_000
+    local_user: str = "local"
+    concurrency: int = 2
+    space_id: str | None = None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides) -> SpaceConfig:
+        env = dict(os.environ if env is None else env)
+        config = cls(
+            dataset=env.get(ENV_PREFIX + "DATASET", ""),
+            data_dir=Path(env.get(ENV_PREFIX + "DATA_DIR") or "data/space"),
+            results_repo=env.get(ENV_PREFIX + "RESULTS_REPO") or None,
+            hf_token=env.get("HF_TOKEN") or None,
+            # A Spaces container must listen on all interfaces; anywhere else the default is local.
+            host=env.get(ENV_PREFIX + "HOST") or ("0.0.0.0" if env.get("SPACE_ID") else "127.0.0.1"),
+            port=_int(env, "PORT", 7860),
+            rate_limit=_int(env, "RATE_LIMIT", 10),
+            rate_window_s=_int(env, "RATE_WINDOW", 3600),
+            max_bytes=_int(env, "MAX_BYTES", 20_000_000),
+            max_lines=_int(env, "MAX_LINES", 200_000),
+            local_user=env.get(ENV_PREFIX + "LOCAL_USER") or "local",
+            concurrency=max(1, _int(env, "CONCURRENCY", 2)),
+            space_id=env.get("SPACE_ID") or None,
+        )
+        config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+        return replace(config, data_dir=Path(config.data_dir))
+
+    @property
+    def on_spaces(self) -> bool:
+        """True when running on Hugging Face Spaces (OAuth login available)."""
+        return self.space_id is not None
+
+    @property
+    def uses_hub_store(self) -> bool:
+        return bool(self.results_repo and self.hf_token)
+
+    def dataset_folder(self) -> Path:
+        """The dataset as a local folder: the path itself, or a snapshot of the Hub id."""
+        if not self.dataset:
+            raise ValueError(f"no dataset configured: pass --dataset <folder> or set {ENV_PREFIX}DATASET")
+        path = Path(self.dataset).expanduser()
+        if path.is_dir():
+            return path.resolve()
+        if path.exists() or self.dataset.startswith((".", "/", "~")) or self.dataset.count("/") != 1:
+            raise ValueError(f"dataset {self.dataset!r} is neither a folder nor a Hub dataset id (owner/name)")
+        from huggingface_hub import snapshot_download
+
+        local = snapshot_download(
+            self.dataset, repo_type="dataset", token=self.hf_token,
+            local_dir=self.data_dir / "dataset" / self.dataset.replace("/", "--"),
+        )
+        return Path(local).resolve()

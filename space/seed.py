@@ -1,0 +1,118 @@
+"""Seed the leaderboard store with baseline predictions (e.g. the judges' JSONL files).
+
+    python -m space.seed --results results/ --dataset speakersleuth [--data-dir data/space]
+
+Every ``*.jsonl`` under ``--results`` is validated, scored and stored exactly like an upload
+(identical files are recognised, so seeding twice adds nothing), counted against the identity
+``seed`` without a rate limit. What a file is comes from, in order:
+
+1. a sidecar JSON beside it (``<name>.json`` or ``<name>.jsonl.json``) with any of ``variant``,
+   ``model_name`` (or ``judge``, as in a judge's run summary), ``organisation``, ``model_type``,
+   ``access``, ``link``, ``model_date``;
+2. the variant as a folder name on its path (``results/4vc/x.jsonl``) or as the last
+   ``.``/``_``/``-`` separated token of its name (``centroid-resemblyzer.10turn.jsonl``); otherwise
+   ``main``;
+3. the model name is the file name without the variant token; embedding judges
+   (``pairwise-``/``centroid-``/``reference-``) get the type "embedding", others "other".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+import speakersleuth_dataset as ssd
+from space.app import available_variants
+from space.config import SpaceConfig
+from space.store import open_store
+from space.submit import Submitter
+
+SEED_USER = "seed"
+ORGANISATION = "SpeakerSleuth baselines"
+EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")
+
+
+def _sidecar(path: Path) -> dict:
+    for candidate in (path.with_suffix(".json"), path.with_name(path.name + ".json")):
+        if candidate.is_file():
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError(f"{candidate}: expected a JSON object")
+            return data
+    return {}
+
+
+def describe(path: Path, root: Path) -> tuple[str, dict]:
+    """The variant and the form fields of one predictions file (see the module docstring).
+
+    >>> describe(Path("r/4vc/centroid-resemblyzer.jsonl"), Path("r"))[0]
+    '4vc'
+    >>> variant, form = describe(Path("r/pairwise-ecapa.10turn.jsonl"), Path("r"))
+    >>> variant, form["model_name"], form["model_type"]
+    ('10turn', 'pairwise-ecapa', 'embedding')
+    """
+    side = _sidecar(path)
+    tokens = re.split(r"([._-])", path.stem)
+    variant = side.get("variant")
+    name = path.stem
+    if variant is None:
+        folders = [p for p in path.relative_to(root).parts[:-1] if p in ssd.VARIANTS]
+        if folders:
+            variant = folders[-1]
+        elif len(tokens) >= 3 and tokens[-1] in ssd.VARIANTS:
+            variant, name = tokens[-1], "".join(tokens[:-2])
+        else:
+            variant = "main"
+    name = side.get("model_name") or side.get("judge") or name
+    form = {
+        "model_name": name,
+        "organisation": side.get("organisation", ORGANISATION),
+        "model_type": side.get("model_type", "embedding" if name.startswith(EMBEDDING_METHODS) else "other"),
+        "access": side.get("access", "open"),
+        "link": side.get("link", ""),
+        "model_date": side.get("model_date", ""),
+    }
+    return variant, form
+
+
+def seed(submitter: Submitter, results: Path) -> dict[str, int]:
+    """Submit every predictions file under ``results``; returns counts per outcome."""
+    files = sorted(p for p in results.rglob("*.jsonl") if p.is_file())
+    counts: dict[str, int] = {}
+    for path in tqdm(files, desc="seeding", unit="file"):
+        variant, form = describe(path, results)
+        result = submitter.submit(path.read_bytes(), variant, form, as_user=SEED_USER, rate_limited=False)
+        counts[result.status] = counts.get(result.status, 0) + 1
+        detail = "" if not result.errors else ": " + "; ".join(result.errors[:5])
+        tqdm.write(f"{path.relative_to(results)} [{variant}] {result.status}{detail}")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m space.seed", description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=Path, required=True, help="folder of predictions JSONL files")
+    parser.add_argument("--dataset", help="built dataset folder or Hub id (env SPEAKERSLEUTH_DATASET)")
+    parser.add_argument("--data-dir", type=Path, help="the Space's data folder (env SPEAKERSLEUTH_DATA_DIR)")
+    args = parser.parse_args(argv)
+    if not args.results.is_dir():
+        print(f"error: {args.results}: no such folder", file=sys.stderr)
+        return 2
+    try:
+        config = SpaceConfig.from_env(dataset=args.dataset, data_dir=args.data_dir)
+        dataset = config.dataset_folder()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    with open_store(config) as store:
+        counts = seed(Submitter(config, store, dataset, variants=available_variants(dataset)), args.results)
+    print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
+    return 0 if not set(counts) - {"accepted", "duplicate"} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,348 @@
+"""The Submit tab: metadata form + predictions JSONL -> validated -> scored -> stored.
+
+``Submitter.submit`` is the whole path, independent of Gradio so it can be tested directly; the
+tab's handler only adapts its result for display. Everything a submitter provides is untrusted:
+form fields are length-limited and checked, the file is size- and line-capped and never used as a
+path, every string shown back is HTML-escaped, and an unexpected failure shows a reference code
+instead of a stack trace (the trace goes to the server log).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import logging
+import os
+import re
+import time
+import unicodedata
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import gradio as gr
+import pandas as pd
+
+from metrics.score import column_label, leaderboard_row, score_submission
+from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
+
+from space.config import SpaceConfig
+from space.store import Metadata, ResultsStore, StoredResult
+
+logger = logging.getLogger(__name__)
+
+MODEL_TYPES = ("LALM", "embedding", "other")
+ACCESS = ("open", "proprietary")
+MAX_NAME_CHARS = 100
+MAX_LINK_CHARS = 300
+MAX_ERRORS_SHOWN = 200
+N_BOOTSTRAP = 1000
+BREAKDOWN_COLUMNS = ["task", "metric", "value", "95% CI"]
+
+
+class FormError(ValueError):
+    """Metadata that cannot be accepted; ``errors`` names every field at fault."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+def _clean_text(value: Any, field_name: str, max_chars: int, errors: list[str], *, required: bool = False) -> str:
+    text = "" if value is None else str(value).strip()
+    if required and not text:
+        errors.append(f"{field_name} is required")
+    if len(text) > max_chars:
+        errors.append(f"{field_name} is longer than {max_chars} characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
+        errors.append(f"{field_name} contains control or invisible formatting characters")
+    return text
+
+
+def clean_metadata(
+    model_name: Any, organisation: Any = "", model_type: Any = "other", access: Any = "open",
+    link: Any = "", model_date: Any = "",
+) -> Metadata:
+    """Validate the form; returns ``Metadata`` or raises ``FormError`` listing every problem.
+
+    >>> clean_metadata(" m ", "org", "LALM", "open", "https://example.org/m", "2025-01").model_name
+    'm'
+    >>> clean_metadata("", link="javascript:alert(1)")
+    Traceback (most recent call last):
+    ...
+    space.submit.FormError: model name is required; link must be an http(s) URL without spaces, quotes, brackets or parentheses
+    """
+    errors: list[str] = []
+    name = _clean_text(model_name, "model name", MAX_NAME_CHARS, errors, required=True)
+    org = _clean_text(organisation, "organisation", MAX_NAME_CHARS, errors)
+    url = _clean_text(link, "link", MAX_LINK_CHARS, errors)
+    date = _clean_text(model_date, "model date", 10, errors)
+    if model_type not in MODEL_TYPES:
+        errors.append(f"model type must be one of {', '.join(MODEL_TYPES)}")
+    if access not in ACCESS:
+        errors.append(f"access must be one of {', '.join(ACCESS)}")
+    if url:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or re.search(r"[\s<>\"'`\\()\[\]]", url):
+            errors.append("link must be an http(s) URL without spaces, quotes, brackets or parentheses")
+    if date and not _is_date(date):
+        errors.append("model date must be YYYY-MM-DD or YYYY-MM")
+    if errors:
+        raise FormError(errors)
+    return Metadata(model_name=name, organisation=org, model_type=model_type, access=access, link=url, model_date=date)
+
+
+def _is_date(text: str) -> bool:
+    try:
+        dt.date.fromisoformat(text if len(text) == 10 else f"{text}-01")
+    except ValueError:
+        return False
+    return bool(re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", text))
+
+
+@dataclass
+class SubmitResult:
+    """The outcome of one submission attempt, as plain data.
+
+    ``status`` is one of ``accepted``, ``duplicate``, ``invalid`` (form or file; see ``errors``),
+    ``rate_limited``, ``signin`` or ``error`` (unexpected; ``message`` carries a reference code).
+    """
+
+    status: str
+    message: str
+    errors: list[str] = field(default_factory=list)
+    record: StoredResult | None = None
+
+
+class Submitter:
+    """Validates, rate-limits, scores and stores submissions for one dataset folder."""
+
+    def __init__(
+        self,
+        config: SpaceConfig,
+        store: ResultsStore,
+        dataset: str | os.PathLike,
+        *,
+        variants: list[str],
+        n_bootstrap: int = N_BOOTSTRAP,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.dataset = Path(dataset)
+        self.variants = list(variants)
+        self.n_bootstrap = n_bootstrap
+        self.clock = clock
+        self.gold = lru_cache(maxsize=None)(lambda variant: load_gold(self.dataset, variant=variant))
+
+    def identity(self, profile: gr.OAuthProfile | None) -> str | None:
+        """Who the rate limit counts against: the OAuth username, or the configured local
+        identity when not running on Spaces; ``None`` (must sign in) on Spaces without login."""
+        if profile is not None:
+            return f"hf:{profile.username}"
+        return None if self.config.on_spaces else f"local:{self.config.local_user}"
+
+    def submit(
+        self, data: bytes | str | os.PathLike | None, variant: str, form: dict[str, Any],
+        profile: gr.OAuthProfile | None = None, *, as_user: str | None = None, rate_limited: bool = True,
+    ) -> SubmitResult:
+        """The whole path for one upload; never raises. ``data`` is the file's bytes or the path
+        of Gradio's temporary copy. ``as_user`` and ``rate_limited=False`` are for trusted local
+        callers (seeding) only."""
+        ref = uuid.uuid4().hex[:8]
+        try:
+            return self._submit(data, variant, form, as_user or self.identity(profile), rate_limited)
+        except Exception:
+            logger.exception("submission %s failed unexpectedly", ref)
+            return SubmitResult("error", f"Internal error while handling the submission (reference {ref}); nothing was stored.")
+
+    def _submit(self, data, variant, form, user, rate_limited) -> SubmitResult:
+        if user is None:
+            return SubmitResult("signin", "Sign in with Hugging Face to submit.")
+        errors = []
+        try:
+            metadata = clean_metadata(**form)
+        except FormError as err:
+            errors += err.errors
+        if variant not in self.variants:
+            errors.append(f"variant must be one of {', '.join(self.variants)}")
+        if data is None:
+            errors.append("choose a predictions file (.jsonl) to upload")
+        if errors:
+            return SubmitResult("invalid", "The form is incomplete; nothing was scored.", errors)
+        if not isinstance(data, (bytes, bytearray)):
+            size = os.path.getsize(data)
+            if size > self.config.max_bytes:
+                return SubmitResult("invalid", "The file is too large.", [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"])
+            data = Path(data).read_bytes()
+        if rate_limited and not self.store.acquire(user, self.config.rate_limit, self.config.rate_window_s, self.clock()):
+            return SubmitResult(
+                "rate_limited",
+                f"Rate limit reached: at most {self.config.rate_limit} submissions per "
+                f"{_duration(self.config.rate_window_s)} per user. Please try again later.",
+            )
+        gold = self.gold(variant)
+        try:
+            sub = parse_submission(bytes(data), gold, max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
+        except SubmissionError as err:
+            return SubmitResult("invalid", "The file was refused; nothing was stored.", _capped(err.errors))
+        existing = self.store.find(variant, sub.sha256)
+        if existing is not None:
+            return _duplicate(existing)
+        scores = score_submission(sub, gold, n_bootstrap=self.n_bootstrap, seed=0)
+        record, created = self.store.add(
+            variant=variant, sha256=sub.sha256, predictions=bytes(data), scores=scores, metadata=metadata,
+            submitter=user, num_lines=sub.num_lines, now=self.clock(),
+        )
+        if not created:
+            return _duplicate(record)
+        return SubmitResult("accepted", f"Accepted and scored on the {variant} variant; it is on the leaderboard now.", record=record)
+
+
+def example_file(gold: Gold) -> bytes:
+    """A valid submission that answers every instance of ``gold`` with a constant (consistent,
+    no turn, the first candidate, candidates in label order): the format, not a result."""
+    lines = []
+    for task, rows in gold.tasks.items():
+        for rid, row in rows.items():
+            line = {"task": task, "id": rid}
+            if task == "detection":
+                line["prediction"] = "consistent"
+            elif task == "localization":
+                line["prediction"] = []
+            else:
+                labels = list(row["candidate_labels"])
+                line.update(prediction=labels[0], ranking=labels)
+            lines.append(json.dumps(line))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _capped(errors: list[str]) -> list[str]:
+    if len(errors) <= MAX_ERRORS_SHOWN:
+        return list(errors)
+    return errors[:MAX_ERRORS_SHOWN] + [f"... and {len(errors) - MAX_ERRORS_SHOWN} more"]
+
+
+def _duplicate(record: StoredResult) -> SubmitResult:
+    when = dt.datetime.fromtimestamp(record.created_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return SubmitResult(
+        "duplicate",
+        f"This exact file was already submitted on the {record.variant} variant as "
+        f"\u201c{record.metadata.model_name}\u201d on {when}; nothing new was stored. Its scores:",
+        record=record,
+    )
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return unit if n == 1 else f"{n} {unit}s"
+    return f"{seconds} seconds"
+
+
+# ------------------------------------------------------------------------------------- display
+
+
+def _task_of(key: str) -> str:
+    if key.startswith("det_"):
+        return "detection"
+    if key.startswith("loc_"):
+        return "localization"
+    return "discrimination"
+
+
+def breakdown_frame(scores: dict[str, Any]) -> pd.DataFrame:
+    """Every metric of a scored submission as rows: task, metric, value, 95% CI (percent).
+    Metrics of a task the file did not answer read "n/a"; per-source accuracies of source
+    datasets this build does not have are left out."""
+    row = leaderboard_row(scores)
+    records = []
+    for key, value in row.items():
+        if key.endswith("_ci") or (key.startswith("disc_acc_") and key != "disc_acc_avg" and value is None
+                                   and scores.get("discrimination")):
+            continue
+        ci = row.get(f"{key}_ci")
+        records.append({
+            "task": _task_of(key),
+            "metric": column_label(key),
+            "value": "n/a" if value is None else f"{value:.1f}",
+            "95% CI": f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else "",
+        })
+    return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
+
+
+def result_html(result: SubmitResult) -> str:
+    """The status box: the message and every error, all escaped."""
+    css = {"accepted": "ss-ok", "duplicate": "ss-info"}.get(result.status, "ss-bad")
+    parts = [f'<div class="ss-status {css}"><p>{html.escape(result.message)}</p>']
+    if result.errors:
+        items = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
+        parts.append(f'<ul class="ss-errors">{items}</ul>')
+    if result.record is not None:
+        m = result.record.metadata
+        parts.append(
+            f"<p>Model: <b>{html.escape(m.model_name)}</b> ({html.escape(m.organisation or 'no organisation')})"
+            f" &middot; submission id <code>{html.escape(result.record.id)}</code></p>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+SUBMIT_CSS = """
+.ss-status { padding: 0.5em 1em; border-radius: 6px; border: 1px solid var(--border-color-primary); }
+.ss-ok { border-color: #2e7d32; }
+.ss-info { border-color: #1565c0; }
+.ss-bad { border-color: #c62828; }
+.ss-errors { font-family: var(--font-mono); font-size: 0.9em; max-height: 24em; overflow-y: auto; }
+"""
+
+
+def build_submit_tab(submitter: Submitter):
+    """The Submit tab's components and its submit event (api name ``submit``); returns the
+    event so the app can chain a leaderboard refresh."""
+    config = submitter.config
+    gr.Markdown(
+        f"Upload one predictions JSONL file for one variant (format in the About tab). Limits: "
+        f"{config.max_bytes / 1e6:g} MB, {config.max_lines:,} lines, {config.rate_limit} submissions per "
+        f"{_duration(config.rate_window_s)} per user. The file is validated and scored at once; "
+        f"an identical file submitted again is recognised."
+    )
+    if config.on_spaces:
+        gr.LoginButton()
+    else:
+        gr.Markdown(f"Running locally: submissions count against the identity `{html.escape(config.local_user)}`.")
+    with gr.Row():
+        with gr.Column():
+            model_name = gr.Textbox(label="Model name (required)", max_length=MAX_NAME_CHARS, max_lines=1)
+            organisation = gr.Textbox(label="Organisation", max_length=MAX_NAME_CHARS, max_lines=1)
+            model_type = gr.Radio(list(MODEL_TYPES), value="LALM", label="Model type")
+            access = gr.Radio(list(ACCESS), value="open", label="Weights")
+        with gr.Column():
+            link = gr.Textbox(label="Link (paper, model card or code; http(s))", max_length=MAX_LINK_CHARS, max_lines=1)
+            model_date = gr.Textbox(label="Model date (YYYY-MM-DD or YYYY-MM)", max_length=10, max_lines=1)
+            variant = gr.Dropdown(submitter.variants, value=submitter.variants[0] if submitter.variants else None, label="Variant")
+            upload = gr.File(label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload")
+    button = gr.Button("Submit", variant="primary")
+    status = gr.HTML(elem_id="ss-submit-status")
+    breakdown = gr.Dataframe(
+        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS), datatype="str", interactive=False,
+        label="Per-task breakdown", elem_id="ss-breakdown", max_height=700,
+    )
+
+    def handle(file_path, variant_value, name, org, mtype, acc, url, date, profile: gr.OAuthProfile | None = None):
+        form = {"model_name": name, "organisation": org, "model_type": mtype, "access": acc, "link": url, "model_date": date}
+        result = submitter.submit(file_path, variant_value, form, profile)
+        frame = breakdown_frame(result.record.scores) if result.record else pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+        return result_html(result), frame
+
+    event = button.click(
+        handle, [upload, variant, model_name, organisation, model_type, access, link, model_date],
+        [status, breakdown], api_name="submit", concurrency_limit=config.concurrency, concurrency_id="submit",
+    )
+    return event

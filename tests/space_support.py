@@ -1,0 +1,59 @@
+"""Helpers shared by the Space tests: a small dataset, distinct valid submissions, and the app
+served on 127.0.0.1 (a free port) in a background thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from contextlib import contextmanager
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from metrics.submission import Gold  # noqa: E402
+from tests.synthetic import build_synthetic_dataset  # noqa: E402
+
+
+def build_dataset(root: Path, dialogues: int = 3, variants=("main",)) -> Path:
+    return build_synthetic_dataset(root / "dataset", dialogues=dialogues, variants=variants)
+
+
+def predictions(gold: Gold, pattern: int = 0) -> bytes:
+    """A valid, complete submission whose detection answers follow the bits of ``pattern``
+    (so different patterns give different files and different scores)."""
+    lines = []
+    for task, rows in gold.tasks.items():
+        for i, (rid, row) in enumerate(sorted(rows.items())):
+            bit = (pattern >> (i % 20)) & 1
+            if task == "detection":
+                line = {"task": task, "id": rid, "prediction": "inconsistent" if bit else "consistent"}
+            elif task == "localization":
+                line = {"task": task, "id": rid, "prediction": [1] if bit else []}
+            else:
+                labels = list(row["candidate_labels"])
+                order = labels[bit:] + labels[:bit]
+                line = {"task": task, "id": rid, "prediction": order[0], "ranking": order}
+            lines.append(json.dumps(line))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_app(config, **build_kwargs):
+    """Build and serve the app for ``config`` (host 127.0.0.1, a free port); yields
+    ``(app, url)`` and closes the server afterwards."""
+    from space.app import build_app
+
+    app = build_app(config, **build_kwargs)
+    _, url, _ = app.launch(prevent_thread_lock=True, quiet=True)
+    try:
+        yield app, url
+    finally:
+        app.blocks.close()

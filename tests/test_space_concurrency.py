@@ -1,0 +1,59 @@
+"""50 submissions in parallel through the running app's HTTP API (gradio_client on 127.0.0.1):
+every one is stored once and the leaderboard shows exactly them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from gradio_client import Client, handle_file
+
+from metrics.submission import load_gold
+from space.config import SpaceConfig
+from tests.space_support import build_dataset, free_port, predictions, running_app
+
+N = 50
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("space-concurrency")
+    dataset = build_dataset(root)
+    config = replace(
+        SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"),
+        port=free_port(), rate_limit=10 * N, concurrency=4,
+    )
+    with running_app(config, n_bootstrap=100) as (app, url):
+        yield app, url, load_gold(dataset, "main"), root
+
+
+def test_parallel_submissions_lose_nothing(served):
+    app, url, gold, root = served
+    files = []
+    for i in range(N):
+        path = root / f"upload-{i:02d}.jsonl"
+        path.write_bytes(predictions(gold, i + 1))  # distinct files, so none is a duplicate
+        files.append(path)
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": 120}, download_files=False, analytics_enabled=False)
+    jobs = [
+        client.submit(handle_file(str(path)), "main", f"parallel-{i:02d}", "org", "other", "open", "", "",
+                      api_name="/submit")
+        for i, path in enumerate(files)
+    ]
+    statuses = [job.result(timeout=120)[0] for job in jobs]
+    assert all("Accepted" in s for s in statuses), [s for s in statuses if "Accepted" not in s][:3]
+
+    stored = app.store.results("main")
+    assert sorted(r.metadata.model_name for r in stored) == [f"parallel-{i:02d}" for i in range(N)]
+    assert len({r.sha256 for r in stored}) == N
+    for r, path in zip(sorted(stored, key=lambda r: r.metadata.model_name), files):
+        assert app.store.predictions(r.id) == path.read_bytes()
+
+    table = client.predict([], [], [], api_name="/leaderboard")[0]["value"]
+    assert sorted(row[0] for row in table["data"]) == [f"parallel-{i:02d}" for i in range(N)]
+    balanced = table["headers"].index("Det Bal Acc")
+    by_name = {row[0]: row[balanced] for row in table["data"]}
+    for r in stored:
+        assert by_name[r.metadata.model_name] == round(r.scores["detection"]["balanced_accuracy"], 1)
+    again = client.predict(handle_file(str(files[0])), "main", "again", "org", "other", "open", "", "", api_name="/submit")
+    assert "already submitted" in again[0] and len(app.store.results("main")) == N

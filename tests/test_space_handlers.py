@@ -1,0 +1,253 @@
+"""The Space's handlers without a server: submit/score/store/rate limit (with a hand-built OAuth
+profile), display helpers and their escaping, the viewer's data path, seeding and config."""
+
+from __future__ import annotations
+
+import doctest
+import io
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import gradio as gr
+import pytest
+import soundfile as sf
+
+import speakersleuth_dataset as ssd
+from metrics.score import leaderboard_row, score_submission
+from metrics.submission import load_gold, parse_submission
+from space import leaderboard, seed, submit, viewer
+from space.config import SpaceConfig
+from space.store import SqliteStore
+from tests.space_support import build_dataset, predictions
+
+XSS = "<img src=x onerror=alert(1)>"
+FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
+        "link": "https://example.org/a", "model_date": "2025-06-01"}
+
+
+def profile(username: str) -> gr.OAuthProfile:
+    return gr.OAuthProfile({"name": username.title(), "preferred_username": username,
+                            "profile": f"https://huggingface.co/{username}", "picture": ""})
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return build_dataset(tmp_path_factory.mktemp("space-handlers"))
+
+
+@pytest.fixture(scope="module")
+def gold(dataset):
+    return load_gold(dataset, "main")
+
+
+@pytest.fixture
+def make(tmp_path, dataset):
+    """A Submitter over a fresh SQLite store; keyword arguments override the config."""
+
+    def build(**overrides):
+        config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)
+        return submit.Submitter(config, SqliteStore(tmp_path), dataset, variants=["main"], n_bootstrap=200)
+
+    return build
+
+
+def test_accepted_submission_is_scored_and_stored(make, gold):
+    submitter = make()
+    data = predictions(gold, 0b1011)
+    result = submitter.submit(data, "main", FORM)
+    assert result.status == "accepted", result
+    expected = score_submission(parse_submission(data, gold), gold, n_bootstrap=200, seed=0)
+    assert result.record.scores == expected
+    assert submitter.store.predictions(result.record.id) == data
+    assert result.record.submitter == "local:local" and result.record.metadata.model_name == "judge A"
+    frame = submit.breakdown_frame(result.record.scores)
+    row = leaderboard_row(expected)
+    assert dict(zip(frame["metric"], frame["value"]))["Det Bal Acc"] == f"{row['det_bal_acc']:.1f}"
+    assert "Loc Bal F1" in set(frame["metric"]) and "N@2" in set(frame["metric"])
+
+
+def test_identical_file_is_recognised(make, gold):
+    submitter = make()
+    data = predictions(gold, 5)
+    first = submitter.submit(data, "main", FORM)
+    again = submitter.submit(data, "main", {**FORM, "model_name": "another name"})
+    assert again.status == "duplicate" and again.record.id == first.record.id
+    assert "judge A" in again.message and len(submitter.store.results()) == 1
+
+
+def test_identical_files_racing_store_one_row(make, gold):
+    submitter = make(concurrency=4)
+    data = predictions(gold, 9)
+    with ThreadPoolExecutor(6) as pool:
+        statuses = sorted(pool.map(lambda _: submitter.submit(data, "main", FORM).status, range(6)))
+    assert statuses == ["accepted"] + ["duplicate"] * 5 and len(submitter.store.results()) == 1
+
+
+def test_invalid_file_lists_every_error_with_line_numbers(make, gold):
+    submitter = make()
+    good = predictions(gold).decode().splitlines()
+    bad = [good[0], '{"task": "detection", "id": "nope", "prediction": "consistent"}', "{not json", good[0]]
+    result = submitter.submit("\n".join(bad).encode(), "main", FORM)
+    assert result.status == "invalid"
+    assert [e.split(":")[0] for e in result.errors] == ["line 2", "line 3", "line 4"]
+    assert submitter.store.results() == []
+
+
+def test_form_problems_are_named_and_cost_no_quota(make, gold):
+    submitter = make(rate_limit=1)
+    result = submitter.submit(predictions(gold), "4vc", {**FORM, "model_name": " ", "link": "javascript:alert(1)",
+                                                          "model_type": "robot", "model_date": "June"})
+    assert result.status == "invalid"
+    text = " | ".join(result.errors)
+    for fragment in ("model name is required", "link must be", "model type must be", "model date", "variant must be"):
+        assert fragment in text
+    assert submitter.submit(None, "main", FORM).errors == ["choose a predictions file (.jsonl) to upload"]
+    assert submitter.submit(predictions(gold), "main", FORM).status == "accepted"  # quota untouched
+
+
+def test_rate_limit_per_oauth_user_and_local_identity(make, gold):
+    submitter = make(rate_limit=2, rate_window_s=3600)
+    alice, bob = profile("alice"), profile("bob")
+    outcomes = [submitter.submit(predictions(gold, i), "main", FORM, alice).status for i in range(3)]
+    assert outcomes == ["accepted", "accepted", "rate_limited"]
+    assert submitter.submit(predictions(gold, 3), "main", FORM, bob).status == "accepted"
+    assert submitter.submit(predictions(gold, 4), "main", FORM).status == "accepted"  # local identity
+    submitters = {r.submitter for r in submitter.store.results()}
+    assert submitters == {"hf:alice", "hf:bob", "local:local"}
+    # refused files count too: the limit protects the scorer, not only the leaderboard
+    assert submitter.submit(b"{bad", "main", FORM, bob).status == "invalid"
+    assert submitter.submit(predictions(gold, 5), "main", FORM, bob).status == "rate_limited"
+
+
+def test_on_spaces_a_login_is_required(make, gold):
+    submitter = make(space_id="org/speakersleuth")
+    assert submitter.submit(predictions(gold), "main", FORM, None).status == "signin"
+    result = submitter.submit(predictions(gold), "main", FORM, profile("carol"))
+    assert result.status == "accepted" and result.record.submitter == "hf:carol"
+
+
+def test_unexpected_failures_leak_no_paths_or_traces(make, gold, monkeypatch, tmp_path):
+    submitter = make()
+
+    def explode(*args, **kwargs):
+        raise RuntimeError(f"disk full at {tmp_path}/secret.db")
+
+    monkeypatch.setattr(submit, "score_submission", explode)
+    result = submitter.submit(predictions(gold), "main", FORM)
+    assert result.status == "error" and "reference" in result.message
+    shown = submit.result_html(result)
+    assert str(tmp_path) not in shown and "Traceback" not in shown and "secret" not in shown
+    assert submitter.store.results() == []
+
+
+def test_size_and_line_caps(make, gold, tmp_path):
+    data = predictions(gold)
+    path = tmp_path / "upload.jsonl"
+    path.write_bytes(data)
+    too_big = make(max_bytes=len(data) - 1).submit(str(path), "main", FORM)
+    assert too_big.status == "invalid" and str(tmp_path) not in " ".join(too_big.errors + [too_big.message])
+    too_long = make(max_lines=3).submit(data, "main", FORM)
+    assert too_long.status == "invalid" and "lines" in too_long.errors[0]
+
+
+def test_submitted_strings_are_escaped_in_every_view(make, gold):
+    submitter = make()
+    result = submitter.submit(predictions(gold), "main", {**FORM, "model_name": XSS, "organisation": XSS})
+    html = submit.result_html(result)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    frame, datatypes = leaderboard.leaderboard_frame(leaderboard.scored(submitter.store.results()))
+    assert frame.loc[0, "Model"] == XSS
+    assert datatypes[list(frame.columns).index("Model")] == "str"  # shown as text, not markdown/html
+    assert all(d != "html" for d in datatypes)
+    assert leaderboard._link_cell('https://a.org/x"><script>') == ""
+    assert leaderboard._link_cell("javascript:alert(1)") == ""
+
+
+def test_leaderboard_table_columns_sorting_and_ci(make, gold):
+    submitter = make()
+    for i, name in enumerate(["low", "high"]):
+        submitter.submit(predictions(gold, [0, 0b111000111][i]), "main", {**FORM, "model_name": name})
+    results = leaderboard.scored(submitter.store.results())
+    frame, datatypes = leaderboard.leaderboard_frame(results, groups=[])
+    assert list(frame.columns[:4]) == leaderboard.META_FRONT
+    assert list(frame.columns[4:]) == ["Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM", "Det Paired", "Loc Paired"]
+    assert list(frame["Det Bal Acc"]) == sorted(frame["Det Bal Acc"], reverse=True)
+    full, _ = leaderboard.leaderboard_frame(results, groups=leaderboard.GROUPS)
+    assert {"Det S1", "Loc S2 P", "Disc Synthetic", "N@1", "Det Coverage", "Det Bal Acc 95% CI", "Link"} <= set(full.columns)
+    assert "Disc Bazinga" not in full.columns  # a source this build does not have
+    ci = full.loc[0, "Det Bal Acc 95% CI"]
+    low, high = map(float, ci.split("-"))
+    assert low <= full.loc[0, "Det Bal Acc"] <= high
+    assert full.loc[0, "Link"] == "[link](<https://example.org/a>)"
+    figure = leaderboard.bias_figure(results, "main")
+    assert len(figure.axes[0].collections) == 2  # one point per submission
+
+
+def test_paper_tables_are_separate_and_complete():
+    for variant in ssd.VARIANTS:
+        frame = leaderboard.paper_frame(variant)
+        assert list(frame.columns[:2]) == ["Method", "Group"] and "Det Bal Acc" in frame.columns
+        assert len(frame) >= 3 and leaderboard.paper_caption(variant).startswith("Table")
+    main = leaderboard.paper_frame("main").set_index("Method")
+    assert main.loc["Gemini-2.5-Pro", "Det Bal Acc"] == 64.7 and main.loc["Pairwise (ECAPA)", "Group"] == "embedding"
+
+
+def test_example_file_is_a_valid_complete_submission(gold):
+    sub = parse_submission(submit.example_file(gold), gold)
+    assert {t: set(p) for t, p in sub.predictions.items()} == {t: set(rows) for t, rows in gold.tasks.items()}
+
+
+def test_viewer_reads_one_instance_and_escapes_text(dataset):
+    index = viewer.InstanceIndex(dataset)
+    assert index.configs() == ["detection", "localization", "discrimination"]
+    ids = index.ids("detection", "synthetic", "S2")
+    assert len(ids) == 3 and all(i.endswith("-S2") for i in ids)
+    assert index.locate(ids[0], prefer="localization") == "localization"
+    assert index.locate("nope") is None
+    row = index.load("detection", ids[0])
+    dialogue, facts, turns, candidates, reference = viewer.instance_view(row, "detection")
+    assert len(turns) == 5 and candidates == []
+    assert sum("(converted)" in label for label, _ in turns) == 1
+    wave, sr = sf.read(io.BytesIO(turns[0][1]))
+    assert sr == ssd.SAMPLING_RATE and len(wave) > 0 and reference[:4] == b"RIFF"
+    assert "substitute similarity" in facts and "S2" in facts
+    disc = index.load("discrimination", index.ids("discrimination")[0])
+    _, facts, turns, candidates, _ = viewer.instance_view(disc, "discrimination")
+    assert len(turns) == 4 and len(candidates) == 3 and "gold ranking" in facts
+    evil = dict(row, turns=[{**row["turns"][0], "text": "<script>alert(1)</script>"}] + row["turns"][1:])
+    assert "<script>" not in viewer.dialogue_html(evil, "detection")
+    with pytest.raises(KeyError):
+        index.load("detection", "missing-id")
+
+
+def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
+    results = tmp_path / "results"
+    (results / "main").mkdir(parents=True)
+    (results / "main" / "pairwise-resemblyzer.jsonl").write_bytes(predictions(gold, 1))
+    (results / "centroid-resemblyzer.main.jsonl").write_bytes(predictions(gold, 2))
+    (results / "custom.jsonl").write_bytes(predictions(gold, 3))
+    (results / "custom.json").write_text(json.dumps({"variant": "main", "model_name": "Custom judge", "model_type": "LALM"}))
+    submitter = make(rate_limit=0)  # seeding ignores the rate limit
+    assert seed.seed(submitter, results) == {"accepted": 3}
+    assert seed.seed(submitter, results) == {"duplicate": 3}
+    names = {r.metadata.model_name: r.metadata.model_type for r in submitter.store.results("main")}
+    assert names == {"pairwise-resemblyzer": "embedding", "centroid-resemblyzer": "embedding", "Custom judge": "LALM"}
+    assert {r.submitter for r in submitter.store.results()} == {seed.SEED_USER}
+
+
+def test_docstring_examples():
+    for module in (submit, seed):
+        assert doctest.testmod(module).failed == 0
+
+
+def test_config_from_env():
+    config = SpaceConfig.from_env({"SPEAKERSLEUTH_RATE_LIMIT": "3", "SPEAKERSLEUTH_DATASET": "/data/x"})
+    assert (config.rate_limit, config.host, config.port, config.on_spaces) == (3, "127.0.0.1", 7860, False)
+    assert SpaceConfig.from_env({"SPACE_ID": "o/s"}).host == "0.0.0.0"
+    with pytest.raises(ValueError, match="SPEAKERSLEUTH_MAX_LINES"):
+        SpaceConfig.from_env({"SPEAKERSLEUTH_MAX_LINES": "many"})
+    with pytest.raises(ValueError, match="no dataset configured"):
+        SpaceConfig.from_env({}).dataset_folder()
+    with pytest.raises(ValueError, match="neither a folder"):
+        SpaceConfig.from_env({}, dataset="/no/such/folder").dataset_folder()
