@@ -9,8 +9,14 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH=
 py=.venv/bin/python
 case "${1:-}" in
   demo)
+    # Each step is resumable: the build cache, the judges' outputs and the store survive reruns.
     shift
-    $py -m builder_scripts demo "$@"
+    $py -m builder_scripts build --out speakersleuth --cache cache "$@"
+    $py -m speakersleuth_dataset validate speakersleuth --skip-audio
+    $py -m judges baselines --dataset speakersleuth --out results/baselines --cache-dir cache/embeddings
+    $py -m judges sweep --dataset speakersleuth --variant main --out results/sweep --cache-dir cache/embeddings
+    $py -m space.seed --dataset speakersleuth --results results/baselines --data-dir data
+    exec $py -m space.app --dataset speakersleuth --data-dir data --host 127.0.0.1 --port 7860
     ;;
   test)
     shift

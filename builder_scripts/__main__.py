@@ -1,0 +1,85 @@
+"""Command line of the builder; a thin layer over ``builder_scripts.pipeline``.
+
+    python -m builder_scripts build --out speakersleuth                   # the embedded default
+    python -m builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
+    python -m builder_scripts build ... --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID   # then once more without them
+    python -m builder_scripts review-export --dataset speakersleuth --out review/
+    python -m builder_scripts build ... --review-decisions review/review.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import speakersleuth_dataset as ssd
+
+from .sources import SOURCES
+
+
+def _source_dirs(values: list[str]) -> dict[str, dict]:
+    args: dict[str, dict] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or name not in SOURCES:
+            raise SystemExit(f"--source-dir {value!r}: expected <source>=<folder> with a source among {', '.join(SOURCES)}")
+        key = {"ami": "data_dir", "chitchat_tts": "cache_dir"}.get(name, "corpus_dir")
+        args[name] = {key: path}
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build (or resume building) a dataset folder")
+    build.add_argument("--out", type=Path, default=Path("speakersleuth"), help="dataset folder to write (default: speakersleuth)")
+    build.add_argument("--cache", type=Path, default=Path("cache"), help="stage cache; a rerun skips finished work (default: cache)")
+    build.add_argument("--variants", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn")
+    build.add_argument("--source", action="append", choices=sorted(SOURCES), help="source corpus (repeatable; default chitchat_tts)")
+    build.add_argument("--source-dir", action="append", default=[], metavar="SOURCE=DIR", help="local folder of a recorded corpus")
+    build.add_argument("--dialogues", type=int, default=60, help="dialogues per source for main and 4vc (default 60)")
+    build.add_argument("--dialogues-10turn", type=int, default=30, help="dialogues per source for 10turn (default 30)")
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--vc", default="world", help="backend of main and 10turn (default world)")
+    build.add_argument("--vc-4vc", default="world,praat", help="backends drawn per dialogue for 4vc")
+    build.add_argument("--encoder", default="resemblyzer", help="speaker encoder for S3 similarity (resemblyzer, ecapa:/dir, wavlm:/dir)")
+    build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
+    build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
+    build.add_argument("--margin", type=float, default=0.3, help="extra candidates to absorb verification drops (default 0.3)")
+    build.add_argument("--num-shards", type=int, default=1, help="split the conversion stage over this many processes")
+    build.add_argument("--shard-index", type=int, default=0, help="which shard this process builds (0-based)")
+    build.add_argument("--no-progress", action="store_true")
+    review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
+    review.add_argument("--dataset", type=Path, default=Path("speakersleuth"))
+    review.add_argument("--out", type=Path, default=Path("review"))
+    args = parser.parse_args(argv)
+
+    if args.command == "review-export":
+        from .verification import export_review
+
+        print(export_review(args.dataset, args.out))
+        return 0
+
+    from .pipeline import Builder, BuildOptions
+
+    opts = BuildOptions(
+        out=args.out, cache=args.cache, sources=tuple(args.source or ["chitchat_tts"]),
+        source_args=_source_dirs(args.source_dir), variants=tuple(v for v in args.variants.split(",") if v),
+        dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, seed=args.seed, vc=args.vc,
+        vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), encoder=args.encoder, text_filter=args.text_filter,
+        review_decisions=args.review_decisions, margin=args.margin, num_shards=args.num_shards,
+        shard_index=args.shard_index, progress=not args.no_progress,
+    )
+    report = Builder(opts).run()
+    report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=2))
+    print(json.dumps({k: report[k] for k in ("dialogues", "seconds", "peak_memory_mb") if k in report}, indent=2))
+    print(f"report: {report_path}" + (f"; dataset: {opts.out}" if opts.num_shards == 1 else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

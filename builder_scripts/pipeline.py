@@ -1,0 +1,318 @@
+"""The build: sources -> segments -> scenarios (voice conversion) -> verification -> shards + card.
+
+Stages and their cache (under ``BuildOptions.cache``), each idempotent:
+
+1. *candidates*: every source's dialogues in a seeded order, one segment each (text only), the
+   text-coherence filter; the first ``dialogues * (1 + margin)`` candidates per variant group
+   (N = 5 for ``main``/``4vc``, N = 10 for ``10turn``). Cheap, recomputed by every process.
+2. *speaker bank* per source: the substitute pool embedded with the encoder (cached by content).
+3. *units*: one file per (variant, dialogue) holding the converted, resynthesised, verified clips
+   (``units/<variant>/<source>/<dialogue>.npz``). This is the expensive stage; it is the one that
+   ``num_shards``/``shard_index`` split across processes or machines (a Slurm array, a Ray job):
+   unit ``i`` of the candidate list belongs to shard ``i % num_shards``. A killed build resumes
+   here: finished units are loaded, not rebuilt.
+4. *publish* (only when not building one shard of several): the first ``dialogues`` kept units of
+   every variant go through ``speakersleuth_dataset.DatasetWriter`` into the nine configs, then the
+   dataset card, then the validator.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import resource
+import time
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+import speakersleuth_dataset as ssd
+
+from .audio import load_span
+from .scenarios import Unit, build_unit, choose, unit_rng
+from .segments import Segment, SegmentSkipped, check_durations, select_segment
+from .shortcuts import ShortcutAudit
+from .sources import get_source_class
+from .sources.base import Dialogue, DialogueSource
+from .speaker_bank import SpeakerBank
+from .verification import audio_checks, get_text_filter, read_review_decisions
+from .vc import PAPER_4VC_SHARES, get_converter
+
+
+
+@dataclass
+class BuildOptions:
+    out: Path = Path("speakersleuth")
+    cache: Path = Path("cache")
+    sources: tuple[str, ...] = ("chitchat_tts",)
+    source_args: dict[str, dict] = field(default_factory=dict)  # per source: constructor kwargs
+    variants: tuple[str, ...] = ssd.VARIANTS
+    dialogues: int = 60  # per source, main and 4vc
+    dialogues_10turn: int = 30  # per source
+    seed: int = 0
+    vc: str = "world"
+    vc_4vc: tuple[str, ...] = ("world", "praat")
+    encoder: str = "resemblyzer"
+    text_filter: str = "heuristic"
+    review_decisions: Path | None = None
+    margin: float = 0.3
+    num_shards: int = 1
+    shard_index: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.out, self.cache = Path(self.out), Path(self.cache)
+        unknown = [v for v in self.variants if v not in ssd.VARIANTS]
+        if unknown:
+            raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
+        if not 0 <= self.shard_index < self.num_shards:
+            raise ValueError(f"shard index {self.shard_index} is not in 0..{self.num_shards - 1}")
+
+
+class Clock:
+    """Seconds spent inside the model calls (TTS, voice conversion, speaker encoder)."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter = Counter()
+
+    @contextmanager
+    def __call__(self, what: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[what] += time.perf_counter() - start
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def make_source(name: str, opts: BuildOptions) -> DialogueSource:
+    cls = get_source_class(name)
+    kwargs = dict(opts.source_args.get(name, {}))
+    if name == "chitchat_tts":
+        kwargs.setdefault("cache_dir", opts.cache / "tts")
+        kwargs.setdefault("seed", opts.seed)
+    return cls(**kwargs)
+
+
+def candidates(source: DialogueSource, n_target: int, wanted: int, opts: BuildOptions, text_filter, skipped: Counter) -> list[tuple[Segment, Dialogue]]:
+    """The first ``wanted`` segments, in a seeded order of the dialogues, that pass the text filter."""
+    dialogues = list(source.dialogues())
+    order = sorted(dialogues, key=lambda d: unit_rng(opts.seed, "order", d.source, d.dialogue_id).random())
+    chosen = []
+    for dialogue in order:
+        if len(chosen) >= wanted:
+            break
+        try:
+            segment = select_segment(dialogue, seed=opts.seed, num_target_turns=n_target)
+        except SegmentSkipped as skip:
+            skipped[f"segment: {skip.reason}"] += 1
+            continue
+        turns = [{"speaker": dialogue.turns[i].speaker, "text": dialogue.turns[i].text, "is_target": i in segment.target_turns} for i in segment.window]
+        reason = text_filter.check(turns)
+        if reason:
+            skipped[reason] += 1
+            continue
+        chosen.append((segment, dialogue))
+    return chosen
+
+
+def backend_for_4vc(segment: Segment, opts: BuildOptions) -> str:
+    """The 4vc backend of a dialogue: the paper's shares for the backends it used; backends it
+    did not use share equally what is left (all equal when none of the paper's is present)."""
+    names = list(opts.vc_4vc)
+    leftover = max(0.0, 1.0 - sum(PAPER_4VC_SHARES.get(n, 0.0) for n in names))
+    unlisted = [n for n in names if n not in PAPER_4VC_SHARES]
+    weights = [PAPER_4VC_SHARES.get(n, leftover / len(unlisted) if unlisted else 0.0) for n in names]
+    if sum(weights) == 0:
+        weights = [1.0] * len(names)
+    return unit_rng(opts.seed, "4vc", segment.source, segment.dialogue_id).choices(names, weights=weights)[0]
+
+
+class Builder:
+    """Runs the stages for one set of options; ``run()`` returns the build report."""
+
+    def __init__(self, opts: BuildOptions, sources: dict[str, DialogueSource] | None = None):
+        self.opts = opts
+        self._given_sources = sources or {}
+        self.clock = Clock()
+        self.skipped: Counter = Counter()
+        self.dropped: Counter = Counter()
+        self._converters: dict = {}
+        self._encoder = None
+        self._review = read_review_decisions(opts.review_decisions) if opts.review_decisions else {}
+
+    def converter(self, name: str):
+        if name not in self._converters:
+            self._converters[name] = get_converter(name)
+        return self._converters[name]
+
+    def encoder(self):
+        if self._encoder is None:
+            from judges.encoders import get_encoder
+
+            self._encoder = get_encoder(self.opts.encoder)
+        return self._encoder
+
+    def unit_path(self, variant: str, segment: Segment) -> Path:
+        return self.opts.cache / "units" / variant / segment.source / f"{_safe(segment.dialogue_id)}.npz"
+
+    def bank(self, source: DialogueSource, dialogues: list[Dialogue]) -> tuple[SpeakerBank, dict]:
+        with self.clock("tts"):
+            pool = source.speaker_pool(dialogues)
+        with self.clock("encoder"):
+            bank = SpeakerBank.build(pool, self.encoder(), cache_dir=self.opts.cache, progress=self.opts.progress)
+        return bank, pool
+
+    def run(self) -> dict:
+        opts = self.opts
+        start = time.perf_counter()
+        text_filter = get_text_filter(opts.text_filter)
+        plan: dict[str, list[tuple[Segment, Dialogue]]] = defaultdict(list)
+        sources = {}
+        for name in opts.sources:
+            source = sources[name] = self._given_sources.get(name) or make_source(name, opts)
+            for n_target, variants in ((5, ("main", "4vc")), (10, ("10turn",))):
+                wanted_variants = [v for v in variants if v in opts.variants]
+                if not wanted_variants:
+                    continue
+                wanted = opts.dialogues if n_target == 5 else opts.dialogues_10turn
+                chosen = candidates(source, n_target, math.ceil(wanted * (1 + opts.margin)), opts, text_filter, self.skipped)
+                for v in wanted_variants:
+                    plan[v] += chosen
+        for name, source in sources.items():
+            dialogues = {(d.source, d.dialogue_id): d for v in plan for s, d in plan[v] if d.source == source.name}
+            bank, pool = self.bank(source, list(dialogues.values()))
+            self._make_units(name, source, bank, pool, plan)
+        report = {"options": {k: str(v) for k, v in asdict(opts).items()}, "skipped": dict(self.skipped)}
+        if opts.num_shards == 1:
+            report |= self.publish(plan, sources)
+        report["seconds"] = {"wall": round(time.perf_counter() - start, 1), **{k: round(v, 1) for k, v in self.clock.seconds.items()}}
+        report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        return report
+
+    # ----------------------------------------------------------------------------------- units
+
+    def _make_units(self, name: str, source: DialogueSource, bank: SpeakerBank, pool: dict, plan: dict) -> None:
+        opts = self.opts
+        work = []
+        for group_variants in (("main", "4vc"), ("10turn",)):
+            variants = [v for v in group_variants if v in plan]
+            if not variants:
+                continue
+            for i, (segment, dialogue) in enumerate(plan[variants[0]]):
+                if dialogue.source != source.name or i % opts.num_shards != opts.shard_index:
+                    continue
+                if not all(self.done(v, segment) for v in variants):
+                    work.append((variants, segment, dialogue))
+        clips_cache: dict[str, list[np.ndarray]] = {}
+
+        def substitute_clips(speaker: str) -> list[np.ndarray]:
+            if speaker not in clips_cache:
+                clips_cache[speaker] = [load_span(c) for c in pool[speaker][1]]
+            return clips_cache[speaker]
+
+        for variants, segment, dialogue in tqdm(work, desc=f"units ({name})", unit="dialogue", disable=not opts.progress):
+            needed = sorted(set(segment.target_turns) | set(segment.reference_turns))
+            with self.clock("tts"):
+                source.ensure_audio(dialogue, needed)
+            audio = {i: load_span(dialogue.turns[i].audio) for i in needed}
+            reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
+            choice = None
+            if reason is None:
+                choice = choose(segment, bank, opts.seed, exclude=tuple(dialogue.speakers))
+                for sub in (choice.s2, choice.s3):
+                    substitute_clips(sub.speaker)
+            for variant in variants:
+                path = self.unit_path(variant, segment)
+                if self.done(variant, segment):
+                    continue
+                if reason is not None:
+                    self._save_dropped(path, variant, segment, f"segment: {reason} (after voicing)")
+                    continue
+                backend = opts.vc if variant != "4vc" else backend_for_4vc(segment, opts)
+                with self.clock("vc"):
+                    unit = build_unit(
+                        variant, segment, dialogue, [audio[i] for i in segment.target_turns],
+                        [audio[i] for i in segment.reference_turns], choice,
+                        {s.speaker: clips_cache[s.speaker] for s in (choice.s2, choice.s3)}, self.converter(backend),
+                    )
+                unit.dropped, unit.checks = audio_checks(unit)
+                unit.save(path)
+
+    def done(self, variant: str, segment: Segment) -> bool:
+        path = self.unit_path(variant, segment)
+        return path.is_file() or path.with_suffix(".dropped.json").is_file()
+
+    def _save_dropped(self, path: Path, variant: str, segment: Segment, reason: str) -> None:
+        """A unit dropped before conversion leaves a small marker instead of audio."""
+        marker = path.with_suffix(".dropped.json")
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(f".{marker.name}.tmp")
+        tmp.write_text(json.dumps({"variant": variant, "segment": segment.to_json(), "dropped": reason}))
+        tmp.replace(marker)
+
+    # --------------------------------------------------------------------------------- publish
+
+    def kept_units(self, variant: str, plan: dict, wanted: int):
+        """The first ``wanted`` verified units of a variant, in candidate order (a generator)."""
+        kept = 0
+        for segment, _ in plan.get(variant, []):
+            if kept >= wanted:
+                return
+            path = self.unit_path(variant, segment)
+            marker = path.with_suffix(".dropped.json")
+            if marker.is_file():
+                self.dropped[json.loads(marker.read_text())["dropped"]] += 1
+                continue
+            if not path.is_file():
+                raise FileNotFoundError(f"unit {path} is missing: run every shard before publishing")
+            unit = Unit.load(path)
+            reason = unit.dropped or self._review.get((variant, f"{segment.source}/{segment.dialogue_id}"))
+            if reason:
+                self.dropped[reason] += 1
+                continue
+            kept += 1
+            yield unit
+
+    def publish(self, plan: dict, sources: dict) -> dict:
+        from .publish import write_dataset_card
+
+        opts = self.opts
+        audits, counts = {}, {}
+        for variant in opts.variants:
+            wanted = (opts.dialogues if variant != "10turn" else opts.dialogues_10turn) * len(opts.sources)
+            audit = audits[variant] = ShortcutAudit()
+            order = unit_rng(opts.seed, "rows", variant)
+            writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant)) for task in ssd.TASKS}
+            try:
+                n = 0
+                for unit in tqdm(self.kept_units(variant, plan, wanted), total=wanted, desc=f"publish {variant}", unit="dialogue", disable=not opts.progress):
+                    rows, discrimination = unit.records(opts.seed)
+                    order.shuffle(rows)
+                    for task in ("detection", "localization"):
+                        writers[task].write_all(rows)
+                    writers["discrimination"].write(discrimination)
+                    audit.add(unit)
+                    n += 1
+                for writer in writers.values():
+                    writer.close()
+            except BaseException:
+                for writer in writers.values():
+                    writer.abort()
+                raise
+            counts[variant] = n
+            if n < wanted:
+                self.dropped[f"{variant}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
+        verification = {"segment and text filter (before voicing)": dict(self.skipped), "after conversion": dict(self.dropped)}
+        write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts)
+        validated = ssd.validate_folder(opts.out, check_audio=False)
+        return {"dialogues": counts, "verification": verification, "rows": validated,
+                "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}

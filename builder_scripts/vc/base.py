@@ -1,0 +1,197 @@
+"""The one interface every voice-conversion backend implements, and the audio plumbing they share.
+
+A backend turns a source turn into the same words, with the same timing, in a target speaker's
+voice: ``convert(source, target_clips, source_clips=None)``. All audio is 16 kHz mono float32;
+the output has exactly the source's length and the source's RMS loudness, so duration and level
+never reveal which turn was converted. ``resynthesize(audio)`` passes audio through the same
+analysis-resynthesis path without changing the speaker, so every turn and every candidate of an
+instance can carry the same processing artefacts (the shortcut audit).
+
+Backends that need weights (``offline = False``) read them from a local folder under
+``$SPEAKERSLEUTH_VC_DIR`` (default ``~/.cache/speakersleuth/vc``); nothing is ever downloaded.
+A missing file raises ``FileNotFoundError`` naming every missing path.
+
+>>> fit_length(np.ones(5, dtype=np.float32), 3).tolist()
+[1.0, 1.0, 1.0]
+>>> fit_length(np.ones(2, dtype=np.float32), 4).tolist()
+[1.0, 1.0, 0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+SAMPLING_RATE = 16_000
+
+#: Environment variable naming the folder that holds the neural backends' local model folders.
+VC_DIR_ENV = "SPEAKERSLEUTH_VC_DIR"
+
+
+def vc_dir() -> Path:
+    """The root folder of locally staged voice-conversion models."""
+    return Path(os.environ.get(VC_DIR_ENV, "~/.cache/speakersleuth/vc")).expanduser()
+
+
+def as_clip(audio: np.ndarray, what: str = "audio") -> np.ndarray:
+    """Validate a 16 kHz mono clip and return it as C-contiguous float32."""
+    clip = np.ascontiguousarray(audio, dtype=np.float32)
+    if clip.ndim != 1:
+        raise ValueError(f"{what}: expected mono audio as a 1-D array, got shape {clip.shape}")
+    if clip.size == 0:
+        raise ValueError(f"{what}: empty audio")
+    if not np.isfinite(clip).all():
+        raise ValueError(f"{what}: audio contains NaN or infinite samples")
+    return clip
+
+
+def fit_length(audio: np.ndarray, length: int) -> np.ndarray:
+    """Trim or zero-pad ``audio`` at the end to exactly ``length`` samples."""
+    if audio.size >= length:
+        return audio[:length]
+    return np.concatenate([audio, np.zeros(length - audio.size, dtype=audio.dtype)])
+
+
+def rms(audio: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(audio, dtype=np.float64))))
+
+
+def match_loudness(audio: np.ndarray, reference: np.ndarray, peak_limit: float = 0.999) -> np.ndarray:
+    """Scale ``audio`` to the RMS of ``reference``; scale down further only if that would clip."""
+    level = rms(audio)
+    if level == 0.0:
+        return audio.astype(np.float32)
+    out = audio * (rms(reference) / level)
+    peak = float(np.abs(out).max())
+    if peak > peak_limit:
+        out = out * (peak_limit / peak)
+    return out.astype(np.float32)
+
+
+def finish(audio: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """The source's exact length and loudness, float32."""
+    return match_loudness(fit_length(np.asarray(audio, dtype=np.float32), source.size), source)
+
+
+class VoiceConverter(ABC):
+    """A voice-conversion backend. See the module docstring for the contract."""
+
+    name: str
+    offline: bool  # True when it needs no downloaded weights
+
+    @abstractmethod
+    def convert(
+        self,
+        source: np.ndarray,
+        target_clips: Sequence[np.ndarray],
+        source_clips: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """``source`` spoken by the speaker of ``target_clips``: same length, timing and loudness.
+
+        ``source_clips`` are other clips of the source speaker, used by backends that need the
+        source speaker's statistics (the source itself is used when they are not given).
+        """
+
+    @abstractmethod
+    def resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        """``audio`` through the same analysis-resynthesis path with no identity change."""
+
+    @classmethod
+    def required_files(cls, **paths) -> list[Path]:
+        """Local files the backend loads, for the given (or default) locations; none for DSP."""
+        return []
+
+    @classmethod
+    def missing_files(cls, **paths) -> list[Path]:
+        return [p for p in cls.required_files(**paths) if not p.exists()]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class NeuralConverter(VoiceConverter):
+    """Shared plumbing of the weight-based adapters.
+
+    A subclass loads its model from local files and implements ``_run(source, targets)`` on
+    audio at ``input_rate``, returning ``(waveform, its sampling rate)``. This class resamples
+    in and out, checks that the model kept the source's timing (within ``length_tolerance``
+    seconds or 10 %, whichever is larger), and fixes the exact length and loudness. The models
+    take the source speaker from the source turn itself, so ``source_clips`` is not used.
+
+    ``resynthesis`` chooses what ``resynthesize`` does: ``"self"`` converts the clip to its own
+    voice (the model's analysis-resynthesis path, so its artefacts are shared by every turn);
+    ``"identity"`` returns the clip unchanged (for models where self-conversion is unwanted).
+    """
+
+    offline = False
+    #: how to stage the files, appended to the missing-files error
+    staging: str
+    input_rate: int = SAMPLING_RATE
+    length_tolerance: float = 0.1
+    #: longest reference audio (seconds) handed to the model, all target clips together
+    max_reference_seconds: float = 25.0
+
+    def __init__(self, resynthesis: str = "self"):
+        if resynthesis not in ("self", "identity"):
+            raise ValueError(f"resynthesis must be 'self' or 'identity', got {resynthesis!r}")
+        self.resynthesis = resynthesis
+
+    def _check_files(self, **paths) -> None:
+        """Raise FileNotFoundError naming every missing file, before anything is loaded."""
+        missing = self.missing_files(**paths)
+        if missing:
+            raise FileNotFoundError(
+                f"{self.name}: missing {len(missing)} file(s): {', '.join(map(str, missing))}. "
+                f"{self.staging} Nothing is downloaded at run time."
+            )
+
+    @abstractmethod
+    def _run(self, source: np.ndarray, targets: list[np.ndarray]) -> tuple[np.ndarray, int]:
+        """The model call on float32 audio at ``input_rate``."""
+
+    def _to_model_rate(self, clip: np.ndarray) -> np.ndarray:
+        from judges.encoders import resample
+
+        return resample(clip, SAMPLING_RATE, self.input_rate)
+
+    def _references(self, target_clips: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if len(target_clips) == 0:
+            raise ValueError(f"{self.name}: convert needs at least one target clip")
+        budget = int(self.max_reference_seconds * SAMPLING_RATE)
+        kept = []
+        for i, clip in enumerate(target_clips):
+            if budget <= 0:
+                break
+            clip = as_clip(clip, f"target clip {i}")[:budget]
+            kept.append(self._to_model_rate(clip))
+            budget -= clip.size
+        return kept
+
+    def convert(
+        self,
+        source: np.ndarray,
+        target_clips: Sequence[np.ndarray],
+        source_clips: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
+        from judges.encoders import resample
+
+        source = as_clip(source, "source")
+        out, rate = self._run(self._to_model_rate(source), self._references(target_clips))
+        out = resample(np.asarray(out, dtype=np.float32).reshape(-1), rate, SAMPLING_RATE)
+        drift = abs(out.size - source.size) / SAMPLING_RATE
+        if drift > max(self.length_tolerance, 0.1 * source.size / SAMPLING_RATE):
+            raise RuntimeError(
+                f"{self.name}: the model returned {out.size / SAMPLING_RATE:.2f} s for a "
+                f"{source.size / SAMPLING_RATE:.2f} s source; the conversion did not keep the timing"
+            )
+        return finish(out, source)
+
+    def resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        audio = as_clip(audio)
+        if self.resynthesis == "identity":
+            return audio.copy()
+        return self.convert(audio, [audio])

@@ -1,0 +1,76 @@
+"""Praat voice conversion (praat-parselmouth): "Change gender" (PSOLA), no weights, CPU only.
+
+Praat's ``Sound: Change gender...`` with
+
+- formant shift ratio: the vocal-tract-length ratio alpha that the WORLD backend also uses
+  (``world.vtl_ratio``: long-term envelope alignment bounded around an F0-ratio prior);
+- new pitch median: the target speaker's median F0, moved by this turn's own offset from its
+  speaker's median (``median_tgt * (median_turn / median_src) ** k``), so a turn spoken higher
+  than usual stays higher after conversion (without ``source_clips`` it is the target median);
+- pitch range factor ``k = sigma_tgt / sigma_src`` of log F0, clamped to [0.5, 2];
+- duration factor 1.0 (timing kept).
+
+Speaker statistics are the WORLD backend's cached ``SpeakerProfile`` s, so both DSP backends aim
+at the same targets. ``resynthesize`` runs the same PSOLA path with neutral settings (ratio 1,
+pitch median unchanged, range 1). Output: the source's exact length and RMS loudness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import parselmouth
+from parselmouth.praat import call
+
+from .base import SAMPLING_RATE, VoiceConverter, as_clip, finish
+from .world import F0_SCALE_RANGE, f0_median, speaker_profile, vtl_ratio
+
+
+class PraatConverter(VoiceConverter):
+    """PSOLA pitch change + resampling formant shift (Praat "Change gender")."""
+
+    name = "praat"
+    offline = True
+
+    def __init__(self, pitch_floor: float = 60.0, pitch_ceiling: float = 600.0):
+        self.pitch_floor = pitch_floor
+        self.pitch_ceiling = pitch_ceiling
+
+    def _change_gender(
+        self, audio: np.ndarray, formant_ratio: float, new_median: float, range_factor: float
+    ) -> np.ndarray:
+        sound = parselmouth.Sound(audio.astype(np.float64), sampling_frequency=SAMPLING_RATE)
+        # Praat's PSOLA draws random numbers; seeding from the input and settings makes a
+        # conversion depend on them only (not on what ran before): reproducible, shardable builds.
+        settings = np.float64([formant_ratio, new_median, range_factor]).tobytes()
+        seed = int.from_bytes(hashlib.blake2b(audio.tobytes() + settings, digest_size=6).digest(), "big")
+        parselmouth.praat.run(f"random_initializeWithSeedUnsafelyButPredictably ({seed})")
+        out = call(
+            sound, "Change gender", self.pitch_floor, self.pitch_ceiling,
+            formant_ratio, new_median, range_factor, 1.0,
+        )
+        if out.sampling_frequency != SAMPLING_RATE:
+            raise RuntimeError(f"Praat returned {out.sampling_frequency} Hz audio, expected {SAMPLING_RATE}")
+        return finish(out.values[0], audio)
+
+    def convert(
+        self,
+        source: np.ndarray,
+        target_clips: Sequence[np.ndarray],
+        source_clips: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
+        source = as_clip(source, "source")
+        target = speaker_profile(target_clips)
+        if source_clips:
+            origin, turn_median = speaker_profile(source_clips), f0_median(source)
+        else:
+            origin = speaker_profile([source])
+            turn_median = origin.f0_median
+        scale = float(np.clip(target.log_f0_std / max(origin.log_f0_std, 1e-6), *F0_SCALE_RANGE))
+        new_median = target.f0_median * (turn_median / origin.f0_median) ** scale
+        return self._change_gender(source, vtl_ratio(origin, target), float(new_median), scale)
+
+    def resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        return self._change_gender(as_clip(audio), 1.0, 0.0, 1.0)

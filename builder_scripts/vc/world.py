@@ -1,0 +1,235 @@
+"""WORLD-vocoder voice conversion (pyworld): no weights, CPU only.
+
+The source turn is analysed into F0, spectral envelope and aperiodicity (DIO + StoneMask, or
+Harvest; CheapTrick; D4C), then
+
+1. F0: on voiced frames, log F0 is mapped to the target speaker's statistics,
+   ``f0' = exp((log f0 - mu_src) * k + mu_tgt)`` with ``k = sigma_tgt / sigma_src`` clamped to
+   [0.5, 2]; unvoiced frames stay unvoiced.
+2. Vocal-tract length: every frame's log envelope is stretched along frequency by a ratio
+   ``alpha`` (``E'(f) = E(f / alpha)``, so a formant at F moves to alpha * F; above the stretched
+   top the last value is held). alpha is estimated from the two speakers, not set by gender.
+   On a log-frequency axis a vocal-tract-length change is a shift, so alpha is the shift that
+   best aligns the source speaker's long-term average voiced envelope with the target's, after
+   removing level and spectral tilt (a least-squares line in log frequency) over 300-5000 Hz.
+   With few clips that alignment has spurious minima (a formant lining up with its neighbour),
+   so the search is bounded to +-10 % around a prior from the F0 ratio,
+   ``alpha0 = (F0_tgt / F0_src) ** 0.3`` (the exponent that maps the Peterson-Barney male/female
+   mean F0 ratio, about 1.69, onto their formant ratio, about 1.17), and to [0.8, 1.25] overall
+   (about the spread of adult vocal-tract lengths).
+3. Aperiodicity is kept; WORLD resynthesises; the result gets the source's exact length and RMS.
+
+Speaker statistics (``SpeakerProfile``) come from a fixed, fast analysis (DIO + StoneMask,
+CheapTrick, 10 ms frames) of a speaker's clips and are cached by the clips' content, so a target
+speaker is analysed once however many turns are converted to it; the last few source analyses
+are cached too (S2 and S3 convert the same turn).
+
+>>> import numpy as np
+>>> t = np.arange(16000) / 16000
+>>> clip = (0.3 * np.sign(np.sin(2 * np.pi * 120 * t))).astype(np.float32)
+>>> round(speaker_profile([clip]).f0_median)
+120
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyworld
+
+from .base import SAMPLING_RATE, VoiceConverter, as_clip, finish
+
+F0_FLOOR = 60.0
+F0_CEIL = 700.0
+#: log-frequency grid of the long-term average envelopes (Hz, natural log)
+LOG_FREQS = np.linspace(np.log(60.0), np.log(7800.0), 400)
+ALPHA_RANGE = (0.8, 1.25)
+ALPHA_BAND = (300.0, 5000.0)
+F0_TO_VTL_EXPONENT = 0.3
+PRIOR_WINDOW = 1.1
+F0_SCALE_RANGE = (0.5, 2.0)
+#: fewer voiced frames (10 ms) than this and a clip set has no usable pitch statistics
+MIN_VOICED_FRAMES = 10
+
+
+def _digest(clip: np.ndarray) -> bytes:
+    return hashlib.blake2b(clip.tobytes(), digest_size=16).digest()
+
+
+class _LRU(OrderedDict):
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def get_or_make(self, key, make):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = self[key] = make()
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+def f0_track(x: np.ndarray, frame_period: float, estimator: str = "dio") -> tuple[np.ndarray, np.ndarray]:
+    """WORLD F0 (Hz, 0 = unvoiced) and frame times of a float64 C-contiguous signal."""
+    if estimator == "dio":
+        f0, t = pyworld.dio(x, SAMPLING_RATE, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=frame_period)
+        return pyworld.stonemask(x, f0, t, SAMPLING_RATE), t
+    if estimator == "harvest":
+        return pyworld.harvest(x, SAMPLING_RATE, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=frame_period)
+    raise ValueError(f"unknown F0 estimator {estimator!r}; use 'dio' or 'harvest'")
+
+
+def f0_median(audio: np.ndarray) -> float:
+    """Median F0 (Hz) of a clip's voiced frames, by the profiles' analysis (DIO + StoneMask, 10 ms)."""
+    f0, _ = f0_track(as_clip(audio).astype(np.float64), 10.0)
+    if (f0 > 0).sum() < MIN_VOICED_FRAMES:
+        raise ValueError(f"too little voiced speech for an F0 median: {(f0 > 0).sum()} voiced 10 ms frames")
+    return float(np.exp(np.median(np.log(f0[f0 > 0]))))
+
+
+@dataclass(frozen=True)
+class SpeakerProfile:
+    """Pitch and vocal-tract statistics of one speaker, from voiced frames of their clips."""
+
+    log_f0_mean: float
+    log_f0_std: float
+    f0_median: float  # Hz
+    envelope: np.ndarray  # mean log power envelope of voiced frames on LOG_FREQS
+    voiced_frames: int
+
+
+_PROFILES = _LRU(512)
+
+
+def _compute_profile(clips: list[np.ndarray]) -> SpeakerProfile:
+    log_f0, envelopes = [], []
+    freqs = None
+    for clip in clips:
+        x = clip.astype(np.float64)
+        f0, t = f0_track(x, 10.0)
+        voiced = f0 > 0
+        if not voiced.any():
+            continue
+        sp = pyworld.cheaptrick(x, f0, t, SAMPLING_RATE, f0_floor=F0_FLOOR)
+        if freqs is None:
+            freqs = np.linspace(0.0, SAMPLING_RATE / 2, sp.shape[1])
+        envelopes.append(np.log(sp[voiced] + 1e-16).mean(axis=0))
+        log_f0.append(np.log(f0[voiced]))
+    frames = sum(map(len, log_f0))
+    if frames < MIN_VOICED_FRAMES:
+        raise ValueError(
+            f"too little voiced speech for pitch statistics: {frames} voiced 10 ms frames in "
+            f"{len(clips)} clip(s) (need {MIN_VOICED_FRAMES})"
+        )
+    weights = np.array([len(v) for v in log_f0], dtype=np.float64)
+    mean_envelope = np.average(np.stack(envelopes), axis=0, weights=weights)
+    all_log_f0 = np.concatenate(log_f0)
+    return SpeakerProfile(
+        log_f0_mean=float(all_log_f0.mean()),
+        log_f0_std=float(all_log_f0.std()),
+        f0_median=float(np.exp(np.median(all_log_f0))),
+        envelope=np.interp(np.exp(LOG_FREQS), freqs, mean_envelope),
+        voiced_frames=frames,
+    )
+
+
+def speaker_profile(clips: Sequence[np.ndarray]) -> SpeakerProfile:
+    """The profile of the speaker of ``clips`` (16 kHz), cached by the clips' content."""
+    clips = [as_clip(c, f"clip {i}") for i, c in enumerate(clips)]
+    if not clips:
+        raise ValueError("a speaker profile needs at least one clip")
+    return _PROFILES.get_or_make(tuple(map(_digest, clips)), lambda: _compute_profile(clips))
+
+
+def vtl_ratio(source: SpeakerProfile, target: SpeakerProfile) -> float:
+    """The envelope stretch alpha (> 1: formants up) that best maps ``source`` onto ``target``."""
+    prior = np.exp(F0_TO_VTL_EXPONENT * (target.log_f0_mean - source.log_f0_mean))
+    lo, hi = np.clip([prior / PRIOR_WINDOW, prior * PRIOR_WINDOW], *ALPHA_RANGE)
+    alphas = np.exp(np.linspace(np.log(lo), np.log(hi), 41))
+    band = (LOG_FREQS >= np.log(ALPHA_BAND[0])) & (LOG_FREQS <= np.log(ALPHA_BAND[1]))
+    design = np.stack([np.ones(band.sum()), LOG_FREQS[band]], axis=1)
+    residual_maker = np.eye(band.sum()) - design @ np.linalg.pinv(design)  # removes level + tilt
+    warped = np.stack([np.interp(LOG_FREQS, LOG_FREQS + np.log(a), source.envelope) for a in alphas])
+    residuals = (warped[:, band] - target.envelope[band]) @ residual_maker.T
+    return float(alphas[np.argmin(np.mean(residuals**2, axis=1))])
+
+
+def map_f0(f0: np.ndarray, source: SpeakerProfile, target: SpeakerProfile) -> np.ndarray:
+    """Log-F0 mean/variance mapping on voiced frames; unvoiced frames stay 0."""
+    scale = np.clip(target.log_f0_std / max(source.log_f0_std, 1e-6), *F0_SCALE_RANGE)
+    out = np.zeros_like(f0)
+    voiced = f0 > 0
+    mapped = np.exp((np.log(f0[voiced]) - source.log_f0_mean) * scale + target.log_f0_mean)
+    out[voiced] = np.clip(mapped, F0_FLOOR * 0.8, F0_CEIL * 1.2)
+    return out
+
+
+def warp_envelope(sp: np.ndarray, alpha: float) -> np.ndarray:
+    """Stretch every frame's log envelope along frequency: ``E'(f) = E(f / alpha)``."""
+    bins = sp.shape[1]
+    pos = np.minimum(np.arange(bins) / alpha, bins - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, bins - 1)
+    frac = pos - lo
+    log_sp = np.log(sp + 1e-16)
+    return np.ascontiguousarray(np.exp(log_sp[:, lo] * (1 - frac) + log_sp[:, hi] * frac))
+
+
+class WorldConverter(VoiceConverter):
+    """WORLD analysis, F0 mapping + vocal-tract-length warping, WORLD synthesis.
+
+    ``frame_period`` (ms) and ``f0_estimator`` ("dio": DIO + StoneMask, fast; "harvest":
+    slower, more robust) set the conversion's analysis; see benchmarks/bench_vc.py for speed.
+    """
+
+    name = "world"
+    offline = True
+
+    def __init__(self, frame_period: float = 5.0, f0_estimator: str = "dio"):
+        if f0_estimator not in ("dio", "harvest"):
+            raise ValueError(f"unknown F0 estimator {f0_estimator!r}; use 'dio' or 'harvest'")
+        self.frame_period = frame_period
+        self.f0_estimator = f0_estimator
+        self._analyses = _LRU(8)
+
+    def analyse(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(f0, sp, ap)`` of a 16 kHz clip (cached for the last few clips)."""
+
+        def run():
+            x = audio.astype(np.float64)
+            f0, t = f0_track(x, self.frame_period, self.f0_estimator)
+            sp = pyworld.cheaptrick(x, f0, t, SAMPLING_RATE, f0_floor=F0_FLOOR)
+            ap = pyworld.d4c(x, f0, t, SAMPLING_RATE)
+            return f0, sp, ap
+
+        return self._analyses.get_or_make(_digest(audio), run)
+
+    def _synthesize(self, f0: np.ndarray, sp: np.ndarray, ap: np.ndarray, source: np.ndarray) -> np.ndarray:
+        out = pyworld.synthesize(
+            np.ascontiguousarray(f0), np.ascontiguousarray(sp), ap, SAMPLING_RATE, self.frame_period
+        )
+        return finish(out, source)
+
+    def convert(
+        self,
+        source: np.ndarray,
+        target_clips: Sequence[np.ndarray],
+        source_clips: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
+        source = as_clip(source, "source")
+        target = speaker_profile(target_clips)
+        origin = speaker_profile(source_clips if source_clips else [source])
+        f0, sp, ap = self.analyse(source)
+        alpha = vtl_ratio(origin, target)
+        return self._synthesize(map_f0(f0, origin, target), warp_envelope(sp, alpha), ap, source)
+
+    def resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        audio = as_clip(audio)
+        f0, sp, ap = self.analyse(audio)
+        return self._synthesize(f0, sp, ap, audio)

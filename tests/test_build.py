@@ -1,0 +1,178 @@
+"""The build pipeline end to end on a tiny speech-like corpus, with the offline WORLD/Praat backends."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from datasets import load_dataset
+
+import speakersleuth_dataset as ssd
+from builder_scripts.pipeline import Builder, BuildOptions
+from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
+from tests.pipeline_fixtures import SpeechLikeCorpus
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def options(tmp: Path, **overrides) -> BuildOptions:
+    base = dict(
+        out=tmp / "speakersleuth", cache=tmp / "cache", sources=("speechlike",), dialogues=2, dialogues_10turn=1,
+        margin=0.5, vc="world", vc_4vc=("world", "praat"), progress=False,
+    )
+    return BuildOptions(**(base | overrides))
+
+
+def build(opts: BuildOptions, corpus_root: Path) -> dict:
+    return Builder(opts, sources={"speechlike": SpeechLikeCorpus(corpus_root, dialogues=6)}).run()
+
+
+def recorded(root: Path) -> Path:
+    SpeechLikeCorpus(root, dialogues=6).write()
+    return root
+
+
+def fingerprint(root: Path) -> dict:
+    """Ids, labels and audio hashes of every config, independent of row order."""
+    out = {}
+    for name in ssd.CONFIGS:
+        spec = ssd.CONFIGS[name]
+        rows = ssd.read_rows(root, name).to_pylist()
+        for row in rows:
+            audio = b"".join(
+                clip["bytes"] for column in spec.audio_columns
+                for clip in (row[column] if isinstance(row[column], list) else [row[column]])
+            )
+            gold = row.get("label") or row.get("answer")
+            out[(name, row["id"])] = (gold, row.get("inconsistent_turns"), row.get("gold_ranking"), hashlib.sha256(audio).hexdigest())
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    return recorded(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus):
+    tmp = tmp_path_factory.mktemp("build")
+    report = build(options(tmp), corpus)
+    return tmp, report
+
+
+def test_build_passes_validator_and_loads_everywhere(built):
+    tmp, report = built
+    root = tmp / "speakersleuth"
+    counts = ssd.validate_folder(root)  # with every clip decoded
+    assert counts["detection/test"] == 6 and counts["discrimination/test"] == 2
+    assert counts["detection-10turn/test"] == 3
+    assert report["dialogues"] == {"main": 2, "4vc": 2, "10turn": 1}
+    for name in ssd.CONFIGS:
+        ds = load_dataset(str(root), name, split="test", cache_dir=str(tmp / "hf_cache"))
+        assert len(ds) == counts[f"{name}/test"]
+    card = (root / "README.md").read_text()
+    assert "| main | speechlike | 2 | 6 | 2 |" in card
+    assert (root / "duration_histogram.png").stat().st_size > 1000
+    assert "spectral_flatness" in card and "world" in card
+
+
+def test_s2_and_s3_hold_on_every_instance(built):
+    tmp, _ = built
+    for variant in ssd.VARIANTS:
+        rows = ssd.read_rows(tmp / "speakersleuth", ssd.config_name("detection", variant)).to_pylist()
+        by_dialogue = {}
+        for row in rows:
+            by_dialogue.setdefault(row["dialogue_id"], {})[row["scenario"]] = row
+        for dialogue, scen in by_dialogue.items():
+            assert set(scen) == {"S1", "S2", "S3"}, dialogue
+            s2, s3 = scen["S2"], scen["S3"]
+            assert s2["converted_turn"] == s3["converted_turn"]
+            assert s2["substitute_gender"] != s2["target_gender"]
+            assert s3["substitute_similarity"] > s2["substitute_similarity"]
+            k = s2["converted_turn"] - 1
+            f0 = median_f0(ssd.load_waveform(s2["target_audio"][k]["bytes"]))
+            assert (f0 > GENDER_F0_BOUNDARY) == (s2["substitute_gender"] == "female")
+            for i in range(len(s2["target_audio"])):
+                same = s2["target_audio"][i]["bytes"] == scen["S1"]["target_audio"][i]["bytes"]
+                assert same == (i != k), "only turn k differs from S1"
+
+
+def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpus, monkeypatch):
+    """Same seed => same ids, labels and audio, whether built in one go or in shards, one of
+    which was killed midway and rerun."""
+    tmp, _ = built
+    from builder_scripts.vc.world import WorldConverter
+
+    calls = {"n": 0}
+    original = WorldConverter.convert
+
+    def dies_midway(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise KeyboardInterrupt("killed")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorldConverter, "convert", dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        build(options(tmp_path, num_shards=2, shard_index=0), corpus)
+    monkeypatch.setattr(WorldConverter, "convert", original)
+    assert not list((tmp_path / "cache").rglob(".*.tmp")), "no half-written unit"
+    for shard in range(2):
+        report = build(options(tmp_path, num_shards=2, shard_index=shard), corpus)
+        assert "dialogues" not in report  # a shard converts; it does not publish
+    assert not (tmp_path / "speakersleuth").exists()
+    merged = build(options(tmp_path), corpus)  # the merge: every unit comes from the cache
+    assert merged["seconds"].get("vc", 0) == 0
+    assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
+
+
+def test_rebuild_without_changes_skips_the_work(built, corpus):
+    tmp, first = built
+    again = build(options(tmp), corpus)
+    assert again["seconds"].get("vc", 0) == 0
+    assert again["seconds"]["wall"] < first["seconds"]["wall"]
+
+
+def test_review_round_trip_drops_rejected_dialogues(built, tmp_path, corpus):
+    tmp, _ = built
+    from builder_scripts.verification import export_review
+
+    sheet = export_review(tmp / "speakersleuth", tmp_path / "review")
+    rows = list(csv.DictReader(open(sheet)))
+    assert len(rows) == 5 and all((tmp_path / "review" / f).is_file() for f in rows[0]["audio_files"].split(";"))
+    rows[0]["decision"], rows[0]["reason"] = "reject", "converted turn garbled"
+    with open(sheet, "w", newline="") as f:
+        writer = csv.DictWriter(f, rows[0].keys())
+        writer.writeheader()
+        writer.writerows(rows)
+    rejected = read_review_decisions(sheet)
+    assert rejected == {(rows[0]["variant"], rows[0]["dialogue_id"]): "review: converted turn garbled"}
+    out = tmp_path / "reviewed"
+    report = build(options(tmp, out=out, review_decisions=sheet), corpus)
+    ids = {r["dialogue_id"] for r in ssd.read_rows(out, ssd.config_name("detection", rows[0]["variant"])).to_pylist()}
+    assert rows[0]["dialogue_id"] not in ids
+    assert report["verification"]["after conversion"]["review: converted turn garbled"] == 1
+
+
+def test_review_sheet_with_a_typo_is_refused(tmp_path):
+    sheet = tmp_path / "r.csv"
+    sheet.write_text("dialogue_id,variant,decision,reason\nspeechlike/1,main,rejekt,x\n")
+    with pytest.raises(ValueError, match=r"r.csv:2: decision must be accept or reject, got 'rejekt'"):
+        read_review_decisions(sheet)
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_bad_source_file_is_named(tmp_path, damage):
+    corpus = recorded(tmp_path / "corpus")
+    victims = sorted(corpus.rglob("*.wav"))
+    for victim in victims:
+        if damage == "missing":
+            victim.unlink()
+        else:
+            victim.write_bytes(b"RIFF0000WAVEjunk")
+    with pytest.raises((FileNotFoundError, ValueError, RuntimeError)) as info:
+        build(options(tmp_path), corpus)
+    assert ".wav" in str(info.value) and str(corpus) in str(info.value)
