@@ -1,0 +1,222 @@
+"""The speaker pool that voice conversion draws substitutes from (scenarios S2 and S3).
+
+Per speaker: gender, clips, the embedding of every clip and the speaker's mean embedding (the
+L2-normalised mean of its clip embeddings) under one ``SpeakerEncoder``. Queries: the most
+similar other speaker (S3) and a random opposite-gender speaker (S2).
+
+``SpeakerBank.build`` caches each speaker's clip embeddings in ``cache_dir`` under a key made of
+the encoder name and the content of the clips (file bytes, span, channel), so a rerun embeds only
+speakers whose clips changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from builder_scripts.audio import load_span
+from builder_scripts.sources.base import AudioSpan
+from judges.encoders import SpeakerEncoder
+
+GENDERS = ("female", "male")
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    if np.any(norm == 0):
+        raise ValueError("cannot normalise a zero embedding")
+    return x / norm
+
+
+def _as_span(clip: AudioSpan | str | Path) -> AudioSpan:
+    return clip if isinstance(clip, AudioSpan) else AudioSpan(Path(clip))
+
+
+@dataclass(frozen=True)
+class BankSpeaker:
+    name: str
+    gender: str
+    embedding: np.ndarray  # (D,), L2-normalised mean of the clip embeddings
+    clips: tuple[AudioSpan, ...] = ()
+    clip_embeddings: np.ndarray | None = None  # (len(clips), D), L2-normalised
+
+
+class SpeakerBank:
+    """Speakers with gender and mean embedding; similarity queries over them."""
+
+    def __init__(self, speakers: Iterable[BankSpeaker], encoder_name: str = ""):
+        self.encoder_name = encoder_name
+        self._speakers = {s.name: s for s in sorted(speakers, key=lambda s: s.name)}
+        if not self._speakers:
+            raise ValueError("a speaker bank needs at least one speaker")
+        for s in self._speakers.values():
+            if s.gender not in GENDERS:
+                raise ValueError(f"speaker {s.name!r}: gender {s.gender!r} is not one of {GENDERS}")
+        self.names = list(self._speakers)
+        self._matrix = _unit(np.stack([self._speakers[n].embedding for n in self.names]))
+        self._index = {n: i for i, n in enumerate(self.names)}
+
+    @classmethod
+    def from_embeddings(cls, speakers: Mapping[str, tuple[str, np.ndarray]], encoder_name: str = "") -> SpeakerBank:
+        """A bank from ready embeddings: ``{name: (gender, embedding)}``."""
+        return cls([BankSpeaker(n, g, _unit(e)) for n, (g, e) in speakers.items()], encoder_name)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._speakers
+
+    def __getitem__(self, name: str) -> BankSpeaker:
+        return self._speakers[self.names[self._row(name)]]
+
+    def _row(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"speaker {name!r} is not in the bank ({len(self)} speakers)") from None
+
+    def gender(self, name: str) -> str:
+        return self[name].gender
+
+    def embedding(self, name: str) -> np.ndarray:
+        return self._matrix[self._row(name)]
+
+    def cosine(self, a: str, b: str) -> float:
+        return float(self.embedding(a) @ self.embedding(b))
+
+    def cosine_matrix(self) -> np.ndarray:
+        """(len, len) cosines of the mean embeddings, rows and columns in ``names`` order."""
+        return self._matrix @ self._matrix.T
+
+    def nearest(self, embedding: np.ndarray, exclude: Iterable[str] = (), gender: str | None = None) -> tuple[str, float]:
+        """The bank speaker whose mean embedding is most cosine-similar to ``embedding``."""
+        excluded = set(exclude)
+        sims = self._matrix @ _unit(embedding)
+        best = None
+        for i in np.argsort(-sims, kind="stable"):
+            name = self.names[i]
+            if name not in excluded and (gender is None or self._speakers[name].gender == gender):
+                best = (name, float(sims[i]))
+                break
+        if best is None:
+            raise ValueError(f"no bank speaker left to choose (excluded {sorted(excluded)}, gender {gender})")
+        return best
+
+    def most_similar(self, speaker: str, exclude: Iterable[str] = (), same_gender: bool = False) -> tuple[str, float]:
+        """The other speaker with the highest cosine to ``speaker`` (the target is always excluded)."""
+        gender = self.gender(speaker) if same_gender else None
+        return self.nearest(self.embedding(speaker), exclude={speaker, *exclude}, gender=gender)
+
+    def random_opposite_gender(self, speaker: str, rng: random.Random | int) -> str:
+        """A speaker of the other gender, drawn uniformly with ``rng`` (or ``random.Random(rng)``)."""
+        rng = rng if isinstance(rng, random.Random) else random.Random(rng)
+        gender = self.gender(speaker)
+        pool = [n for n in self.names if self._speakers[n].gender != gender]
+        if not pool:
+            raise ValueError(f"the bank has no speaker of the opposite gender to {speaker!r} ({gender})")
+        return rng.choice(pool)
+
+    # ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        speakers: Mapping[str, tuple[str, Sequence[AudioSpan | str | Path]]],
+        encoder: SpeakerEncoder,
+        cache_dir: str | Path | None = None,
+        batch_size: int = 16,
+        progress: bool = True,
+    ) -> SpeakerBank:
+        """Embed every speaker's clips (``{name: (gender, clips)}``) with ``encoder``."""
+        cache = None if cache_dir is None else Path(cache_dir) / "speaker_bank"
+        digests: dict[Path, str] = {}
+        entries, reused = [], 0
+        bar = tqdm(sorted(speakers), desc=f"speaker bank ({encoder.name})", unit="speaker", disable=not progress)
+        for name in bar:
+            gender, raw_clips = speakers[name]
+            clips = tuple(_as_span(c) for c in raw_clips)
+            if not clips:
+                raise ValueError(f"speaker {name!r} has no clips")
+            key = _clips_key(clips, encoder.name, digests)
+            path = None if cache is None else cache / f"{key}.npy"
+            if path is not None and path.is_file():
+                embs, reused = np.load(path), reused + 1
+            else:
+                embs = encoder.embed([load_span(c) for c in clips], batch_size=batch_size)
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = path.with_name(path.stem + ".tmp.npy")
+                    np.save(tmp, embs)
+                    tmp.replace(path)
+            bar.set_postfix(cached=reused)
+            entries.append(BankSpeaker(name, gender, _unit(embs.mean(axis=0)), clips, embs))
+        return cls(entries, encoder.name)
+
+    def save(self, path: str | Path) -> Path:
+        """One ``.npz``: mean and clip embeddings, genders, clips and the encoder name."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "encoder": self.encoder_name,
+            "speakers": [
+                {"name": n, "gender": s.gender, "clips": [_span_json(c) for c in s.clips], "has_clip_embeddings": s.clip_embeddings is not None}
+                for n, s in self._speakers.items()
+            ],
+        }
+        clip_embs = [s.clip_embeddings for s in self._speakers.values() if s.clip_embeddings is not None]
+        dim = self._matrix.shape[1]
+        with open(path, "wb") as f:
+            np.savez(
+                f,
+                meta=np.array(json.dumps(meta)),
+                embeddings=self._matrix,
+                clip_embeddings=np.concatenate(clip_embs) if clip_embs else np.zeros((0, dim), np.float32),
+            )
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> SpeakerBank:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            matrix, clip_embs = data["embeddings"], data["clip_embeddings"]
+        entries, offset = [], 0
+        for row, s in enumerate(meta["speakers"]):
+            clips = tuple(AudioSpan(Path(c["path"]), c["start"], c["end"], c["channel"]) for c in s["clips"])
+            embs = None
+            if s["has_clip_embeddings"]:
+                embs, offset = clip_embs[offset : offset + len(clips)], offset + len(clips)
+            entries.append(BankSpeaker(s["name"], s["gender"], matrix[row], clips, embs))
+        return cls(entries, meta["encoder"])
+
+
+def _span_json(span: AudioSpan) -> dict:
+    return {"path": str(span.path), "start": span.start, "end": span.end, "channel": span.channel}
+
+
+def _file_digest(path: Path, digests: dict[Path, str]) -> str:
+    path = Path(path).resolve()
+    if path not in digests:
+        if not path.is_file():
+            raise FileNotFoundError(f"speaker bank clip {path} does not exist")
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        digests[path] = h.hexdigest()
+    return digests[path]
+
+
+def _clips_key(clips: Sequence[AudioSpan], encoder_name: str, digests: dict[Path, str]) -> str:
+    h = hashlib.sha256(encoder_name.encode())
+    for c in clips:
+        h.update(json.dumps([_file_digest(c.path, digests), c.start, c.end, c.channel]).encode())
+    return h.hexdigest()[:32]
