@@ -1,0 +1,108 @@
+"""``python -m judges``: run a judge, sweep embedding thresholds, run all embedding baselines.
+
+    python -m judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
+        --tasks detection,localization,discrimination --out preds.jsonl [--threshold T] [--calibrate]
+    python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset ... --out ...
+    python -m judges sweep --dataset speakersleuth --variant main \\
+        --judges pairwise-resemblyzer,centroid-resemblyzer,reference-resemblyzer --out sweep/
+    python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer]
+
+Outputs are the submission format (``metrics.submission``); score them with
+``python -m metrics.score preds.jsonl --dataset speakersleuth --variant main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from judges.run import run_baselines, run_judge
+from judges.sweep import THRESHOLDS, run_sweep
+
+
+def _option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.replace("-", "_"), json.loads(value)
+    except json.JSONDecodeError:
+        return key.replace("-", "_"), value
+
+
+def _grid(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m judges", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
+    common.add_argument("--split", default="test", help="split to judge (default: test)")
+    common.add_argument("--cache-dir", default=None, help="on-disk embedding cache (default: memory only)")
+    common.add_argument("--batch-size", type=int, default=32, help="clips per encoder batch (default: 32)")
+    common.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    run = sub.add_parser("run", parents=[common], help="run one judge and write a predictions JSONL")
+    run.add_argument("--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview")
+    run.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
+    run.add_argument("--tasks", default="detection,localization,discrimination", help="comma-separated tasks")
+    run.add_argument("--out", required=True, help="predictions JSONL to write")
+    run.add_argument("--threshold", type=float, default=None, help="embedding judges: τ (default: the paper's)")
+    run.add_argument("--calibrate", action="store_true", help="embedding judges: pick τ on the validation split")
+    run.add_argument("--limit", type=int, default=None, help="judge only the first N instances of each task")
+    run.add_argument("--setting", default="main", help="LALM judges: prompt setting (default: main)")
+    run.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                     help="LALM judges: a backend option (value read as JSON when it parses), repeatable")
+
+    sweep = sub.add_parser("sweep", parents=[common], help="threshold sweep of embedding judges (table + plot)")
+    sweep.add_argument("--variant", default="main")
+    sweep.add_argument("--judges", default="pairwise-resemblyzer,centroid-resemblyzer,reference-resemblyzer")
+    sweep.add_argument("--thresholds", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.1..0.7)")
+    sweep.add_argument("--out", required=True, help="output folder")
+
+    base = sub.add_parser("baselines", parents=[common], help="all embedding methods x encoders on every variant, scored")
+    base.add_argument("--out", required=True, help="output folder")
+    base.add_argument("--encoders", default="resemblyzer", help="comma-separated encoder specs (default: resemblyzer)")
+    base.add_argument("--variants", default=None, help="comma-separated variants (default: all present)")
+    base.add_argument("--calibrate", action="store_true", help="calibrate τ on validation where the variant has one")
+    base.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default: 1000)")
+    base.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    shared = {"cache_dir": args.cache_dir, "batch_size": args.batch_size, "progress": not args.quiet}
+    try:
+        if args.command == "run":
+            summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, args.out, split=args.split,
+                                threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,
+                                setting=args.setting, **shared, **dict(args.option))
+            print(json.dumps(summary, indent=2, default=str))
+        elif args.command == "sweep":
+            result = run_sweep(args.dataset, args.variant, [j.strip() for j in args.judges.split(",") if j.strip()],
+                               args.out, grid=args.thresholds, split=args.split, **shared)
+            print(open(result["files"]["markdown"], encoding="utf-8").read())
+            print("wrote", ", ".join(result["files"].values()))
+        else:
+            summary = run_baselines(args.dataset, args.out, encoders=[e.strip() for e in args.encoders.split(",") if e.strip()],
+                                    variants=args.variants.split(",") if args.variants else None, split=args.split,
+                                    calibrate=args.calibrate, n_bootstrap=args.bootstrap, seed=args.seed, **shared)
+            print(open(f"{args.out}/summary.md", encoding="utf-8").read())
+            print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.out}")
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

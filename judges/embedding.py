@@ -1,0 +1,373 @@
+"""Speaker-embedding judges (paper section 5.1 and appendix B.2): pairwise, centroid, reference.
+
+Per-turn scores over the N target turns e_1..e_N of an instance (r is the reference clip):
+
+- pairwise:  s_i = mean_{j != i} cos(e_i, e_j); turn i is flagged when s_i < τ (paper τ = 0.4).
+- centroid:  s_i = 1 - cos(e_i, c), c = mean of all N turn embeddings (turn i included); flagged
+  when s_i > τ (paper τ = 0.3).
+- reference: s_i = cos(e_i, r); flagged when s_i < τ (paper τ = 0.4).
+
+Embeddings are L2-normalised before any use, so the centroid is the mean of unit vectors. It is
+not renormalised: cosine is invariant to the length of its arguments, so renormalising would
+change no score.
+
+Discrimination, with the N-1 context turns as e_1..e_{N-1} and each candidate x:
+pairwise scores mean_j cos(x, e_j), centroid scores 1 - cos(x, mean_j e_j) (lower is better),
+reference scores cos(x, r). Classification picks the best candidate; the ranking sorts all of them
+best first (ties keep label order). Detection is "inconsistent" when any turn is flagged;
+localization is the flagged turns as 1-based positions.
+
+The judges read only audio columns (and candidate labels), never gold labels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+import speakersleuth_dataset as ssd
+from judges.cache import EmbeddingCache
+
+METHODS = ("pairwise", "centroid", "reference")
+DEFAULT_THRESHOLDS = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
+#: True where a high score means "sounds like the target" (flag s < τ, best candidate = highest);
+#: False for the centroid distance (flag s > τ, best candidate = lowest).
+HIGHER_IS_CONSISTENT = {"pairwise": True, "centroid": False, "reference": True}
+
+#: The only columns a judge reads; none of them is a gold label.
+TURN_COLUMNS = ["id", "target_audio", "reference_audio"]
+DISCRIMINATION_COLUMNS = ["id", "context_audio", "candidates", "candidate_labels", "reference_audio"]
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"unknown embedding method {method!r}; known: {', '.join(METHODS)}")
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    if np.any(norm == 0) or not np.all(np.isfinite(norm)):
+        raise ValueError("an embedding has zero or non-finite norm")
+    return x / norm
+
+
+def _reference(method: str, reference: np.ndarray | None) -> np.ndarray:
+    if reference is None:
+        raise ValueError(f"the {method} method needs the reference embedding")
+    return _unit(reference)
+
+
+def turn_scores(method: str, turns: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+    """Per-turn scores s_i ``(N,)`` of one instance from its turn embeddings ``(N, D)``."""
+    _check_method(method)
+    e = _unit(turns)
+    if method == "pairwise":
+        n = len(e)
+        if n < 2:
+            raise ValueError(f"pairwise scores need at least 2 turns, got {n}")
+        sim = e @ e.T
+        return (sim.sum(axis=1) - np.diag(sim)) / (n - 1)
+    if method == "centroid":
+        centroid = e.mean(axis=0)
+        return 1.0 - e @ centroid / np.linalg.norm(centroid)
+    return e @ _reference(method, reference)
+
+
+def candidate_scores(
+    method: str, context: np.ndarray, candidates: np.ndarray, reference: np.ndarray | None = None
+) -> np.ndarray:
+    """Scores ``(C,)`` of the candidates ``(C, D)`` for a masked turn given the context ``(N-1, D)``."""
+    _check_method(method)
+    x = _unit(candidates)
+    if method == "pairwise":
+        return (x @ _unit(context).T).mean(axis=1)
+    if method == "centroid":
+        centroid = _unit(context).mean(axis=0)
+        return 1.0 - x @ centroid / np.linalg.norm(centroid)
+    return x @ _reference(method, reference)
+
+
+def flagged_turns(method: str, scores: np.ndarray, threshold: float) -> list[int]:
+    """1-based positions of the turns whose score crosses the threshold."""
+    _check_method(method)
+    flags = scores < threshold if HIGHER_IS_CONSISTENT[method] else scores > threshold
+    return [int(i) + 1 for i in np.flatnonzero(flags)]
+
+
+def ranking(method: str, labels: Sequence[str], scores: np.ndarray) -> list[str]:
+    """Candidate labels sorted best first (stable: equal scores keep label order)."""
+    _check_method(method)
+    keys = -np.asarray(scores) if HIGHER_IS_CONSISTENT[method] else np.asarray(scores)
+    return [labels[i] for i in np.argsort(keys, kind="stable")]
+
+
+# ----------------------------------------------------------------------------- embeddings
+
+
+@dataclass
+class TurnInstance:
+    """Embeddings of a detection/localization instance: its N target turns and the reference."""
+
+    id: str
+    turns: np.ndarray
+    reference: np.ndarray | None
+
+
+@dataclass
+class DiscriminationInstance:
+    id: str
+    context: np.ndarray
+    candidates: np.ndarray
+    labels: list[str]
+    reference: np.ndarray | None
+
+
+@dataclass
+class VariantEmbeddings:
+    """Every instance of the requested tasks of one variant and split, as embeddings."""
+
+    variant: str
+    split: str
+    encoder: str
+    instances: dict[str, list] = field(default_factory=dict)  # task -> instances
+
+    @property
+    def has_reference(self) -> bool:
+        return all(i.reference is not None for items in self.instances.values() for i in items)
+
+
+def parse_tasks(tasks: str | Sequence[str]) -> list[str]:
+    """``"detection,localization"`` or a sequence -> checked, de-duplicated task list."""
+    names = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else list(tasks)
+    names = [t for t in dict.fromkeys(names) if t]
+    unknown = [t for t in names if t not in ssd.TASKS]
+    if unknown or not names:
+        raise ValueError(f"unknown or no tasks {unknown or names}; known: {', '.join(ssd.TASKS)}")
+    return names
+
+
+def _iter_rows(folder, config: str, split: str, columns: list[str], chunk_rows: int) -> Iterator[list[dict]]:
+    """Rows of a config in chunks, streamed shard by shard and row group by row group."""
+    for path in ssd.shard_paths(folder, config, split):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=columns):
+            yield batch.to_pylist()
+
+
+def embed_variant(
+    folder: str | os.PathLike,
+    variant: str,
+    tasks: str | Sequence[str],
+    cache: EmbeddingCache,
+    *,
+    split: str = "test",
+    with_reference: bool = True,
+    limit: int | None = None,
+    chunk_rows: int = 16,
+    progress: bool = True,
+) -> VariantEmbeddings:
+    """Embed every clip of ``tasks`` on ``variant``/``split`` through ``cache`` (once per unique clip).
+
+    ``limit`` keeps the first rows of each task; ``with_reference=False`` skips the reference clips
+    (the pairwise and centroid methods do not use them).
+    """
+    if variant not in ssd.VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(ssd.VARIANTS)}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    out = VariantEmbeddings(variant, split, cache.encoder.name)
+    for task in parse_tasks(tasks):
+        config = ssd.config_name(task, variant)
+        paths = ssd.shard_paths(folder, config, split)
+        if not paths:
+            raise FileNotFoundError(f"{Path(folder) / ssd.get_config(config).data_dir}: no {split} shards for {config!r}")
+        total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+        total = min(total, limit) if limit is not None else total
+        is_disc = task == "discrimination"
+        columns = DISCRIMINATION_COLUMNS if is_disc else TURN_COLUMNS
+        if not with_reference:
+            columns = [c for c in columns if c != "reference_audio"]
+        items: list = []
+        bar = tqdm(total=total, desc=f"embed {config}/{split} [{cache.encoder.name}]", unit="inst", disable=not progress)
+        for rows in _iter_rows(folder, config, split, columns, chunk_rows):
+            if len(items) >= total:
+                break
+            rows = rows[: total - len(items)]
+            items += _embed_rows(rows, config, is_disc, with_reference, cache)
+            bar.update(len(rows))
+        bar.close()
+        out.instances[task] = items
+    return out
+
+
+def _embed_rows(rows: list[dict], config: str, is_disc: bool, with_reference: bool, cache: EmbeddingCache) -> list:
+    """Embed a chunk of rows with one cache call; returns their instances."""
+    clips: list[bytes] = []
+    names: list[str] = []
+    layout: list[dict[str, slice]] = []
+    groups = ("context_audio", "candidates") if is_disc else ("target_audio",)
+    if with_reference:
+        groups += ("reference_audio",)
+    for row in rows:
+        spans = {}
+        for column in groups:
+            values = row[column] if isinstance(row[column], list) else [row[column]]
+            if not values:
+                raise ValueError(f"{config} id {row['id']!r}: column {column} is empty")
+            start = len(clips)
+            for i, value in enumerate(values):
+                if not value or not value.get("bytes"):
+                    raise ValueError(f"{config} id {row['id']!r}: {column}[{i}] has no embedded audio bytes")
+                clips.append(value["bytes"])
+                names.append(f"{config} id {row['id']!r} {column}[{i}]")
+            spans[column] = slice(start, len(clips))
+        layout.append(spans)
+    vectors = cache.embed(clips, names)
+    items = []
+    for row, spans in zip(rows, layout):
+        reference = vectors[spans["reference_audio"]][0] if with_reference else None
+        if is_disc:
+            labels = list(row["candidate_labels"])
+            candidates = vectors[spans["candidates"]]
+            if len(labels) != len(candidates) or len(set(labels)) != len(labels):
+                raise ValueError(f"{config} id {row['id']!r}: {len(candidates)} candidates for labels {labels}")
+            items.append(DiscriminationInstance(row["id"], vectors[spans["context_audio"]], candidates, labels, reference))
+        else:
+            items.append(TurnInstance(row["id"], vectors[spans["target_audio"]], reference))
+    return items
+
+
+# ------------------------------------------------------------------------------ predictions
+
+
+@dataclass
+class VariantScores:
+    """Scores of one method on one variant: per-turn scores and per-candidate scores, which do not
+    depend on τ, so a threshold sweep thresholds them many times."""
+
+    method: str
+    turn: dict[str, list[tuple[str, np.ndarray]]]  # task -> [(id, s (N,))]
+    discrimination: list[tuple[str, list[str], np.ndarray]]  # [(id, labels, scores (C,))]
+
+
+def score_variant(method: str, embeddings: VariantEmbeddings) -> VariantScores:
+    _check_method(method)
+    if method == "reference" and not embeddings.has_reference:
+        raise ValueError("the reference method needs embeddings made with with_reference=True")
+    turn, disc = {}, []
+    for task, items in embeddings.instances.items():
+        if task == "discrimination":
+            disc = [(i.id, i.labels, candidate_scores(method, i.context, i.candidates, i.reference)) for i in items]
+        else:
+            turn[task] = [(i.id, turn_scores(method, i.turns, i.reference)) for i in items]
+    return VariantScores(method, turn, disc)
+
+
+def predictions(scores: VariantScores, threshold: float, tasks: Sequence[str] | None = None) -> list[dict]:
+    """Submission lines (see DESIGN "Predictions") for the scored tasks, at threshold ``threshold``."""
+    method, lines = scores.method, []
+    wanted = set(tasks) if tasks is not None else None
+    for task, items in scores.turn.items():
+        if wanted is not None and task not in wanted:
+            continue
+        for rid, s in items:
+            flagged = flagged_turns(method, s, threshold)
+            value = flagged if task == "localization" else ("inconsistent" if flagged else "consistent")
+            lines.append({"task": task, "id": rid, "prediction": value})
+    if wanted is None or "discrimination" in wanted:
+        for rid, labels, s in scores.discrimination:
+            order = ranking(method, labels, s)
+            lines.append({"task": "discrimination", "id": rid, "prediction": order[0], "ranking": order})
+    return lines
+
+
+def write_jsonl(lines: Sequence[dict], out_path: str | os.PathLike) -> Path:
+    """Write submission lines atomically (a temporary file moved into place)."""
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+    return out
+
+
+# ------------------------------------------------------------------------------------ judge
+
+
+def parse_judge_name(name: str) -> tuple[str, str] | None:
+    """``"centroid-ecapa:/models/ecapa"`` -> ``("centroid", "ecapa:/models/ecapa")``; None when
+    ``name`` is not an embedding judge."""
+    method, sep, encoder = name.partition("-")
+    if method in METHODS and sep and encoder:
+        return method, encoder
+    return None
+
+
+class EmbeddingJudge:
+    """One method on one encoder; ``run`` writes a predictions JSONL (the submission format)."""
+
+    def __init__(self, method: str, encoder=None, *, threshold: float | None = None, cache: EmbeddingCache | None = None,
+                 cache_dir: str | os.PathLike | None = None, batch_size: int = 32, progress: bool = True) -> None:
+        """Give an ``encoder`` (a new cache is made for it) or a ``cache`` to share embeddings."""
+        _check_method(method)
+        if (encoder is None) == (cache is None):
+            raise ValueError("EmbeddingJudge needs exactly one of encoder and cache")
+        self.method = method
+        self.threshold = DEFAULT_THRESHOLDS[method] if threshold is None else float(threshold)
+        self.cache = cache if cache is not None else EmbeddingCache(encoder, cache_dir, batch_size=batch_size)
+        self.progress = progress
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}-{self.cache.encoder.name}"
+
+    def score(self, dataset_folder, variant: str, tasks, *, split: str = "test", limit: int | None = None) -> VariantScores:
+        """Embed (through the cache) and score ``tasks``; thresholds are applied later."""
+        embeddings = embed_variant(dataset_folder, variant, tasks, self.cache, split=split, limit=limit,
+                                   with_reference=self.method == "reference", progress=self.progress)
+        return score_variant(self.method, embeddings)
+
+    def run(self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test", limit: int | None = None) -> dict:
+        """Judge ``tasks`` of ``variant``/``split`` and write ``out_path``; returns a run summary."""
+        tasks = parse_tasks(tasks)
+        start, encoded0 = time.perf_counter(), self.cache.encoded
+        lines = predictions(self.score(dataset_folder, variant, tasks, split=split, limit=limit), self.threshold)
+        write_jsonl(lines, out_path)
+        seconds = time.perf_counter() - start
+        counts = {t: sum(1 for line in lines if line["task"] == t) for t in tasks}
+        return {
+            "judge": self.name,
+            "variant": variant,
+            "split": split,
+            "threshold": self.threshold,
+            "counts": counts,
+            "encoder_calls": self.cache.encoded - encoded0,
+            "unique_clips": self.cache.unique_clips,
+            "seconds": round(seconds, 3),
+            "instances_per_second": round(sum(counts.values()) / seconds, 2) if seconds > 0 else None,
+            "out": str(out_path),
+        }
+
+
+def make_embedding_judge(name: str, *, threshold: float | None = None, cache_dir=None, batch_size: int = 32,
+                         progress: bool = True) -> EmbeddingJudge:
+    """Build a judge from ``<method>-<encoder spec>`` (e.g. ``pairwise-resemblyzer``)."""
+    parsed = parse_judge_name(name)
+    if parsed is None:
+        raise ValueError(f"{name!r} is not an embedding judge; use <method>-<encoder>, method one of {', '.join(METHODS)}")
+    from judges.encoders import get_encoder
+
+    method, encoder_spec = parsed
+    return EmbeddingJudge(method, get_encoder(encoder_spec), threshold=threshold, cache_dir=cache_dir,
+                          batch_size=batch_size, progress=progress)

@@ -1,0 +1,155 @@
+"""Glue behind ``python -m judges``: building a judge from its name, one judged run, the baselines.
+
+Judge names:
+
+- ``<method>-<encoder>``: an embedding judge, method ``pairwise``/``centroid``/``reference``,
+  encoder ``resemblyzer``, ``ecapa:<folder>`` or ``wavlm:<folder>`` (``judges.embedding``);
+- ``openai:<model>``, ``vllm:<base url>:<model>``, ``gemini:<model>``,
+  ``transformers:<folder>``: an LALM judge (``judges.lalm.make_lalm_judge``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import speakersleuth_dataset as ssd
+from judges.cache import EmbeddingCache
+from judges.embedding import (
+    DEFAULT_THRESHOLDS,
+    METHODS,
+    EmbeddingJudge,
+    embed_variant,
+    make_embedding_judge,
+    parse_judge_name,
+    parse_tasks,
+    predictions,
+    score_variant,
+    write_jsonl,
+)
+from judges.sweep import cache_for, calibrate as calibrate_threshold, has_split
+from metrics.score import column_label, leaderboard_row, score_submission
+from metrics.submission import load_gold, parse_submission
+
+
+def make_judge(name: str, *, threshold: float | None = None, setting: str = "main", cache_dir=None,
+               batch_size: int = 32, progress: bool = True, **lalm_options):
+    """An embedding judge or an LALM judge from its name (see the module docstring)."""
+    if parse_judge_name(name) is not None:
+        if lalm_options or setting != "main":
+            raise ValueError(f"{name}: LALM options ({', '.join(['setting', *lalm_options])}) do not apply to an embedding judge")
+        return make_embedding_judge(name, threshold=threshold, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+    from judges.lalm.backends import is_lalm_judge
+
+    if is_lalm_judge(name):
+        if threshold is not None:
+            raise ValueError(f"{name}: --threshold applies to embedding judges only")
+        from judges.lalm import make_lalm_judge
+
+        return make_lalm_judge(name, setting=setting, progress=progress, **lalm_options)
+    raise ValueError(
+        f"unknown judge {name!r}: use <method>-<encoder> with method one of {', '.join(METHODS)} "
+        "(e.g. centroid-resemblyzer, pairwise-ecapa:/path/to/model), or an LALM judge "
+        "(openai:<model>, vllm:<base url>:<model>, gemini:<model>, transformers:<folder>)"
+    )
+
+
+def run_judge(name: str, dataset: str | os.PathLike, variant: str, tasks, out: str | os.PathLike, *,
+              split: str = "test", threshold: float | None = None, calibrate: bool = False, limit: int | None = None,
+              setting: str = "main", cache_dir=None, batch_size: int = 32, progress: bool = True, **lalm_options) -> dict:
+    """Judge ``tasks`` of one variant and write the predictions JSONL; returns the run summary.
+
+    ``calibrate`` (embedding judges) picks τ on the validation split first (``judges.sweep``).
+    """
+    tasks = parse_tasks(tasks)
+    if calibrate and threshold is not None:
+        raise ValueError("give either a threshold or calibrate, not both")
+    judge = make_judge(name, threshold=threshold, setting=setting, cache_dir=cache_dir, batch_size=batch_size,
+                       progress=progress, **lalm_options)
+    calibration = None
+    if calibrate:
+        if not isinstance(judge, EmbeddingJudge):
+            raise ValueError(f"{name}: calibration applies to embedding judges only")
+        calibration = calibrate_threshold(judge.method, judge.cache, dataset, variant, progress=progress)
+        judge.threshold = calibration["threshold"]
+    summary = judge.run(dataset, variant, tasks, out, split=split, limit=limit)
+    if calibration is not None:
+        summary["calibration"] = calibration
+    return summary
+
+
+def variants_present(dataset: str | os.PathLike, split: str = "test") -> list[str]:
+    return [v for v in ssd.VARIANTS if any(ssd.shard_paths(dataset, ssd.config_name(t, v), split) for t in ssd.TASKS)]
+
+
+def display_name(method: str, encoder_name: str) -> str:
+    """Table-2 style: ``Pairwise (Resemblyzer)``."""
+    kind = encoder_name.partition(":")[0]
+    label = {"ecapa": "ECAPA", "wavlm": "WavLM"}.get(kind, kind.capitalize())
+    return f"{method.capitalize()} ({label})"
+
+
+def file_slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
+
+
+def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, encoders: Sequence[str] = ("resemblyzer",),
+                  variants: Sequence[str] | None = None, split: str = "test", calibrate: bool = False,
+                  n_bootstrap: int = 1000, seed: int = 0, cache_dir=None, batch_size: int = 32,
+                  caches: dict[str, EmbeddingCache] | None = None, progress: bool = True) -> dict:
+    """Every embedding method x encoder on every variant present: one JSONL per (judge, variant),
+    each parsed and scored by the metrics package; writes ``summary.json`` and ``summary.md``.
+
+    Methods share one embedding pass per (encoder, variant). τ is the paper default, or with
+    ``calibrate`` the validation-calibrated value (a variant without a validation split keeps the
+    default, and the summary says so). ``caches`` (encoder spec -> cache) shares embeddings with
+    other calls.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    variants = list(variants) if variants else variants_present(dataset, split)
+    if not variants:
+        raise FileNotFoundError(f"{dataset}: no {split} shards for any variant")
+    results, cache_stats = [], {}
+    for spec in encoders:
+        cache = cache_for(spec, caches, cache_dir, batch_size)
+        encoder = cache.encoder
+        for variant in variants:
+            tasks = [t for t in ssd.TASKS if ssd.shard_paths(dataset, ssd.config_name(t, variant), split)]
+            embeddings = embed_variant(dataset, variant, tasks, cache, split=split, progress=progress)
+            gold = load_gold(dataset, variant, split)
+            for method in METHODS:
+                threshold, how = DEFAULT_THRESHOLDS[method], "paper default"
+                if calibrate:
+                    if has_split(dataset, variant, "validation"):
+                        threshold = calibrate_threshold(method, cache, dataset, variant, progress=progress)["threshold"]
+                        how = "calibrated on validation"
+                    else:
+                        how = "paper default (no validation split)"
+                judge = f"{method}-{encoder.name}"
+                path = write_jsonl(predictions(score_variant(method, embeddings), threshold),
+                                   out / f"{file_slug(judge)}.{variant}.jsonl")
+                scores = score_submission(parse_submission(path, gold), gold, n_bootstrap=n_bootstrap, seed=seed)
+                results.append({"judge": judge, "method": display_name(method, encoder.name), "variant": variant,
+                                "threshold": threshold, "threshold_source": how, "predictions": str(path),
+                                "row": leaderboard_row(scores), "scores": scores})
+        cache_stats[encoder.name] = {"unique_clips": cache.unique_clips, "encoder_calls": cache.encoded}
+    summary = {"dataset": str(dataset), "split": split, "results": results, "cache": cache_stats}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    keys = dict.fromkeys(k for r in results for k in r["row"] if not k.endswith("_ci"))
+    columns = [k for k in keys if any(r["row"].get(k) is not None for r in results)]
+    lines = [f"# Embedding baselines on {dataset} ({split} split)", "",
+             "Values in percent. Rows in the column order of the paper's Table 2, plus paired accuracy and coverage.", ""]
+    for variant in variants:
+        rows = [r for r in results if r["variant"] == variant]
+        lines += [f"## Variant {variant}", "", "| method | τ | " + " | ".join(column_label(k) for k in columns) + " |",
+                  "|---|---:|" + "---:|" * len(columns)]
+        for r in rows:
+            cells = ["n/a" if r["row"].get(k) is None else f"{r['row'][k]:.1f}" for k in columns]
+            lines.append(f"| {r['method']} | {r['threshold']:g} | " + " | ".join(cells) + " |")
+        lines.append("")
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    return summary
