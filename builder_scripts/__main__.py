@@ -30,6 +30,40 @@ def _source_dirs(values: list[str]) -> dict[str, dict]:
     return args
 
 
+def run_jobs(argv: list[str], opts, jobs: int) -> None:
+    """Voice and embed the speaker pool once, then convert in ``jobs`` shard processes at once
+    (one thread each); the caller merges. Every process writes the same stage cache."""
+    import os
+    import subprocess
+    from dataclasses import replace
+
+    from .pipeline import Builder
+
+    Builder(replace(opts, until="bank")).run()
+    base = _without_option(argv, "--jobs")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "builder_scripts", *base, "--num-shards", str(jobs),
+                          "--shard-index", str(i), "--threads", "1", "--no-progress"], env=env)
+        for i in range(jobs)
+    ]
+    failed = [i for i, p in enumerate(procs) if p.wait() != 0]
+    if failed:
+        raise SystemExit(f"build shards {failed} failed; rerun the same command to resume")
+
+
+def _without_option(argv: list[str], name: str) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == name:
+            skip = True
+        elif not arg.startswith(name + "="):
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -47,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--encoder", default="resemblyzer", help="speaker encoder for S3 similarity (resemblyzer, ecapa:/dir, wavlm:/dir)")
     build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
     build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
-    build.add_argument("--margin", type=float, default=0.3, help="extra candidates to absorb verification drops (default 0.3)")
+    build.add_argument("--margin", type=float, default=0.5, help="extra candidates (text only) that replace dropped dialogues (default 0.5)")
     build.add_argument("--num-shards", type=int, default=1, help="split the conversion stage over this many processes")
     build.add_argument("--shard-index", type=int, default=0, help="which shard this process builds (0-based)")
+    build.add_argument("--jobs", type=int, default=1, help="run the conversion stage in this many local processes, then merge")
+    build.add_argument("--threads", type=int, default=None, help="CPU threads per process for TTS and torch (default: all)")
     build.add_argument("--no-progress", action="store_true")
     review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
     review.add_argument("--dataset", type=Path, default=Path("speakersleuth"))
@@ -70,8 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, seed=args.seed, vc=args.vc,
         vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), encoder=args.encoder, text_filter=args.text_filter,
         review_decisions=args.review_decisions, margin=args.margin, num_shards=args.num_shards,
-        shard_index=args.shard_index, progress=not args.no_progress,
+        shard_index=args.shard_index, threads=args.threads, progress=not args.no_progress,
     )
+    if args.jobs > 1:
+        if args.num_shards != 1:
+            raise SystemExit("--jobs runs its own shards; do not combine it with --num-shards")
+        run_jobs(argv if argv is not None else sys.argv[1:], opts, args.jobs)
     report = Builder(opts).run()
     report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
     report_path.parent.mkdir(parents=True, exist_ok=True)

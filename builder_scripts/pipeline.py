@@ -3,17 +3,20 @@
 Stages and their cache (under ``BuildOptions.cache``), each idempotent:
 
 1. *candidates*: every source's dialogues in a seeded order, one segment each (text only), the
-   text-coherence filter; the first ``dialogues * (1 + margin)`` candidates per variant group
+   text-coherence filter; ``dialogues * (1 + margin)`` candidates per source and variant group
    (N = 5 for ``main``/``4vc``, N = 10 for ``10turn``). Cheap, recomputed by every process.
-2. *speaker bank* per source: the substitute pool embedded with the encoder (cached by content).
+2. *speaker bank* per source: the substitute pool voiced (TTS sources) and embedded with the
+   encoder, cached by content (``until="bank"`` stops here).
 3. *units*: one file per (variant, dialogue) holding the converted, resynthesised, verified clips
-   (``units/<variant>/<source>/<dialogue>.npz``). This is the expensive stage; it is the one that
-   ``num_shards``/``shard_index`` split across processes or machines (a Slurm array, a Ray job):
-   unit ``i`` of the candidate list belongs to shard ``i % num_shards``. A killed build resumes
-   here: finished units are loaded, not rebuilt.
-4. *publish* (only when not building one shard of several): the first ``dialogues`` kept units of
-   every variant go through ``speakersleuth_dataset.DatasetWriter`` into the nine configs, then the
-   dataset card, then the validator.
+   (``units/<variant>/<source>/<dialogue>.npz``), for the first ``dialogues`` candidates. This is
+   the expensive stage, the one ``num_shards``/``shard_index`` split across processes or machines
+   (a Slurm array, a Ray job, ``--jobs``): candidate ``i`` of a source belongs to shard
+   ``i % num_shards``. A killed build resumes here: finished units are loaded, not rebuilt.
+4. *publish* (not in a shard of several): per source the first ``dialogues`` units that passed
+   verification, in candidate order; a dropped unit is replaced by the next candidate, built
+   here. They go through ``speakersleuth_dataset.DatasetWriter`` into the nine configs, then the
+   dataset card, then the validator. Every unit depends only on the seed and its dialogue, so
+   the result is the same however the work was split.
 """
 
 from __future__ import annotations
@@ -60,9 +63,11 @@ class BuildOptions:
     encoder: str = "resemblyzer"
     text_filter: str = "heuristic"
     review_decisions: Path | None = None
-    margin: float = 0.3
+    margin: float = 0.5
     num_shards: int = 1
     shard_index: int = 0
+    threads: int | None = None  # CPU threads of the TTS runtime and torch (None: all cores)
+    until: str = "publish"  # stop after "bank" (voicing the pool, embedding it) or "units"
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -70,6 +75,8 @@ class BuildOptions:
         unknown = [v for v in self.variants if v not in ssd.VARIANTS]
         if unknown:
             raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
+        if self.until not in ("bank", "units", "publish"):
+            raise ValueError(f"until must be bank, units or publish, got {self.until!r}")
         if not 0 <= self.shard_index < self.num_shards:
             raise ValueError(f"shard index {self.shard_index} is not in 0..{self.num_shards - 1}")
 
@@ -99,6 +106,7 @@ def make_source(name: str, opts: BuildOptions) -> DialogueSource:
     if name == "chitchat_tts":
         kwargs.setdefault("cache_dir", opts.cache / "tts")
         kwargs.setdefault("seed", opts.seed)
+        kwargs.setdefault("threads", opts.threads)
     return cls(**kwargs)
 
 
@@ -148,6 +156,12 @@ class Builder:
         self._converters: dict = {}
         self._encoder = None
         self._review = read_review_decisions(opts.review_decisions) if opts.review_decisions else {}
+        self._context: dict[str, tuple[DialogueSource, SpeakerBank, dict]] = {}
+        if opts.threads:
+            import torch
+
+            torch.set_num_threads(opts.threads)
+        self._clips: dict[tuple[str, str], list[np.ndarray]] = {}
 
     def converter(self, name: str):
         if name not in self._converters:
@@ -166,7 +180,7 @@ class Builder:
 
     def bank(self, source: DialogueSource, dialogues: list[Dialogue]) -> tuple[SpeakerBank, dict]:
         with self.clock("tts"):
-            pool = source.speaker_pool(dialogues)
+            pool = source.speaker_pool(dialogues, clips_per_speaker=3)
         with self.clock("encoder"):
             bank = SpeakerBank.build(pool, self.encoder(), cache_dir=self.opts.cache, progress=self.opts.progress)
         return bank, pool
@@ -176,6 +190,7 @@ class Builder:
         start = time.perf_counter()
         text_filter = get_text_filter(opts.text_filter)
         plan: dict[str, list[tuple[Segment, Dialogue]]] = defaultdict(list)
+        self.wanted: dict[tuple[str, str], int] = {}  # (variant, source) -> dialogues
         sources = {}
         for name in opts.sources:
             source = sources[name] = self._given_sources.get(name) or make_source(name, opts)
@@ -187,12 +202,14 @@ class Builder:
                 chosen = candidates(source, n_target, math.ceil(wanted * (1 + opts.margin)), opts, text_filter, self.skipped)
                 for v in wanted_variants:
                     plan[v] += chosen
+                    self.wanted[(v, name)] = wanted
         for name, source in sources.items():
             dialogues = {(d.source, d.dialogue_id): d for v in plan for s, d in plan[v] if d.source == source.name}
-            bank, pool = self.bank(source, list(dialogues.values()))
-            self._make_units(name, source, bank, pool, plan)
+            self._context[name] = (source, *self.bank(source, list(dialogues.values())))
+        if opts.until != "bank":
+            self._make_units(plan)
         report = {"options": {k: str(v) for k, v in asdict(opts).items()}, "skipped": dict(self.skipped)}
-        if opts.num_shards == 1:
+        if opts.num_shards == 1 and opts.until == "publish":
             report |= self.publish(plan, sources)
         report["seconds"] = {"wall": round(time.perf_counter() - start, 1), **{k: round(v, 1) for k, v in self.clock.seconds.items()}}
         report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -200,52 +217,64 @@ class Builder:
 
     # ----------------------------------------------------------------------------------- units
 
-    def _make_units(self, name: str, source: DialogueSource, bank: SpeakerBank, pool: dict, plan: dict) -> None:
+    @staticmethod
+    def group(variant: str, plan: dict) -> list[str]:
+        """The variants built on the same segments as ``variant`` (main and 4vc share theirs)."""
+        shared = ("main", "4vc") if variant in ("main", "4vc") else (variant,)
+        return [v for v in shared if v in plan]
+
+    def _make_units(self, plan: dict) -> None:
+        """This shard's share of the first ``wanted`` candidates of every variant group; the
+        publish stage makes any unit still missing (e.g. replacements for dropped ones)."""
         opts = self.opts
-        work = []
-        for group_variants in (("main", "4vc"), ("10turn",)):
-            variants = [v for v in group_variants if v in plan]
-            if not variants:
-                continue
-            for i, (segment, dialogue) in enumerate(plan[variants[0]]):
-                if dialogue.source != source.name or i % opts.num_shards != opts.shard_index:
+        work, seen = [], set()
+        for variant in plan:
+            variants = self.group(variant, plan)
+            rank: Counter = Counter()
+            for segment, dialogue in plan[variant]:
+                i = rank[segment.source]
+                rank[segment.source] += 1
+                key = (tuple(variants), segment.source, segment.dialogue_id)
+                if i >= self.wanted[(variant, segment.source)] or key in seen or i % opts.num_shards != opts.shard_index:
                     continue
+                seen.add(key)
                 if not all(self.done(v, segment) for v in variants):
                     work.append((variants, segment, dialogue))
-        clips_cache: dict[str, list[np.ndarray]] = {}
+        for variants, segment, dialogue in tqdm(work, desc="units", unit="dialogue", disable=not opts.progress):
+            self.make_unit(variants, segment, dialogue)
 
-        def substitute_clips(speaker: str) -> list[np.ndarray]:
-            if speaker not in clips_cache:
-                clips_cache[speaker] = [load_span(c) for c in pool[speaker][1]]
-            return clips_cache[speaker]
+    def _substitute_clips(self, source_name: str, speaker: str) -> list[np.ndarray]:
+        key = (source_name, speaker)
+        if key not in self._clips:
+            self._clips[key] = [load_span(c) for c in self._context[source_name][2][speaker][1]]
+        return self._clips[key]
 
-        for variants, segment, dialogue in tqdm(work, desc=f"units ({name})", unit="dialogue", disable=not opts.progress):
-            needed = sorted(set(segment.target_turns) | set(segment.reference_turns))
-            with self.clock("tts"):
-                source.ensure_audio(dialogue, needed)
-            audio = {i: load_span(dialogue.turns[i].audio) for i in needed}
-            reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
-            choice = None
-            if reason is None:
-                choice = choose(segment, bank, opts.seed, exclude=tuple(dialogue.speakers))
-                for sub in (choice.s2, choice.s3):
-                    substitute_clips(sub.speaker)
-            for variant in variants:
-                path = self.unit_path(variant, segment)
-                if self.done(variant, segment):
-                    continue
-                if reason is not None:
-                    self._save_dropped(path, variant, segment, f"segment: {reason} (after voicing)")
-                    continue
-                backend = opts.vc if variant != "4vc" else backend_for_4vc(segment, opts)
-                with self.clock("vc"):
-                    unit = build_unit(
-                        variant, segment, dialogue, [audio[i] for i in segment.target_turns],
-                        [audio[i] for i in segment.reference_turns], choice,
-                        {s.speaker: clips_cache[s.speaker] for s in (choice.s2, choice.s3)}, self.converter(backend),
-                    )
-                unit.dropped, unit.checks = audio_checks(unit)
-                unit.save(path)
+    def make_unit(self, variants: list[str], segment: Segment, dialogue: Dialogue) -> None:
+        """Voice, convert, resynthesise and check one segment for each of ``variants``; cached."""
+        opts = self.opts
+        source, bank, _ = self._context[segment.source]
+        needed = sorted(set(segment.target_turns) | set(segment.reference_turns))
+        with self.clock("tts"):
+            source.ensure_audio(dialogue, needed)
+        audio = {i: load_span(dialogue.turns[i].audio) for i in needed}
+        reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
+        choice = None if reason else choose(segment, bank, opts.seed, exclude=tuple(dialogue.speakers))
+        for variant in variants:
+            path = self.unit_path(variant, segment)
+            if self.done(variant, segment):
+                continue
+            if reason is not None:
+                self._save_dropped(path, variant, segment, f"segment: {reason} (after voicing)")
+                continue
+            backend = opts.vc if variant != "4vc" else backend_for_4vc(segment, opts)
+            clips = {s.speaker: self._substitute_clips(segment.source, s.speaker) for s in (choice.s2, choice.s3)}
+            with self.clock("vc"):
+                unit = build_unit(
+                    variant, segment, dialogue, [audio[i] for i in segment.target_turns],
+                    [audio[i] for i in segment.reference_turns], choice, clips, self.converter(backend),
+                )
+            unit.dropped, unit.checks = audio_checks(unit)
+            unit.save(path)
 
     def done(self, variant: str, segment: Segment) -> bool:
         path = self.unit_path(variant, segment)
@@ -261,25 +290,29 @@ class Builder:
 
     # --------------------------------------------------------------------------------- publish
 
-    def kept_units(self, variant: str, plan: dict, wanted: int):
-        """The first ``wanted`` verified units of a variant, in candidate order (a generator)."""
-        kept = 0
-        for segment, _ in plan.get(variant, []):
-            if kept >= wanted:
-                return
+    def kept_units(self, variant: str, plan: dict):
+        """Per source, the first ``wanted`` verified units of a variant in candidate order; a unit
+        not built yet (a replacement for a dropped one) is built here."""
+        kept: Counter = Counter()
+        for segment, dialogue in plan.get(variant, []):
+            if kept[segment.source] >= self.wanted[(variant, segment.source)]:
+                continue
             path = self.unit_path(variant, segment)
             marker = path.with_suffix(".dropped.json")
             if marker.is_file():
                 self.dropped[json.loads(marker.read_text())["dropped"]] += 1
                 continue
-            if not path.is_file():
-                raise FileNotFoundError(f"unit {path} is missing: run every shard before publishing")
+            if not self.done(variant, segment):
+                self.make_unit(self.group(variant, plan), segment, dialogue)
+            if marker.is_file():
+                self.dropped[json.loads(marker.read_text())["dropped"]] += 1
+                continue
             unit = Unit.load(path)
             reason = unit.dropped or self._review.get((variant, f"{segment.source}/{segment.dialogue_id}"))
             if reason:
                 self.dropped[reason] += 1
                 continue
-            kept += 1
+            kept[segment.source] += 1
             yield unit
 
     def publish(self, plan: dict, sources: dict) -> dict:
@@ -288,13 +321,13 @@ class Builder:
         opts = self.opts
         audits, counts = {}, {}
         for variant in opts.variants:
-            wanted = (opts.dialogues if variant != "10turn" else opts.dialogues_10turn) * len(opts.sources)
+            wanted = sum(n for (v, _), n in self.wanted.items() if v == variant)
             audit = audits[variant] = ShortcutAudit()
             order = unit_rng(opts.seed, "rows", variant)
             writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant)) for task in ssd.TASKS}
             try:
                 n = 0
-                for unit in tqdm(self.kept_units(variant, plan, wanted), total=wanted, desc=f"publish {variant}", unit="dialogue", disable=not opts.progress):
+                for unit in tqdm(self.kept_units(variant, plan), total=wanted, desc=f"publish {variant}", unit="dialogue", disable=not opts.progress):
                     rows, discrimination = unit.records(opts.seed)
                     order.shuffle(rows)
                     for task in ("detection", "localization"):
