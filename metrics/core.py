@@ -230,3 +230,16 @@ def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float
     tail = 50.0 * (1.0 - level)
     low, high = np.nanpercentile(samples, [tail, 100.0 - tail])
     return float(low), float(high)
+
+
+def ranking_features() -> list:
+    """Input features of the ranking metrics: rankings of string labels or of integer ids."""
+    import datasets
+
+    return [
+        datasets.Features({
+            "predictions": datasets.Sequence(datasets.Value(dtype)),
+            "references": datasets.Sequence(datasets.Value(dtype)),
+        })
+        for dtype in ("string", "int64")
+    ]

@@ -5,11 +5,10 @@ Load from the repository root (the math lives in ``metrics/core.py``)::
     evaluate.load("metrics/exact_match")
 """
 
-import datasets
 import evaluate
 import numpy as np
 
-from metrics.core import CITATION, exact_match, ranking_scores
+from metrics.core import CITATION, exact_match, ranking_scores, ranking_features
 
 _CITATION = CITATION
 
@@ -47,20 +46,7 @@ class ExactMatch(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features(
-                    {
-                        "predictions": datasets.Sequence(datasets.Value("string")),
-                        "references": datasets.Sequence(datasets.Value("string")),
-                    }
-                ),
-                datasets.Features(
-                    {
-                        "predictions": datasets.Sequence(datasets.Value("int64")),
-                        "references": datasets.Sequence(datasets.Value("int64")),
-                    }
-                ),
-            ],
+            features=ranking_features(),
             reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
         )
 

@@ -7,11 +7,10 @@ Load from the repository root (the math lives in ``metrics/core.py``)::
 
 from functools import partial
 
-import datasets
 import evaluate
 import numpy as np
 
-from metrics.core import CITATION, ndcg, ranking_scores
+from metrics.core import CITATION, ndcg, ranking_scores, ranking_features
 
 _CITATION = CITATION
 
@@ -60,20 +59,7 @@ class Ndcg(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features(
-                    {
-                        "predictions": datasets.Sequence(datasets.Value("string")),
-                        "references": datasets.Sequence(datasets.Value("string")),
-                    }
-                ),
-                datasets.Features(
-                    {
-                        "predictions": datasets.Sequence(datasets.Value("int64")),
-                        "references": datasets.Sequence(datasets.Value("int64")),
-                    }
-                ),
-            ],
+            features=ranking_features(),
             reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
         )
 
