@@ -39,7 +39,9 @@ def run_jobs(argv: list[str], opts, jobs: int) -> None:
 
     from .pipeline import Builder
 
-    Builder(replace(opts, until="bank")).run()
+    report = Builder(replace(opts, until="bank")).run()
+    opts.cache.mkdir(parents=True, exist_ok=True)
+    (opts.cache / "build_report.bank.json").write_text(json.dumps(report, indent=2))
     base = _without_option(argv, "--jobs")
     env = dict(os.environ, OMP_NUM_THREADS="1")
     procs = [

@@ -64,6 +64,7 @@ class BuildOptions:
     text_filter: str = "heuristic"
     review_decisions: Path | None = None
     margin: float = 0.5
+    max_target_seconds: float | None = 8.0  # longest target turn a segment may hold
     num_shards: int = 1
     shard_index: int = 0
     threads: int | None = None  # CPU threads of the TTS runtime and torch (None: all cores)
@@ -119,7 +120,7 @@ def candidates(source: DialogueSource, n_target: int, wanted: int, opts: BuildOp
         if len(chosen) >= wanted:
             break
         try:
-            segment = select_segment(dialogue, seed=opts.seed, num_target_turns=n_target)
+            segment = select_segment(dialogue, seed=opts.seed, num_target_turns=n_target, max_target_seconds=opts.max_target_seconds)
         except SegmentSkipped as skip:
             skipped[f"segment: {skip.reason}"] += 1
             continue
@@ -315,10 +316,36 @@ class Builder:
             kept[segment.source] += 1
             yield unit
 
+    def fingerprint(self, plan: dict) -> str:
+        """What the published folder depends on: options, units, review decisions and the code."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        options = {k: str(v) for k, v in asdict(self.opts).items() if k not in ("num_shards", "shard_index", "threads", "progress", "until")}
+        digest.update(json.dumps(options, sort_keys=True).encode())
+        for variant in sorted(plan):
+            for segment, _ in plan[variant]:
+                for path in (self.unit_path(variant, segment), self.unit_path(variant, segment).with_suffix(".dropped.json")):
+                    if path.is_file():
+                        stat = path.stat()
+                        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        if self.opts.review_decisions:
+            digest.update(Path(self.opts.review_decisions).read_bytes())
+        code = sorted(Path(__file__).parent.rglob("*.py")) + [Path(ssd.__file__), Path(__file__).parents[1] / "dataset_card.md"]
+        for path in code:
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
     def publish(self, plan: dict, sources: dict) -> dict:
         from .publish import write_dataset_card
 
         opts = self.opts
+        stamp = opts.out / ".build_fingerprint.json"
+        fingerprint = self.fingerprint(plan)
+        if stamp.is_file() and (opts.out / "README.md").is_file():
+            previous = json.loads(stamp.read_text())
+            if previous.get("fingerprint") == fingerprint:
+                return previous["report"] | {"published": "unchanged (nothing to do)"}
         audits, counts = {}, {}
         for variant in opts.variants:
             wanted = sum(n for (v, _), n in self.wanted.items() if v == variant)
@@ -347,5 +374,7 @@ class Builder:
         verification = {"segment and text filter (before voicing)": dict(self.skipped), "after conversion": dict(self.dropped)}
         write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts)
         validated = ssd.validate_folder(opts.out, check_audio=False)
-        return {"dialogues": counts, "verification": verification, "rows": validated,
-                "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}
+        report = {"dialogues": counts, "verification": verification, "rows": validated,
+                  "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}
+        stamp.write_text(json.dumps({"fingerprint": self.fingerprint(plan), "report": report}))
+        return report

@@ -9,7 +9,9 @@ Rules, for a dialogue and a seed:
   with every turn between them: it holds exactly N target turns, starts and ends on one (the
   smallest window around them, so the most audio is left for the reference), and counts at most
   ``max_turns`` turns of all speakers. Every one of its target turns lasts at least
-  ``min_target_seconds`` (shorter turns cannot be judged).
+  ``min_target_seconds`` (shorter turns cannot be judged) and, when ``max_target_seconds`` is
+  set, at most that (a cap that keeps clips of comparable length; its misses count as
+  ``target_turns_too_short``).
 - The reference is the target speaker's audio from outside the window, at least
   ``min_reference_seconds`` long: the fewest consecutive target turns (in the speaker's own turn
   order) all on one side of the window whose durations add up to the minimum; a single long
@@ -85,14 +87,14 @@ def _side_sums(positions: list[int], durations: Sequence[float]) -> list[float]:
     return sums
 
 
-def _windows(positions, durations, n, max_turns, min_target, min_reference):
+def _windows(positions, durations, n, max_turns, min_target, min_reference, max_target=None):
     """(stage reached, valid windows as (first, last) target-turn ordinals) for one speaker."""
     if len(positions) < n:
         return 0, []
     prefix = _side_sums(positions, durations)
     stage, valid = 1, []
     for j in range(len(positions) - n + 1):
-        if any(durations[p] < min_target for p in positions[j : j + n]):
+        if any(durations[p] < min_target or (max_target is not None and durations[p] > max_target) for p in positions[j : j + n]):
             continue
         stage = max(stage, 2)
         if positions[j + n - 1] - positions[j] + 1 > max_turns:
@@ -133,6 +135,7 @@ def select_segment(
     min_target_seconds: float = 1.0,
     min_reference_seconds: float = 3.0,
     durations: Sequence[float] | None = None,
+    max_target_seconds: float | None = None,
 ) -> Segment:
     """The dialogue's segment under the module's rules; raises ``SegmentSkipped`` when none exists."""
     if num_target_turns < 1 or max_turns < num_target_turns:
@@ -146,7 +149,9 @@ def select_segment(
         positions.setdefault(turn.speaker, []).append(i)
     stage, candidates = 0, {}
     for speaker in sorted(positions):
-        reached, valid = _windows(positions[speaker], durations, num_target_turns, max_turns, min_target_seconds, min_reference_seconds)
+        reached, valid = _windows(
+            positions[speaker], durations, num_target_turns, max_turns, min_target_seconds, min_reference_seconds, max_target_seconds
+        )
         stage = max(stage, reached)
         if valid:
             candidates[speaker] = valid

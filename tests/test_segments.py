@@ -189,3 +189,14 @@ def test_manifest_round_trip(tmp_path):
     path.write_text(lines[0] + "\n" + '{"dialogue_id": "x"}\n')
     with pytest.raises(ValueError, match="line 2"):
         read_manifest(path)
+
+
+def test_max_target_seconds_keeps_long_turns_out_of_the_window():
+    turns = [("a", 3.5), ("b", 1.0), ("a", 9.0), ("b", 1.0), ("a", 1.5), ("b", 1.0), ("a", 2.0), ("b", 1.0), ("a", 1.2)]
+    free = select_segment(dialogue(turns), num_target_turns=2, max_turns=3, seed=1)
+    capped = [select_segment(dialogue(turns), num_target_turns=2, max_turns=3, seed=s, max_target_seconds=8.0) for s in range(10)]
+    assert all(2 not in seg.target_turns for seg in capped)
+    assert free.target_speaker == "a"
+    with pytest.raises(SegmentSkipped) as skip:
+        select_segment(dialogue(turns), num_target_turns=2, max_turns=3, max_target_seconds=0.95)
+    assert skip.value.reason == "target_turns_too_short"

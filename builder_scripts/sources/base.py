@@ -28,7 +28,7 @@ class AudioSpan:
 
 
 #: Speaking rate used to estimate a turn's duration before its audio exists (TTS sources).
-WORDS_PER_SECOND = 2.6
+WORDS_PER_SECOND = 3.0
 
 
 @dataclass(frozen=True)
