@@ -1,0 +1,221 @@
+"""The embedded default source: real human chats from ``chitchat-dataset``, voiced with TTS.
+
+The BYU PCC Chit-Chat Challenge corpus (7,168 typed conversations, MIT) ships inside the
+``chitchat-dataset`` package as ``dataset.json``: ``{conversation id: {"messages": [[{"text",
+"sender", "timestamp"}, ...], ...], "prompt", "ratings", "start"}}``. Here:
+
+- messages are normalised for speech (``builder_scripts.tts.text``); those with nothing
+  sayable left (emoticons, "?", typo corrections like "*their") are dropped;
+- consecutive messages of one sender form one turn;
+- conversations with two senders and at least ``min_turns`` turns are kept;
+- each participant is cast one voice of the bank (``builder_scripts.tts.voice_bank``) for the
+  whole dialogue, deterministically from ``seed`` and the conversation id: a gender per
+  participant, then a voice of that gender; the two participants never share a voice.
+
+``Turn.speaker`` is the voice id (the audible speaker; the chat sender id is in
+``Dialogue.meta["senders"]``). ``dialogues()`` only computes where each turn's wav will live
+(a content hash of voice recipe, text and settings in ``cache_dir``); ``ensure_audio`` voices
+the turns a segment needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..tts import text as text_module
+from ..tts.audio import PAD_SECONDS
+from ..tts.text import normalize_chat
+from ..tts.voice_bank import GENDERS, VOICES, Voice, Voicer, voices_of
+from .base import AudioSpan, Dialogue, DialogueSource, Turn
+
+
+#: Words per second of the bank's speech, a little above the measured ~3.3
+#: (benchmarks/bench_voicing.py), so that estimates err short: a segment planned on them rarely
+#: turns out too short once voiced, which would waste the voicing.
+SPEECH_WORDS_PER_SECOND = 3.5
+
+
+def estimate_duration(text: str) -> float:
+    """Seconds a bank voice takes to say ``text``, pads included (errs short; see above)."""
+    return 2 * PAD_SECONDS + len(text.split()) / SPEECH_WORDS_PER_SECOND
+
+
+@dataclass(frozen=True)
+class VoicedTurn(Turn):
+    """A turn of this source; its duration, before and after voicing alike, is ``estimate_duration``
+    (so segment planning does not depend on what happens to be cached)."""
+
+    @property
+    def duration(self) -> float:
+        return estimate_duration(self.text)
+
+
+def _rng(*parts: object) -> random.Random:
+    """A generator seeded by a stable hash of ``parts`` (independent of PYTHONHASHSEED)."""
+    digest = hashlib.sha256("/".join(map(str, parts)).encode("utf-8")).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def cast_voices(senders: list[str], seed: int, dialogue_id: str) -> dict[str, Voice]:
+    """One voice per sender: a gender drawn per participant, then an unused voice of that gender."""
+    rng = _rng("cast", seed, dialogue_id)
+    cast: dict[str, Voice] = {}
+    for sender in senders:
+        gender = rng.choice(GENDERS)
+        free = [v for v in voices_of(gender) if v not in cast.values()]
+        cast[sender] = rng.choice(free)
+    return cast
+
+
+def speaking_turns(messages: list[list[dict]]) -> list[tuple[str, str]]:
+    """``(sender, text)`` turns of one conversation: messages normalised for speech, unsayable ones
+    dropped, consecutive messages of one sender joined into one turn."""
+    turns: list[tuple[str, list[str]]] = []
+    for group in messages:
+        for message in group:
+            text = normalize_chat(message.get("text") or "")
+            if not text:
+                continue
+            if turns and turns[-1][0] == message["sender"]:
+                turns[-1][1].append(text)
+            else:
+                turns.append((message["sender"], [text]))
+    return [(sender, " ".join(texts)) for sender, texts in turns]
+
+
+class ChitchatTTS(DialogueSource):
+    """Chit-Chat Challenge conversations voiced by the TTS voice bank; audio cached in ``cache_dir``."""
+
+    name = "chitchat_tts"
+    license = (
+        "dialogues: MIT (chitchat-dataset); voices: Kokoro-82M weights and styles Apache-2.0 "
+        "(ONNX export MIT), Piper en_US-joe-medium (training data CC0)"
+    )
+    citation = (
+        "@misc{chitchat_dataset,\n  title = {Chit-Chat Challenge dataset},\n"
+        "  author = {{BYU Perception, Control and Cognition Lab}},\n"
+        "  howpublished = {\\url{https://github.com/BYU-PCCL/chitchat-dataset}},\n  year = {2018}\n}\n"
+        "@misc{kokoro82m,\n  title = {Kokoro-82M},\n  author = {hexgrad},\n"
+        "  howpublished = {\\url{https://huggingface.co/hexgrad/Kokoro-82M}},\n  year = {2025}\n}"
+    )
+    homepage = "https://github.com/BYU-PCCL/chitchat-dataset"
+
+    def __init__(
+        self,
+        cache_dir: Path | str,
+        seed: int = 0,
+        min_turns: int = 2,
+        max_dialogues: int | None = None,
+        threads: int | None = None,
+        dataset_path: Path | str | None = None,
+    ):
+        """``dataset_path`` defaults to the ``dataset.json`` inside the installed package."""
+        self.cache_dir = Path(cache_dir)
+        self.seed = seed
+        self.min_turns = min_turns
+        self.max_dialogues = max_dialogues
+        self.dataset_path = dataset_path
+        self.voicer = Voicer(self.cache_dir, threads=threads)
+        self._parsed: list[Dialogue] | None = None
+
+    @property
+    def voices(self) -> tuple[Voice, ...]:
+        return VOICES
+
+    def _speaking_turns(self) -> Iterator[tuple[str, str | None, list[tuple[str, str]]]]:
+        """``(conversation id, prompt, speaking_turns)`` for every conversation, in file order.
+
+        Normalising 258k messages takes a while, so a complete pass is cached in ``cache_dir``
+        under a hash of the dataset file and of the normaliser's source; a pass stopped early
+        (``max_dialogues``) caches nothing.
+        """
+        import chitchat_dataset
+
+        data = Path(self.dataset_path or Path(chitchat_dataset.__file__).with_name("dataset.json"))
+        if not data.is_file():
+            raise FileNotFoundError(f"{self.name}: chitchat dataset file not found: {data}")
+        raw = data.read_bytes()
+        key = hashlib.sha256(raw + Path(text_module.__file__).read_bytes()).hexdigest()[:16]
+        cache = self.cache_dir / f"chitchat_turns-{key}.json"
+        if cache.is_file():
+            for cid, prompt, turns in json.loads(cache.read_text(encoding="utf-8")):
+                yield cid, prompt, [tuple(t) for t in turns]
+            return
+        conversations = json.loads(raw)
+        done = []
+        for cid, conv in tqdm(conversations.items(), desc="normalising chitchat", unit="conv", leave=False):
+            item = (cid, conv.get("prompt"), speaking_turns(conv.get("messages", [])))
+            done.append(item)
+            yield item
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(done, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, cache)
+
+    def dialogues(self) -> Iterator[Dialogue]:
+        """Two-party conversations in the file's order; parsed once per instance, then from memory."""
+        if self._parsed is None:
+            parsed = []
+            for conversation_id, prompt, turns in self._speaking_turns():
+                if self.max_dialogues is not None and len(parsed) >= self.max_dialogues:
+                    break
+                dialogue = self.make_dialogue(conversation_id, turns, prompt)
+                if dialogue is not None:
+                    parsed.append(dialogue)
+            self._parsed = parsed
+        yield from self._parsed
+
+    def make_dialogue(self, conversation_id: str, turns: list[tuple[str, str]], prompt: str | None = None) -> Dialogue | None:
+        """Cast voices and place each turn's wav; None unless two participants and ``min_turns`` turns."""
+        senders = list(dict.fromkeys(sender for sender, _ in turns))
+        if len(senders) != 2 or len(turns) < self.min_turns:
+            return None
+        cast = cast_voices(senders, self.seed, conversation_id)
+        voiced = tuple(
+            VoicedTurn(cast[sender].id, cast[sender].gender, text, AudioSpan(self.voicer.path(cast[sender].id, text)))
+            for sender, text in turns
+        )
+        meta = {"senders": {cast[s].id: s for s in senders}, "prompt": prompt}
+        return Dialogue(conversation_id, self.name, voiced, meta)
+
+    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
+        """Voice exactly these turns into the cache (cached ones are skipped; writes are atomic)."""
+        missing = [i for i in dict.fromkeys(turn_indices) if not Path(dialogue.turns[i].audio.path).is_file()]
+        for i in tqdm(missing, desc=f"voicing {dialogue.dialogue_id[:8]}", unit="turn", leave=False, disable=not missing):
+            turn = dialogue.turns[i]
+            path = self.voicer.synthesize(turn.speaker, turn.text)
+            if path != Path(turn.audio.path):
+                raise RuntimeError(
+                    f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: voiced into {path}, but the turn points at "
+                    f"{turn.audio.path}; the dialogue was made with other synthesis settings"
+                )
+
+    def synthesize(self, voice_id: str, text: str) -> Path:
+        """The cached 16 kHz wav of arbitrary ``text`` (already speakable) in a bank voice."""
+        return self.voicer.synthesize(voice_id, text)
+
+    def speaker_pool(self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5) -> dict[str, tuple[str, list[AudioSpan]]]:
+        """Every bank voice with ``clips_per_speaker`` voiced sentences drawn from ``dialogues``' text.
+
+        The texts are turns of about ``min_seconds`` to 6 s (estimated), chosen per voice from a
+        seeded generator; the clips are voiced here (cached).
+        """
+        texts = sorted({t.text for d in dialogues for t in d.turns if min_seconds <= t.duration <= 6.0})
+        if len(texts) < clips_per_speaker:
+            raise ValueError(
+                f"{self.name}: only {len(texts)} turns of {min_seconds}-6 s in the {len(dialogues)} dialogues given; "
+                f"need {clips_per_speaker} for the speaker pool"
+            )
+        plan = {v.id: _rng("pool", self.seed, v.id).sample(texts, clips_per_speaker) for v in VOICES}
+        todo = [(v, t) for v, ts in plan.items() for t in ts if not self.voicer.path(v, t).is_file()]
+        for voice_id, text in tqdm(todo, desc="voicing speaker pool", unit="clip", disable=not todo):
+            self.voicer.synthesize(voice_id, text)
+        return {v.id: (v.gender, [AudioSpan(self.voicer.path(v.id, t)) for t in plan[v.id]]) for v in VOICES}

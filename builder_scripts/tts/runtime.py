@@ -1,0 +1,31 @@
+"""onnxruntime sessions for the TTS engines: CPU, one per engine, threads set to the cores we may use."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (respects affinity masks and container limits)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def onnx_session(model: Path | str, threads: int | None = None):
+    """A CPU ``InferenceSession`` with ``threads`` intra-op threads (default: all usable cores)."""
+    import onnxruntime as ort
+
+    if not Path(model).is_file():
+        raise FileNotFoundError(f"ONNX model not found: {model}")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads or available_cores()
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-waiting on shared CPUs
+    return ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+
