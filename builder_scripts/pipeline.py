@@ -29,6 +29,7 @@ import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 
 import numpy as np
@@ -241,6 +242,11 @@ class Builder:
                 seen.add(key)
                 if not all(self.done(v, segment) for v in variants):
                     work.append((variants, segment, dialogue))
+        # interleave the variant groups so that a partial run has made progress on each of them
+        by_group: dict[tuple, list] = defaultdict(list)
+        for item in work:
+            by_group[tuple(item[0])].append(item)
+        work = [item for batch in zip_longest(*by_group.values()) for item in batch if item is not None]
         for variants, segment, dialogue in tqdm(work, desc="units", unit="dialogue", disable=not opts.progress):
             self.make_unit(variants, segment, dialogue)
 
