@@ -19,7 +19,10 @@ from builder_scripts.tts.voice_bank import VOICES, median_f0, voices_of
 DIALOGUES = 250  # of the real corpus, for the parsing and casting tests
 #: Two turns every voice reads in the bank test (about 3.5 s each: shorter clips make
 #: Resemblyzer's same-speaker similarity too noisy to compare one pair per voice).
-BANK_TEXTS = ("I grew up in a small town, so I really love the mountains.", "What kind of music do you usually listen to when you study?")
+BANK_TEXTS = (
+    "I grew up in a small town, so I really love the mountains.",
+    "What kind of music do you usually listen to when you study?",
+)
 F0_BOUNDARY = 165.0  # Hz: the bank's female voices lie above, its male voices below
 
 

@@ -37,9 +37,9 @@ from ..tts.voice_bank import GENDERS, VOICES, Voice, Voicer, voices_of
 from .base import AudioSpan, Dialogue, DialogueSource, Turn
 
 
-#: Words per second of the bank's speech, a little above the measured ~3.3
-#: (benchmarks/bench_voicing.py), so that estimates err short: a segment planned on them rarely
-#: turns out too short once voiced, which would waste the voicing.
+#: Words per second of the bank's speech, set so that estimates err short (median estimate /
+#: voiced length ~0.8-0.95 in benchmarks/bench_voicing.py): a segment planned on them rarely turns
+#: out too short once voiced, which would waste the voicing.
 SPEECH_WORDS_PER_SECOND = 3.5
 
 
