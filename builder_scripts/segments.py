@@ -40,6 +40,8 @@ from tqdm.auto import tqdm
 
 from builder_scripts.sources.base import Dialogue
 
+#: Tolerance of duration comparisons (seconds), so float rounding never decides a rule.
+EPSILON = 1e-9
 SKIP_REASONS = ("too_few_target_turns", "target_turns_too_short", "window_too_long", "no_reference")
 
 
@@ -101,7 +103,7 @@ def _windows(positions, durations, n, max_turns, min_target, min_reference, max_
             continue
         stage = max(stage, 3)
         left, right = prefix[j], prefix[-1] - prefix[j + n]
-        if max(left, right) >= min_reference:
+        if max(left, right) >= min_reference - EPSILON:  # prefix-sum differences carry rounding error
             stage = 4
             valid.append((j, j + n - 1))
     return stage, valid
@@ -116,7 +118,7 @@ def _reference(positions: list[int], first: int, last: int, durations, min_refer
             total = 0.0
             for k, p in enumerate(side[i:]):
                 total += durations[p]
-                if total >= min_reference:
+                if total >= min_reference - EPSILON:
                     run = tuple(sorted(side[i : i + k + 1]))
                     key = (k + 1, i, run[0])
                     if best is None or key < best[0]:
