@@ -219,7 +219,7 @@ def test_scores_do_not_depend_on_line_order(case):
 
 
 def test_leaderboard_columns_are_the_paper_columns_plus_ours():
-    with (ROOT.parent / "shared" / "paper" / "table2_main.tsv").open() as f:
+    with (ROOT / "space" / "data" / "paper" / "table2_main.tsv").open() as f:
         header = next(line for line in f if not line.startswith("#")).rstrip("\n").split("\t")
     keys = [k for k, _, _ in LEADERBOARD_COLUMNS]
     assert keys[: len(header) - 2] == header[2:]
