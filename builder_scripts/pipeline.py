@@ -206,8 +206,8 @@ class Builder:
                     plan[v] += chosen
                     self.wanted[(v, name)] = wanted
         for name, source in sources.items():
-            dialogues = {(d.source, d.dialogue_id): d for v in plan for s, d in plan[v] if d.source == source.name}
-            self._context[name] = (source, *self.bank(source, list(dialogues.values())))
+            # the pool comes from the whole corpus, so it does not change with --dialogues
+            self._context[name] = (source, *self.bank(source, list(source.dialogues())))
         if opts.until != "bank":
             self._make_units(plan)
         report = {"options": {k: str(v) for k, v in asdict(opts).items()}, "skipped": dict(self.skipped)}

@@ -45,10 +45,10 @@ def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
         for source, items in sorted(by_source.items()):
             seconds = 0.0
             for row in items:
-                clips = row["target_audio"] if row["scenario"] == "S1" else []
-                lengths = [_seconds(c) for c in clips]
-                durations[variant] += lengths
-                seconds += sum(_seconds(c) for c in row["target_audio"]) + _seconds(row["reference_audio"])
+                lengths = [_seconds(c) for c in row["target_audio"]]
+                if row["scenario"] == "S1":
+                    durations[variant] += lengths
+                seconds += sum(lengths) + _seconds(row["reference_audio"])
             lines.append(
                 f"| {variant} | {source} | {len({r['dialogue_id'] for r in items})} | {len(items)} | {disc[source]} "
                 f"| {len({r['target_speaker'] for r in items})} | {np.mean([len(r['turns']) for r in items]):.1f} "
