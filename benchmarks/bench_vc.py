@@ -26,8 +26,9 @@ from multiprocessing import get_context
 import numpy as np
 
 CONFIGS = {  # label: (registry name, constructor kwargs)
-    "world dio 5 ms (default)": ("world", {}),
-    "world dio 10 ms": ("world", {"frame_period": 10.0}),
+    "world praat-f0 5 ms (default)": ("world", {}),
+    "world praat-f0 10 ms": ("world", {"frame_period": 10.0}),
+    "world dio 5 ms": ("world", {"f0_estimator": "dio"}),
     "world harvest 5 ms": ("world", {"f0_estimator": "harvest"}),
     "praat (default)": ("praat", {}),
 }

@@ -247,3 +247,26 @@ def test_gender_labels_agree_with_f0(bank_clips):
     f0 = {v.id: median_f0(np.concatenate(bank_clips[v.id])) for v in VOICES}
     wrong = {v.id: round(f0[v.id]) for v in VOICES if (f0[v.id] > F0_BOUNDARY) != (v.gender == "female")}
     assert not wrong, f"median F0 disagrees with the gender label: {wrong}"
+
+
+def test_world_keeps_every_bank_voice_pitch_and_reaches_the_other_gender(bank_clips):
+    """WORLD is the default conversion and the resynthesis every published turn goes through: a
+    bank voice must keep its pitch through it (DIO once tracked the Piper voice an octave high),
+    and a conversion to a voice of the other gender must land in that gender's F0 range."""
+    from builder_scripts.verification import GENDER_F0_BOUNDARY
+    from builder_scripts.vc.world import WorldConverter
+
+    world = WorldConverter()
+    shifted = {}
+    for v in VOICES:
+        for clip in bank_clips[v.id]:
+            before, after = median_f0(clip), median_f0(world.resynthesize(clip))
+            if abs(12 * np.log2(after / before)) > 1.0:
+                shifted[v.id] = (round(before), round(after))
+    assert not shifted, f"resynthesis moved the median F0 by over a semitone: {shifted}"
+    wrong = {}
+    for source, target in [(voices_of("female")[0], m) for m in voices_of("male")] + [(voices_of("male")[0], f) for f in voices_of("female")]:
+        f0 = median_f0(world.convert(bank_clips[source.id][0], bank_clips[target.id], bank_clips[source.id]))
+        if (f0 > GENDER_F0_BOUNDARY) != (target.gender == "female"):
+            wrong[f"{source.id}->{target.id}"] = round(f0)
+    assert not wrong, f"converted turns outside the target gender's F0 range: {wrong}"

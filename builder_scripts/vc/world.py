@@ -1,7 +1,8 @@
 """WORLD-vocoder voice conversion (pyworld): no weights, CPU only.
 
-The source turn is analysed into F0, spectral envelope and aperiodicity (DIO + StoneMask, or
-Harvest; CheapTrick; D4C), then
+The source turn is analysed into F0, spectral envelope and aperiodicity (F0: Praat's
+autocorrelation tracker refined by StoneMask, or WORLD's own DIO + StoneMask or Harvest;
+CheapTrick; D4C), then
 
 1. F0: on voiced frames, log F0 is mapped to the target speaker's statistics,
    ``f0' = exp((log f0 - mu_src) * k + mu_tgt)`` with ``k = sigma_tgt / sigma_src`` clamped to
@@ -19,8 +20,11 @@ Harvest; CheapTrick; D4C), then
    (about the spread of adult vocal-tract lengths).
 3. Aperiodicity is kept; WORLD resynthesises; the result gets the source's exact length and RMS.
 
-Speaker statistics (``SpeakerProfile``) come from a fixed, fast analysis (DIO + StoneMask,
-CheapTrick, 10 ms frames) of a speaker's clips and are cached by the clips' content, so a target
+Praat's tracker is the default because its path search avoids octave jumps: DIO tracks some
+low voices (the Piper voice of the embedded bank, ~85 Hz) at twice their F0, which made even a
+plain resynthesis an octave too high. Speaker statistics (``SpeakerProfile``) come from a fixed
+analysis (Praat + StoneMask, CheapTrick, 10 ms frames) of a speaker's clips and are cached by the
+clips' content, so a target
 speaker is analysed once however many turns are converted to it; the last few source analyses
 are cached too (S2 and S3 convert the same turn).
 
@@ -75,18 +79,39 @@ class _LRU(OrderedDict):
         return value
 
 
-def f0_track(x: np.ndarray, frame_period: float, estimator: str = "dio") -> tuple[np.ndarray, np.ndarray]:
-    """WORLD F0 (Hz, 0 = unvoiced) and frame times of a float64 C-contiguous signal."""
+F0_ESTIMATORS = ("praat", "dio", "harvest")
+
+
+def _praat_f0(x: np.ndarray, frame_period: float) -> tuple[np.ndarray, np.ndarray]:
+    """Praat's autocorrelation F0 on WORLD's frame grid (frame ``i`` at ``i * frame_period``)."""
+    import parselmouth
+
+    step = frame_period / 1000.0
+    times = np.arange(1 + int(len(x) / SAMPLING_RATE / step)) * step
+    pitch = parselmouth.Sound(x, sampling_frequency=SAMPLING_RATE).to_pitch_ac(
+        time_step=step, pitch_floor=F0_FLOOR, pitch_ceiling=F0_CEIL
+    )
+    values, centres = pitch.selected_array["frequency"], pitch.xs()
+    nearest = np.clip(np.round((times - centres[0]) / step).astype(int), 0, len(values) - 1)
+    inside = (times >= centres[0] - step / 2) & (times <= centres[-1] + step / 2)
+    return np.ascontiguousarray(np.where(inside, values[nearest], 0.0)), times
+
+
+def f0_track(x: np.ndarray, frame_period: float, estimator: str = "praat") -> tuple[np.ndarray, np.ndarray]:
+    """F0 (Hz, 0 = unvoiced) and frame times of a float64 C-contiguous signal on WORLD's grid."""
+    if estimator == "praat":
+        f0, t = _praat_f0(x, frame_period)
+        return pyworld.stonemask(x, f0, t, SAMPLING_RATE), t
     if estimator == "dio":
         f0, t = pyworld.dio(x, SAMPLING_RATE, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=frame_period)
         return pyworld.stonemask(x, f0, t, SAMPLING_RATE), t
     if estimator == "harvest":
         return pyworld.harvest(x, SAMPLING_RATE, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=frame_period)
-    raise ValueError(f"unknown F0 estimator {estimator!r}; use 'dio' or 'harvest'")
+    raise ValueError(f"unknown F0 estimator {estimator!r}; use one of {', '.join(F0_ESTIMATORS)}")
 
 
 def f0_median(audio: np.ndarray) -> float:
-    """Median F0 (Hz) of a clip's voiced frames, by the profiles' analysis (DIO + StoneMask, 10 ms)."""
+    """Median F0 (Hz) of a clip's voiced frames, by the profiles' analysis (10 ms frames)."""
     f0, _ = f0_track(as_clip(audio).astype(np.float64), 10.0)
     if (f0 > 0).sum() < MIN_VOICED_FRAMES:
         raise ValueError(f"too little voiced speech for an F0 median: {(f0 > 0).sum()} voiced 10 ms frames")
@@ -184,16 +209,17 @@ def warp_envelope(sp: np.ndarray, alpha: float) -> np.ndarray:
 class WorldConverter(VoiceConverter):
     """WORLD analysis, F0 mapping + vocal-tract-length warping, WORLD synthesis.
 
-    ``frame_period`` (ms) and ``f0_estimator`` ("dio": DIO + StoneMask, fast; "harvest":
-    slower, more robust) set the conversion's analysis; see benchmarks/bench_vc.py for speed.
+    ``frame_period`` (ms) and ``f0_estimator`` ("praat": Praat + StoneMask, the default; "dio":
+    DIO + StoneMask; "harvest": slower) set the conversion's analysis; see
+    benchmarks/bench_vc.py for speed.
     """
 
     name = "world"
     offline = True
 
-    def __init__(self, frame_period: float = 5.0, f0_estimator: str = "dio"):
-        if f0_estimator not in ("dio", "harvest"):
-            raise ValueError(f"unknown F0 estimator {f0_estimator!r}; use 'dio' or 'harvest'")
+    def __init__(self, frame_period: float = 5.0, f0_estimator: str = "praat"):
+        if f0_estimator not in F0_ESTIMATORS:
+            raise ValueError(f"unknown F0 estimator {f0_estimator!r}; use one of {', '.join(F0_ESTIMATORS)}")
         self.frame_period = frame_period
         self.f0_estimator = f0_estimator
         self._analyses = _LRU(8)
