@@ -77,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--source-dir", action="append", default=[], metavar="SOURCE=DIR", help="local folder of a recorded corpus")
     build.add_argument("--dialogues", type=int, default=60, help="dialogues per source for main and 4vc (default 60)")
     build.add_argument("--dialogues-10turn", type=int, default=30, help="dialogues per source for 10turn (default 30)")
+    build.add_argument("--validation-dialogues", type=int, default=0, metavar="N",
+                       help="also build a validation split (threshold calibration): N dialogues per source for main "
+                            "and 4vc, N/2 for 10turn, disjoint from the test split (default 0: none)")
+    build.add_argument("--max-target-seconds", type=float, default=6.0,
+                       help="longest target turn a segment may hold, in (estimated) seconds (default 6)")
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--vc", default="world", help="backend of main and 10turn (default world)")
     build.add_argument("--vc-4vc", default="world,praat", help="backends drawn per dialogue for 4vc")
@@ -105,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = BuildOptions(
         out=args.out, cache=args.cache, sources=tuple(args.source or ["chitchat_tts"]),
         source_args=_source_dirs(args.source_dir), variants=tuple(v for v in args.variants.split(",") if v),
-        dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, seed=args.seed, vc=args.vc,
+        dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, validation_dialogues=args.validation_dialogues,
+        max_target_seconds=args.max_target_seconds, seed=args.seed, vc=args.vc,
         vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), encoder=args.encoder, text_filter=args.text_filter,
         review_decisions=args.review_decisions, margin=args.margin, num_shards=args.num_shards,
         shard_index=args.shard_index, threads=args.threads, progress=not args.no_progress,
@@ -118,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2))
-    print(json.dumps({k: report[k] for k in ("dialogues", "seconds", "peak_memory_mb") if k in report}, indent=2))
+    print(json.dumps({k: report[k] for k in ("dialogues", "validation_dialogues", "seconds", "peak_memory_mb") if k in report}, indent=2))
     print(f"report: {report_path}" + (f"; dataset: {opts.out}" if opts.num_shards == 1 else ""))
     return 0
 

@@ -4,7 +4,11 @@ Stages and their cache (under ``BuildOptions.cache``), each idempotent:
 
 1. *candidates*: every source's dialogues in a seeded order, one segment each (text only), the
    text-coherence filter; ``dialogues * (1 + margin)`` candidates per source and variant group
-   (N = 5 for ``main``/``4vc``, N = 10 for ``10turn``). Cheap, recomputed by every process.
+   (N = 10 for ``10turn``; N = 5 for ``main``/``4vc``, dialogues with a 10-turn segment first and
+   nested in it, so the groups share voiced turns). With ``validation_dialogues`` a validation
+   split (for threshold calibration) is drawn the same way from the far end of the order, never
+   from a dialogue the test split may use, so asking for it leaves the test split unchanged.
+   Cheap, recomputed by every process.
 2. *speaker bank* per source: the substitute pool voiced (TTS sources) and embedded with the
    encoder, cached by content (``until="bank"`` stops here).
 3. *units*: one file per (variant, dialogue) holding the converted, resynthesised, verified clips
@@ -39,7 +43,7 @@ import speakersleuth_dataset as ssd
 
 from .audio import load_span
 from .scenarios import Unit, build_unit, choose, unit_rng
-from .segments import Segment, SegmentSkipped, check_durations, select_segment
+from .segments import MIN_REFERENCE_SECONDS, MIN_TARGET_SECONDS, Segment, SegmentSkipped, check_durations, nested_segment, select_segment
 from .shortcuts import ShortcutAudit
 from .sources import get_source_class
 from .sources.base import Dialogue, DialogueSource
@@ -47,6 +51,7 @@ from .speaker_bank import SpeakerBank
 from .verification import audio_checks, get_text_filter, read_review_decisions
 from .vc import PAPER_4VC_SHARES, get_converter
 
+SHORT_TARGET_TURNS, LONG_TARGET_TURNS = 5, 10  # N of main/4vc and of 10turn
 
 
 @dataclass
@@ -58,6 +63,7 @@ class BuildOptions:
     variants: tuple[str, ...] = ssd.VARIANTS
     dialogues: int = 60  # per source, main and 4vc
     dialogues_10turn: int = 30  # per source
+    validation_dialogues: int = 0  # per source, main and 4vc; 10turn gets half (rounded up)
     seed: int = 0
     vc: str = "world"
     vc_4vc: tuple[str, ...] = ("world", "praat")
@@ -65,7 +71,7 @@ class BuildOptions:
     text_filter: str = "heuristic"
     review_decisions: Path | None = None
     margin: float = 0.5
-    max_target_seconds: float | None = 8.0  # longest target turn a segment may hold
+    max_target_seconds: float | None = 6.0  # longest target turn a segment may hold
     num_shards: int = 1
     shard_index: int = 0
     threads: int | None = None  # CPU threads of the TTS runtime and torch (None: all cores)
@@ -112,16 +118,36 @@ def make_source(name: str, opts: BuildOptions) -> DialogueSource:
     return cls(**kwargs)
 
 
-def candidates(source: DialogueSource, n_target: int, wanted: int, opts: BuildOptions, text_filter, skipped: Counter) -> list[tuple[Segment, Dialogue]]:
-    """The first ``wanted`` segments, in a seeded order of the dialogues, that pass the text filter."""
-    dialogues = list(source.dialogues())
-    order = sorted(dialogues, key=lambda d: unit_rng(opts.seed, "order", d.source, d.dialogue_id).random())
-    chosen = []
+def seeded_order(source: DialogueSource, seed: int) -> list[Dialogue]:
+    """The source's dialogues in the build's order (a seeded shuffle)."""
+    return sorted(source.dialogues(), key=lambda d: unit_rng(seed, "order", d.source, d.dialogue_id).random())
+
+
+def candidates(order: list[Dialogue], n_target: int, wanted: int, opts: BuildOptions, text_filter, skipped: Counter, slack: float = 1.0) -> list[tuple[Segment, Dialogue]]:
+    """The first ``wanted`` segments of dialogues in ``order`` that pass the text filter.
+
+    For the short N, dialogues that also have a long (10turn) segment come first, their segment
+    nested in the long one: the two variant groups then share dialogues and voiced turns.
+    ``slack`` scales the rules' minimum durations (``DialogueSource.duration_slack``).
+    """
+    nested, plain = [], []
+    rules = dict(
+        seed=opts.seed, max_target_seconds=opts.max_target_seconds,
+        min_target_seconds=MIN_TARGET_SECONDS * slack, min_reference_seconds=MIN_REFERENCE_SECONDS * slack,
+    )
     for dialogue in order:
-        if len(chosen) >= wanted:
+        if len(nested) >= wanted:
             break
         try:
-            segment = select_segment(dialogue, seed=opts.seed, num_target_turns=n_target, max_target_seconds=opts.max_target_seconds)
+            if n_target == LONG_TARGET_TURNS:
+                segment, found = select_segment(dialogue, num_target_turns=n_target, **rules), nested
+            else:
+                try:
+                    segment, found = nested_segment(select_segment(dialogue, num_target_turns=LONG_TARGET_TURNS, **rules), n_target), nested
+                except SegmentSkipped:
+                    if len(plain) >= wanted:
+                        continue
+                    segment, found = select_segment(dialogue, num_target_turns=n_target, **rules), plain
         except SegmentSkipped as skip:
             skipped[f"segment: {skip.reason}"] += 1
             continue
@@ -130,8 +156,8 @@ def candidates(source: DialogueSource, n_target: int, wanted: int, opts: BuildOp
         if reason:
             skipped[reason] += 1
             continue
-        chosen.append((segment, dialogue))
-    return chosen
+        found.append((segment, dialogue))
+    return (nested + plain)[:wanted]
 
 
 def backend_for_4vc(segment: Segment, opts: BuildOptions) -> str:
@@ -191,20 +217,17 @@ class Builder:
         opts = self.opts
         start = time.perf_counter()
         text_filter = get_text_filter(opts.text_filter)
-        plan: dict[str, list[tuple[Segment, Dialogue]]] = defaultdict(list)
-        self.wanted: dict[tuple[str, str], int] = {}  # (variant, source) -> dialogues
+        plan: dict[tuple[str, str], list[tuple[Segment, Dialogue]]] = defaultdict(list)  # (variant, split) -> candidates
+        self.wanted: dict[tuple[str, str, str], int] = {}  # (variant, split, source) -> dialogues
         sources = {}
         for name in opts.sources:
             source = sources[name] = self._given_sources.get(name) or make_source(name, opts)
-            for n_target, variants in ((5, ("main", "4vc")), (10, ("10turn",))):
-                wanted_variants = [v for v in variants if v in opts.variants]
-                if not wanted_variants:
-                    continue
-                wanted = opts.dialogues if n_target == 5 else opts.dialogues_10turn
-                chosen = candidates(source, n_target, math.ceil(wanted * (1 + opts.margin)), opts, text_filter, self.skipped)
-                for v in wanted_variants:
-                    plan[v] += chosen
-                    self.wanted[(v, name)] = wanted
+            order = seeded_order(source, opts.seed)
+            self._plan_split(plan, source, order, "test", opts.dialogues, opts.dialogues_10turn, text_filter)
+            if opts.validation_dialogues:
+                used = {d.dialogue_id for (_, split), chosen in plan.items() if split == "test" for _, d in chosen if d.source == name}
+                rest = [d for d in reversed(order) if d.dialogue_id not in used]
+                self._plan_split(plan, source, rest, "validation", opts.validation_dialogues, math.ceil(opts.validation_dialogues / 2), text_filter)
         for name, source in sources.items():
             # the pool comes from the whole corpus, so it does not change with --dialogues
             self._context[name] = (source, *self.bank(source, list(source.dialogues())))
@@ -217,27 +240,40 @@ class Builder:
         report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         return report
 
+    def _plan_split(self, plan: dict, source: DialogueSource, order: list[Dialogue], split: str, short: int, long: int, text_filter) -> None:
+        """Candidates of one source and split for every variant group, ``margin`` spare ones included."""
+        for n_target, variants, wanted in ((SHORT_TARGET_TURNS, ("main", "4vc"), short), (LONG_TARGET_TURNS, ("10turn",), long)):
+            wanted_variants = [v for v in variants if v in self.opts.variants]
+            if not wanted_variants or not wanted:
+                continue
+            wanted_with_spares = math.ceil(wanted * (1 + self.opts.margin))
+            chosen = candidates(order, n_target, wanted_with_spares, self.opts, text_filter, self.skipped, source.duration_slack)
+            for v in wanted_variants:
+                plan[(v, split)] += chosen
+                self.wanted[(v, split, source.name)] = wanted
+
     # ----------------------------------------------------------------------------------- units
 
     @staticmethod
-    def group(variant: str, plan: dict) -> list[str]:
-        """The variants built on the same segments as ``variant`` (main and 4vc share theirs)."""
+    def group(part: tuple[str, str], plan: dict) -> list[str]:
+        """The variants built on the same segments as ``part``'s (main and 4vc share theirs)."""
+        variant, split = part
         shared = ("main", "4vc") if variant in ("main", "4vc") else (variant,)
-        return [v for v in shared if v in plan]
+        return [v for v in shared if (v, split) in plan]
 
     def _make_units(self, plan: dict) -> None:
         """This shard's share of the first ``wanted`` candidates of every variant group; the
         publish stage makes any unit still missing (e.g. replacements for dropped ones)."""
         opts = self.opts
         work, seen = [], set()
-        for variant in plan:
-            variants = self.group(variant, plan)
+        for part in plan:
+            variants = self.group(part, plan)
             rank: Counter = Counter()
-            for segment, dialogue in plan[variant]:
+            for segment, dialogue in plan[part]:
                 i = rank[segment.source]
                 rank[segment.source] += 1
                 key = (tuple(variants), segment.source, segment.dialogue_id)
-                if i >= self.wanted[(variant, segment.source)] or key in seen or i % opts.num_shards != opts.shard_index:
+                if i >= self.wanted[(*part, segment.source)] or key in seen or i % opts.num_shards != opts.shard_index:
                     continue
                 seen.add(key)
                 if not all(self.done(v, segment) for v in variants):
@@ -297,12 +333,13 @@ class Builder:
 
     # --------------------------------------------------------------------------------- publish
 
-    def kept_units(self, variant: str, plan: dict):
-        """Per source, the first ``wanted`` verified units of a variant in candidate order; a unit
-        not built yet (a replacement for a dropped one) is built here."""
+    def kept_units(self, part: tuple[str, str], plan: dict):
+        """Per source, the first ``wanted`` verified units of a (variant, split) in candidate
+        order; a unit not built yet (a replacement for a dropped one) is built here."""
+        variant, _ = part
         kept: Counter = Counter()
-        for segment, dialogue in plan.get(variant, []):
-            if kept[segment.source] >= self.wanted[(variant, segment.source)]:
+        for segment, dialogue in plan.get(part, []):
+            if kept[segment.source] >= self.wanted[(*part, segment.source)]:
                 continue
             path = self.unit_path(variant, segment)
             marker = path.with_suffix(".dropped.json")
@@ -310,7 +347,7 @@ class Builder:
                 self.dropped[json.loads(marker.read_text())["dropped"]] += 1
                 continue
             if not self.done(variant, segment):
-                self.make_unit(self.group(variant, plan), segment, dialogue)
+                self.make_unit(self.group(part, plan), segment, dialogue)
             if marker.is_file():
                 self.dropped[json.loads(marker.read_text())["dropped"]] += 1
                 continue
@@ -329,8 +366,8 @@ class Builder:
         digest = hashlib.sha256()
         options = {k: str(v) for k, v in asdict(self.opts).items() if k not in ("num_shards", "shard_index", "threads", "progress", "until")}
         digest.update(json.dumps(options, sort_keys=True).encode())
-        for variant in sorted(plan):
-            for segment, _ in plan[variant]:
+        for variant, split in sorted(plan):
+            for segment, _ in plan[(variant, split)]:
                 for path in (self.unit_path(variant, segment), self.unit_path(variant, segment).with_suffix(".dropped.json")):
                     if path.is_file():
                         stat = path.stat()
@@ -352,15 +389,20 @@ class Builder:
             previous = json.loads(stamp.read_text())
             if previous.get("fingerprint") == fingerprint:
                 return previous["report"] | {"published": "unchanged (nothing to do)"}
-        audits, counts = {}, {}
-        for variant in opts.variants:
-            wanted = sum(n for (v, _), n in self.wanted.items() if v == variant)
-            audit = audits[variant] = ShortcutAudit()
-            order = unit_rng(opts.seed, "rows", variant)
-            writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant)) for task in ssd.TASKS}
+        audits, counts = {}, defaultdict(dict)
+        for variant, split in [(v, s) for v in opts.variants for s in ssd.SPLITS]:
+            if (variant, split) not in plan:
+                continue
+            wanted = sum(n for (v, s, _), n in self.wanted.items() if (v, s) == (variant, split))
+            audit = ShortcutAudit()
+            if split == "test":  # the audit describes the benchmark itself
+                audits[variant] = audit
+            order = unit_rng(opts.seed, "rows", variant, *([split] if split != "test" else []))
+            writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant), split) for task in ssd.TASKS}
             try:
                 n = 0
-                for unit in tqdm(self.kept_units(variant, plan), total=wanted, desc=f"publish {variant}", unit="dialogue", disable=not opts.progress):
+                units = self.kept_units((variant, split), plan)
+                for unit in tqdm(units, total=wanted, desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress):
                     rows, discrimination = unit.records(opts.seed)
                     order.shuffle(rows)
                     for task in ("detection", "localization"):
@@ -374,13 +416,25 @@ class Builder:
                 for writer in writers.values():
                     writer.abort()
                 raise
-            counts[variant] = n
+            counts[split][variant] = n
             if n < wanted:
-                self.dropped[f"{variant}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
+                self.dropped[f"{variant} {split}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
+        self._remove_stale_shards(plan)
         verification = {"segment and text filter (before voicing)": dict(self.skipped), "after conversion": dict(self.dropped)}
         write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts)
         validated = ssd.validate_folder(opts.out, check_audio=False)
-        report = {"dialogues": counts, "verification": verification, "rows": validated,
+        report = {"dialogues": counts["test"], "verification": verification, "rows": validated,
                   "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}
+        if counts["validation"]:
+            report["validation_dialogues"] = counts["validation"]
         stamp.write_text(json.dumps({"fingerprint": self.fingerprint(plan), "report": report}))
         return report
+
+    def _remove_stale_shards(self, plan: dict) -> None:
+        """Shards of a (config, split) this build did not write (left by an earlier build with
+        other variants or a validation split) would be described and loaded as if current."""
+        for spec in ssd.CONFIGS.values():
+            for split in ssd.SPLITS:
+                if (spec.variant, split) not in plan:
+                    for path in ssd.shard_paths(self.opts.out, spec.name, split):
+                        path.unlink()

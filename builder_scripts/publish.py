@@ -27,37 +27,40 @@ def _seconds(clip: dict) -> float:
 
 
 def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
-    """Markdown table per variant and source, and the target-clip durations per variant."""
+    """Markdown table per variant, split and source, and the test target-clip durations per variant."""
     lines = [
-        "| variant | source | dialogues | instances (det/loc) | discrimination | target speakers | avg. turns / segment | target turns | audio (min) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| variant | split | source | dialogues | instances (det/loc) | discrimination | target speakers | avg. turns / segment | target turns | audio (min) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     durations: dict[str, list[float]] = defaultdict(list)
     for variant in ssd.VARIANTS:
         det = ssd.config_name("detection", variant)
-        if not ssd.shard_paths(root, det):
-            continue
-        rows = ssd.read_rows(root, det, columns=["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]).to_pylist()
-        disc = Counter(r["source_dataset"] for r in ssd.read_rows(root, ssd.config_name("discrimination", variant), columns=["source_dataset"]).to_pylist())
-        by_source = defaultdict(list)
-        for row in rows:
-            by_source[row["source_dataset"]].append(row)
-        for source, items in sorted(by_source.items()):
-            seconds = 0.0
-            for row in items:
-                lengths = [_seconds(c) for c in row["target_audio"]]
-                if row["scenario"] == "S1":
-                    durations[variant] += lengths
-                seconds += sum(lengths) + _seconds(row["reference_audio"])
-            lines.append(
-                f"| {variant} | {source} | {len({r['dialogue_id'] for r in items})} | {len(items)} | {disc[source]} "
-                f"| {len({r['target_speaker'] for r in items})} | {np.mean([len(r['turns']) for r in items]):.1f} "
-                f"| {sum(len(r['target_audio']) for r in items)} | {seconds / 60:.1f} |"
-            )
+        for split in ssd.SPLITS:
+            if not ssd.shard_paths(root, det, split):
+                continue
+            columns = ["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]
+            rows = ssd.read_rows(root, det, split, columns=columns).to_pylist()
+            disc = Counter(r["source_dataset"] for r in ssd.read_rows(root, ssd.config_name("discrimination", variant), split, columns=["source_dataset"]).to_pylist())
+            by_source = defaultdict(list)
+            for row in rows:
+                by_source[row["source_dataset"]].append(row)
+            for source, items in sorted(by_source.items()):
+                seconds = 0.0
+                for row in items:
+                    lengths = [_seconds(c) for c in row["target_audio"]]
+                    if row["scenario"] == "S1" and split == "test":
+                        durations[variant] += lengths
+                    seconds += sum(lengths) + _seconds(row["reference_audio"])
+                lines.append(
+                    f"| {variant} | {split} | {source} | {len({r['dialogue_id'] for r in items})} | {len(items)} | {disc[source]} "
+                    f"| {len({r['target_speaker'] for r in items})} | {np.mean([len(r['turns']) for r in items]):.1f} "
+                    f"| {sum(len(r['target_audio']) for r in items)} | {seconds / 60:.1f} |"
+                )
     return "\n".join(lines), durations
 
 
 def vc_mix(root: Path) -> str:
+    """Share of each backend among the test split's converted clips, per variant."""
     lines = ["| variant | voice-conversion backend | share of inconsistent clips |", "|---|---|---|"]
     for variant in ssd.VARIANTS:
         name = ssd.config_name("discrimination", variant)

@@ -15,8 +15,14 @@ Rules, for a dialogue and a seed:
 - The reference is the target speaker's audio from outside the window, at least
   ``min_reference_seconds`` long: the fewest consecutive target turns (in the speaker's own turn
   order) all on one side of the window whose durations add up to the minimum; a single long
-  enough turn when there is one. Ties go to the run nearest the window, then to the earlier one.
-  Its turns are concatenated in dialogue order to make the clip.
+  enough turn when there is one. Among runs of as many turns the shortest wins (the least audio
+  to voice and to listen to), then the one nearest the window, then the earlier one. Its turns
+  are concatenated in dialogue order to make the clip.
+- ``nested_segment`` places a short segment inside a long one of the same dialogue: N
+  consecutive target turns of the long window, drawn from the seed, with the long segment's
+  reference. The builder nests ``main``'s segment (N = 5) in the dialogue's ``10turn`` segment
+  when the dialogue has one, so that the two share their voiced turns and ``10turn`` extends
+  exactly the context ``main`` judges.
 - A dialogue with no valid (speaker, window, reference) is skipped, with the reason of the
   furthest rule any candidate passed: ``too_few_target_turns`` (no speaker has N turns),
   ``target_turns_too_short`` (no N consecutive turns of a speaker all long enough),
@@ -33,7 +39,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -42,6 +48,8 @@ from builder_scripts.sources.base import Dialogue
 
 #: Tolerance of duration comparisons (seconds), so float rounding never decides a rule.
 EPSILON = 1e-9
+#: The shortest target turn that can be judged, and the shortest reference clip (DESIGN.md).
+MIN_TARGET_SECONDS, MIN_REFERENCE_SECONDS = 1.0, 3.0
 SKIP_REASONS = ("too_few_target_turns", "target_turns_too_short", "window_too_long", "no_reference")
 
 
@@ -110,7 +118,8 @@ def _windows(positions, durations, n, max_turns, min_target, min_reference, max_
 
 
 def _reference(positions: list[int], first: int, last: int, durations, min_reference) -> tuple[int, ...]:
-    """The fewest consecutive outside turns, on one side, adding up to ``min_reference`` seconds."""
+    """The fewest consecutive outside turns, on one side, adding up to ``min_reference`` seconds
+    (the shortest such run, then the nearest, then the earliest)."""
     sides = [positions[:first][::-1], positions[last + 1 :]]  # each ordered from the window outwards
     best = None
     for side in sides:
@@ -120,7 +129,7 @@ def _reference(positions: list[int], first: int, last: int, durations, min_refer
                 total += durations[p]
                 if total >= min_reference - EPSILON:
                     run = tuple(sorted(side[i : i + k + 1]))
-                    key = (k + 1, i, run[0])
+                    key = (k + 1, round(total, 6), i, run[0])
                     if best is None or key < best[0]:
                         best = (key, run)
                     break
@@ -134,8 +143,8 @@ def select_segment(
     seed: int = 0,
     num_target_turns: int = 5,
     max_turns: int = 20,
-    min_target_seconds: float = 1.0,
-    min_reference_seconds: float = 3.0,
+    min_target_seconds: float = MIN_TARGET_SECONDS,
+    min_reference_seconds: float = MIN_REFERENCE_SECONDS,
     durations: Sequence[float] | None = None,
     max_target_seconds: float | None = None,
 ) -> Segment:
@@ -175,6 +184,18 @@ def select_segment(
     )
 
 
+def nested_segment(outer: Segment, num_target_turns: int) -> Segment:
+    """``num_target_turns`` consecutive target turns of ``outer`` (drawn from its seed and
+    dialogue) with the smallest window around them and ``outer``'s reference."""
+    n_outer = len(outer.target_turns)
+    if not 1 <= num_target_turns <= n_outer:
+        raise ValueError(f"cannot nest {num_target_turns} target turns in a segment of {n_outer}")
+    rng = random.Random(f"{outer.seed}/{outer.source}/{outer.dialogue_id}/nested/{num_target_turns}")
+    start = rng.randrange(n_outer - num_target_turns + 1)
+    targets = outer.target_turns[start : start + num_target_turns]
+    return replace(outer, window=tuple(range(targets[0], targets[-1] + 1)), target_turns=targets)
+
+
 def select_segments(dialogues: Iterable[Dialogue], seed: int = 0, progress: bool = True, **rules) -> tuple[list[Segment], Counter]:
     """One segment per dialogue where possible; also the count of each skip reason."""
     segments, skipped = [], Counter()
@@ -189,8 +210,8 @@ def select_segments(dialogues: Iterable[Dialogue], seed: int = 0, progress: bool
 def check_durations(
     segment: Segment,
     durations: Mapping[int, float] | Sequence[float],
-    min_target_seconds: float = 1.0,
-    min_reference_seconds: float = 3.0,
+    min_target_seconds: float = MIN_TARGET_SECONDS,
+    min_reference_seconds: float = MIN_REFERENCE_SECONDS,
 ) -> str | None:
     """Re-check a segment on real durations (turn index -> seconds): a reason, or None if it holds."""
     try:

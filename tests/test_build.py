@@ -74,7 +74,7 @@ def test_build_passes_validator_and_loads_everywhere(built):
         ds = load_dataset(str(root), name, split="test", cache_dir=str(tmp / "hf_cache"))
         assert len(ds) == counts[f"{name}/test"]
     card = (root / "README.md").read_text()
-    assert "| main | speechlike | 2 | 6 | 2 |" in card
+    assert "| main | test | speechlike | 2 | 6 | 2 |" in card and "| validation |" not in card
     assert (root / "duration_histogram.png").stat().st_size > 1000
     assert "spectral_flatness" in card and "world" in card
 
@@ -98,6 +98,41 @@ def test_s2_and_s3_hold_on_every_instance(built):
             for i in range(len(s2["target_audio"])):
                 same = s2["target_audio"][i]["bytes"] == scen["S1"]["target_audio"][i]["bytes"]
                 assert same == (i != k), "only turn k differs from S1"
+
+
+def test_main_segments_nest_in_the_10turn_ones(built):
+    """Dialogues with a 10-turn segment come first for main, its window inside that one: the two
+    variants share the 10turn dialogues and their voiced turns."""
+    from builder_scripts.scenarios import Unit
+
+    tmp, _ = built
+    units = {v: {p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units" / v / "speechlike").glob("*.npz")} for v in ("main", "10turn")}
+    shared = set(units["main"]) & set(units["10turn"])
+    assert units["10turn"] and shared == set(units["10turn"])
+    for name in shared:
+        short, long = units["main"][name], units["10turn"][name]
+        assert set(short.target_turns) < set(long.target_turns) and short.reference_turns == long.reference_turns
+
+
+def test_validation_split_is_disjoint_and_leaves_the_test_split_unchanged(built, tmp_path):
+    tmp, _ = built
+    corpus = recorded(tmp_path / "corpus")
+    report = build(options(tmp_path, validation_dialogues=1), corpus)
+    root = tmp_path / "speakersleuth"
+    assert report["dialogues"] == {"main": 2, "4vc": 2, "10turn": 1}
+    assert report["validation_dialogues"] == {"main": 1, "4vc": 1, "10turn": 1}
+    counts = ssd.validate_folder(root, check_audio=False)
+    assert counts["detection/validation"] == 3 and counts["discrimination-10turn/validation"] == 1
+    assert fingerprint(root) == fingerprint(tmp / "speakersleuth")  # test rows, labels and audio
+    for variant in ssd.VARIANTS:
+        name = ssd.config_name("detection", variant)
+        dialogues = {split: {r["dialogue_id"] for r in ssd.read_rows(root, name, split, columns=["dialogue_id"]).to_pylist()} for split in ssd.SPLITS}
+        assert dialogues["validation"] and not dialogues["test"] & dialogues["validation"]
+    assert len(load_dataset(str(root), "localization-4vc", split="validation", cache_dir=str(tmp_path / "hf"))) == 3
+    assert "| main | validation | speechlike | 1 | 3 | 1 |" in (root / "README.md").read_text()
+    build(options(tmp_path), corpus)  # without the split: its old shards go
+    assert not any(ssd.shard_paths(root, name, "validation") for name in ssd.CONFIGS)
+    assert "validation" not in (root / "README.md").read_text().split("---")[1]
 
 
 def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpus, monkeypatch):

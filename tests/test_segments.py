@@ -15,6 +15,7 @@ from builder_scripts.segments import (
     Segment,
     SegmentSkipped,
     check_durations,
+    nested_segment,
     read_manifest,
     select_segment,
     select_segments,
@@ -97,6 +98,10 @@ def check_rules(seg: Segment, d: Dialogue, n, max_turns, min_target_seconds, min
     for other_side in ([i for i in outside if i < w[0]], [i for i in outside if i > w[-1]]):
         for j in range(len(other_side) - len(ref) + 2):
             assert sum(dur[i] for i in other_side[j : j + len(ref) - 1]) < min_reference_seconds
+        # no run of as many turns that is long enough is shorter
+        for j in range(len(other_side) - len(ref) + 1):
+            total = sum(dur[i] for i in other_side[j : j + len(ref)])
+            assert total < min_reference_seconds or total >= sum(dur[i] for i in ref) - 1e-6
 
 
 @settings(max_examples=300, deadline=None)
@@ -116,12 +121,14 @@ def test_rules_hold_or_skip_is_justified(turns, params, seed):
     assert seg == select_segment(d, seed=seed, num_target_turns=n, max_turns=max_turns, **params)
 
 
-def test_single_long_turn_preferred_and_nearest():
+def test_single_long_turn_preferred_then_shortest_then_nearest():
     # b's turns are too short to judge; a's only window of <= 2 turns is (6, 7)
     turns = [("a", 3.5), ("b", 0.9), ("b", 0.9), ("a", 4.0), ("b", 0.9), ("b", 0.9), ("a", 1.5), ("a", 1.5), ("b", 0.9), ("b", 0.9), ("a", 0.8)]
     seg = select_segment(dialogue(turns), num_target_turns=2, max_turns=2)
     assert (seg.target_speaker, seg.window, seg.target_turns) == ("a", (6, 7), (6, 7))
-    assert seg.reference_turns == (3,)  # a single turn >= 3 s, the nearer of two
+    assert seg.reference_turns == (0,)  # a single turn >= 3 s, the shorter of two
+    turns[0] = ("a", 4.0)
+    assert select_segment(dialogue(turns), num_target_turns=2, max_turns=2).reference_turns == (3,)  # equal: the nearer
 
 
 def test_concatenated_reference_when_no_single_turn_is_long_enough():
@@ -129,10 +136,38 @@ def test_concatenated_reference_when_no_single_turn_is_long_enough():
     rules = dict(num_target_turns=2, max_turns=3, min_target_seconds=1.4)  # only window (4, 5)
     seg = select_segment(dialogue(turns), **rules)
     assert seg.window == (4, 5) and seg.reference_turns == (0, 1, 2)  # 3.3 s from three turns
-    assert select_segment(dialogue(turns), **rules, min_reference_seconds=2.0).reference_turns == (1, 2)  # nearest run
+    assert select_segment(dialogue(turns), **rules, min_reference_seconds=2.0).reference_turns == (0, 1)  # shortest run
     with pytest.raises(SegmentSkipped) as skip:
         select_segment(dialogue(turns), **rules, min_reference_seconds=4.0)
     assert skip.value.reason == "no_reference"
+
+
+@settings(max_examples=200, deadline=None)
+@given(turns=turn_lists, seed=st.integers(0, 3), inner=st.sampled_from([1, 2, 3, 5]))
+def test_nested_segment_lies_inside_the_outer_one(turns, seed, inner):
+    d = dialogue(turns)
+    try:
+        outer = select_segment(d, seed=seed, num_target_turns=5, max_turns=20)
+    except SegmentSkipped:
+        return
+    seg = nested_segment(outer, inner)
+    speakers = [t.speaker for t in d.turns]
+    k = outer.target_turns.index(seg.target_turns[0])
+    assert seg.target_turns == outer.target_turns[k : k + inner]  # consecutive target turns of the outer window
+    assert seg.window == tuple(range(seg.target_turns[0], seg.target_turns[-1] + 1))
+    assert list(seg.target_turns) == [i for i in seg.window if speakers[i] == seg.target_speaker]
+    assert (seg.target_speaker, seg.reference_turns, seg.dialogue_id, seg.seed) == (outer.target_speaker, outer.reference_turns, outer.dialogue_id, outer.seed)
+    assert seg == nested_segment(outer, inner)
+    with pytest.raises(ValueError, match="cannot nest 6 target turns in a segment of 5"):
+        nested_segment(outer, 6)
+
+
+def test_nested_segment_position_is_drawn():
+    d = dialogue([("a", 3.5)] + [("b", 1.0), ("a", 2.0)] * 10)  # one 10-turn window: turns 2, 4, ..., 20
+    outers = {select_segment(d, seed=seed, num_target_turns=10) for seed in range(12)}
+    assert {o.target_turns for o in outers} == {tuple(range(2, 21, 2))}
+    starts = {nested_segment(o, 5).target_turns[0] for o in outers}
+    assert len(starts) > 2 and starts <= {2, 4, 6, 8, 10, 12}
 
 
 def test_determinism_and_seed_dependence():

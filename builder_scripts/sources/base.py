@@ -64,6 +64,10 @@ class DialogueSource(ABC):
     license: str
     citation: str
     homepage: str
+    #: How far planned turn durations must clear the segment rules' minimums: 1 where durations
+    #: are measured; more where they are estimates (TTS), so that few segments fail the re-check
+    #: on the voiced durations (a failure wastes the voicing and needs a replacement).
+    duration_slack: float = 1.0
 
     @abstractmethod
     def dialogues(self) -> Iterator[Dialogue]:
