@@ -427,3 +427,19 @@ def test_yourtts_adapter_runs_coqui_end_to_end(tiny_yourtts, speakers):
     # a second of leading silence survives: the release's silence trimming is turned off
     padded = np.concatenate([np.zeros(SAMPLING_RATE, dtype=np.float32), turn])
     assert conv.convert(padded, speakers["male_a"]["refs"][:1]).shape == padded.shape
+
+
+def test_praat_outputs_share_one_bandwidth(converted, converters, speakers):
+    """Praat's formant shift resamples; converted and resynthesised clips are band-limited alike,
+    so the top band does not tell which turn was converted."""
+    from builder_scripts.vc.praat import BANDWIDTH_HZ
+
+    def top_share(clip: np.ndarray) -> float:
+        spectrum = np.abs(np.fft.rfft(clip)) ** 2
+        freqs = np.fft.rfftfreq(clip.size, 1 / SAMPLING_RATE)
+        return float(spectrum[freqs > BANDWIDTH_HZ + 400].sum() / spectrum.sum())
+
+    turn = speakers["male_a"]["turn"]
+    assert top_share(turn) > 1e-3  # the fixture voices do have energy up there
+    clips = [converters["praat"].resynthesize(turn), converted[("praat", "male_a", "female_a")], converted[("praat", "female_b", "male_b")]]
+    assert all(top_share(c) < 1e-4 for c in clips), [top_share(c) for c in clips]
