@@ -2,8 +2,9 @@
 
 ``dataset_card.md`` at the repository root is the template (``str.format`` fields); this module
 fills it with a Table-1-style statistics table per variant and source, a clip-duration histogram
-(``duration_histogram.png`` beside the card), the voice-conversion mix, the verification counts,
-the shortcut audit, and the sources' licenses and citations.
+(``duration_histogram.png`` beside the card), the voice-conversion mix, the substitutes'
+similarity to the target, the verification counts, the shortcut audit, and the sources' licenses
+and citations.
 """
 
 from __future__ import annotations
@@ -73,6 +74,28 @@ def vc_mix(root: Path) -> str:
     return "\n".join(lines)
 
 
+def similarity(root: Path) -> str:
+    """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per variant."""
+    lines = ["| variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|"]
+    for variant in ssd.VARIANTS:
+        det = ssd.config_name("detection", variant)
+        if not ssd.shard_paths(root, det):
+            continue
+        rows = ssd.read_rows(root, det, columns=["dialogue_id", "scenario", "substitute_similarity"]).to_pylist()
+        by_dialogue = defaultdict(dict)
+        for row in rows:
+            if row["scenario"] != "S1":
+                by_dialogue[row["dialogue_id"]][row["scenario"]] = row["substitute_similarity"]
+        ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
+        for scenario in ("S2", "S3"):
+            values = np.array([d[scenario] for d in by_dialogue.values()])
+            lines.append(
+                f"| {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} | {np.median(values):.3f} "
+                f"| {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
+            )
+    return "\n".join(lines)
+
+
 def histogram(durations: dict[str, list[float]], path: Path) -> None:
     import matplotlib
 
@@ -116,6 +139,7 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         statistics=stats,
         histogram=HISTOGRAM,
         vc_mix=vc_mix(root),
+        similarity=similarity(root),
         verification=_counts_table(verification),
         shortcut_audit=audit_tables,
         sources=source_lines,

@@ -77,6 +77,7 @@ def test_build_passes_validator_and_loads_everywhere(built):
     assert "| main | test | speechlike | 2 | 6 | 2 |" in card and "| validation |" not in card
     assert (root / "duration_histogram.png").stat().st_size > 1000
     assert "spectral_flatness" in card and "world" in card
+    assert "| main | S3 | 2 |" in card and "| 2 of 2 |" in card  # substitute similarity, S3 > S2 in every dialogue
 
 
 def test_s2_and_s3_hold_on_every_instance(built):
