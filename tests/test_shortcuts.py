@@ -33,4 +33,5 @@ def test_loud_conversions_are_caught_raw_and_equal_levels_score_chance():
     assert published["converted_turn"]["loudness"] == published["chance_turn"] == 20.0
     assert published["original_candidate"]["loudness"] == published["chance_candidate"]
     assert published["converted_turn"]["duration"] == 20.0  # equal lengths: a tie everywhere
-    assert "| loudness | 100.0 | 20.0 | 100.0 | 33.3 |" in audit.table()
+    assert published["converted_turn_S2"]["loudness"] == published["converted_turn_S3"]["loudness"] == 20.0
+    assert "| loudness | 100.0 | 20.0 | 20.0 / 20.0 | 100.0 | 33.3 |" in audit.table()
