@@ -429,10 +429,11 @@ def test_yourtts_adapter_runs_coqui_end_to_end(tiny_yourtts, speakers):
     assert conv.convert(padded, speakers["male_a"]["refs"][:1]).shape == padded.shape
 
 
-def test_praat_outputs_share_one_bandwidth(converted, converters, speakers):
-    """Praat's formant shift resamples; converted and resynthesised clips are band-limited alike,
-    so the top band does not tell which turn was converted."""
-    from builder_scripts.vc.praat import BANDWIDTH_HZ
+@pytest.mark.parametrize("name", DSP)
+def test_dsp_outputs_share_one_bandwidth(name, converted, converters, speakers):
+    """Formant shifts change the top of the band; converted and resynthesised clips are band-limited
+    alike, so the top band does not tell which turn was converted."""
+    from builder_scripts.vc.world import BANDWIDTH_HZ
 
     def top_share(clip: np.ndarray) -> float:
         spectrum = np.abs(np.fft.rfft(clip)) ** 2
@@ -441,5 +442,5 @@ def test_praat_outputs_share_one_bandwidth(converted, converters, speakers):
 
     turn = speakers["male_a"]["turn"]
     assert top_share(turn) > 1e-3  # the fixture voices do have energy up there
-    clips = [converters["praat"].resynthesize(turn), converted[("praat", "male_a", "female_a")], converted[("praat", "female_b", "male_b")]]
+    clips = [converters[name].resynthesize(turn), converted[(name, "male_a", "female_a")], converted[(name, "female_b", "male_b")]]
     assert all(top_share(c) < 1e-4 for c in clips), [top_share(c) for c in clips]

@@ -16,8 +16,8 @@ pitch median unchanged, range 1). Praat shifts formants by resampling, which emp
 the band for a ratio above 1 and fills it with stretched content below 1, so a converted turn
 would differ from resynthesised ones in bandwidth alone (the shortcut audit found the 4-8 kHz
 energy share picking S3's converted turn at 46 % against 20 % chance): every output, converted or
-resynthesised, is low-passed to ``BANDWIDTH_HZ``, the band the largest ratio leaves. Output: the
-source's exact length and RMS loudness.
+resynthesised, is low-passed to ``world.BANDWIDTH_HZ``, the band the largest ratio leaves. Output:
+the source's exact length and RMS loudness.
 """
 
 from __future__ import annotations
@@ -30,17 +30,7 @@ import parselmouth
 from parselmouth.praat import call
 
 from .base import SAMPLING_RATE, VoiceConverter, as_clip, finish
-from .world import ALPHA_RANGE, F0_SCALE_RANGE, f0_median, speaker_profile, vtl_ratio
-
-BANDWIDTH_HZ = SAMPLING_RATE / 2 / ALPHA_RANGE[1]  # 6.4 kHz
-
-
-def band_limit(audio: np.ndarray) -> np.ndarray:
-    """Zero-phase low-pass (8th-order Butterworth) at ``BANDWIDTH_HZ``."""
-    from scipy.signal import butter, sosfiltfilt
-
-    sos = butter(8, BANDWIDTH_HZ, btype="low", fs=SAMPLING_RATE, output="sos")
-    return sosfiltfilt(sos, audio).astype(np.float32)
+from .world import F0_SCALE_RANGE, band_limit, f0_median, speaker_profile, vtl_ratio
 
 
 class PraatConverter(VoiceConverter):
