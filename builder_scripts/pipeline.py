@@ -397,7 +397,7 @@ class Builder:
             audit = ShortcutAudit()
             if split == "test":  # the audit describes the benchmark itself
                 audits[variant] = audit
-            order = unit_rng(opts.seed, "rows", variant, *([split] if split != "test" else []))
+            order = unit_rng(opts.seed, "rows", variant, split)
             writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant), split) for task in ssd.TASKS}
             try:
                 n = 0

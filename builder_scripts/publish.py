@@ -27,6 +27,14 @@ def _seconds(clip: dict) -> float:
     return info.frames / info.samplerate
 
 
+def _rows(root: Path, task: str, variant: str, columns: list[str], split: str = "test") -> list[dict]:
+    """Rows (these columns) of one config and split; empty when it has no shards."""
+    name = ssd.config_name(task, variant)
+    if not ssd.shard_paths(root, name, split):
+        return []
+    return ssd.read_rows(root, name, split, columns=columns).to_pylist()
+
+
 def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
     """Markdown table per variant, split and source, and the test target-clip durations per variant."""
     lines = [
@@ -34,14 +42,13 @@ def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     durations: dict[str, list[float]] = defaultdict(list)
+    columns = ["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]
     for variant in ssd.VARIANTS:
-        det = ssd.config_name("detection", variant)
         for split in ssd.SPLITS:
-            if not ssd.shard_paths(root, det, split):
+            rows = _rows(root, "detection", variant, columns, split)
+            if not rows:
                 continue
-            columns = ["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]
-            rows = ssd.read_rows(root, det, split, columns=columns).to_pylist()
-            disc = Counter(r["source_dataset"] for r in ssd.read_rows(root, ssd.config_name("discrimination", variant), split, columns=["source_dataset"]).to_pylist())
+            disc = Counter(r["source_dataset"] for r in _rows(root, "discrimination", variant, ["source_dataset"], split))
             by_source = defaultdict(list)
             for row in rows:
                 by_source[row["source_dataset"]].append(row)
@@ -64,10 +71,7 @@ def vc_mix(root: Path) -> str:
     """Share of each backend among the test split's converted clips, per variant."""
     lines = ["| variant | voice-conversion backend | share of inconsistent clips |", "|---|---|---|"]
     for variant in ssd.VARIANTS:
-        name = ssd.config_name("discrimination", variant)
-        if not ssd.shard_paths(root, name):
-            continue
-        models = Counter(r["vc_model"] for r in ssd.read_rows(root, name, columns=["vc_model"]).to_pylist())
+        models = Counter(r["vc_model"] for r in _rows(root, "discrimination", variant, ["vc_model"]))
         total = sum(models.values())
         for model, n in sorted(models.items()):
             lines.append(f"| {variant} | {model} | {100 * n / total:.1f} % ({n}) |")
@@ -78,14 +82,12 @@ def similarity(root: Path) -> str:
     """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per variant."""
     lines = ["| variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|"]
     for variant in ssd.VARIANTS:
-        det = ssd.config_name("detection", variant)
-        if not ssd.shard_paths(root, det):
-            continue
-        rows = ssd.read_rows(root, det, columns=["dialogue_id", "scenario", "substitute_similarity"]).to_pylist()
         by_dialogue = defaultdict(dict)
-        for row in rows:
+        for row in _rows(root, "detection", variant, ["dialogue_id", "scenario", "substitute_similarity"]):
             if row["scenario"] != "S1":
                 by_dialogue[row["dialogue_id"]][row["scenario"]] = row["substitute_similarity"]
+        if not by_dialogue:
+            continue
         ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
         for scenario in ("S2", "S3"):
             values = np.array([d[scenario] for d in by_dialogue.values()])
