@@ -30,18 +30,12 @@ def _source_dirs(values: list[str]) -> dict[str, dict]:
     return args
 
 
-def run_jobs(argv: list[str], opts, jobs: int) -> None:
-    """Voice and embed the speaker pool once, then convert in ``jobs`` shard processes at once
-    (one thread each); the caller merges. Every process writes the same stage cache."""
+def run_jobs(argv: list[str], jobs: int) -> None:
+    """Build in ``jobs`` shard processes at once (one thread each; they share the speaker pool's
+    voicing too); the caller merges. Every process writes the same stage cache."""
     import os
     import subprocess
-    from dataclasses import replace
 
-    from .pipeline import Builder
-
-    report = Builder(replace(opts, until="bank")).run()
-    opts.cache.mkdir(parents=True, exist_ok=True)
-    (opts.cache / "build_report.bank.json").write_text(json.dumps(report, indent=2))
     base = _without_option(argv, "--jobs")
     env = dict(os.environ, OMP_NUM_THREADS="1")
     procs = [
@@ -119,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs > 1:
         if args.num_shards != 1:
             raise SystemExit("--jobs runs its own shards; do not combine it with --num-shards")
-        run_jobs(argv if argv is not None else sys.argv[1:], opts, args.jobs)
+        run_jobs(argv if argv is not None else sys.argv[1:], args.jobs)
     report = Builder(opts).run()
     report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
     report_path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,13 +9,14 @@ Stages and their cache (under ``BuildOptions.cache``), each idempotent:
    split (for threshold calibration) is drawn the same way from the far end of the order, never
    from a dialogue the test split may use, so asking for it leaves the test split unchanged.
    Cheap, recomputed by every process.
-2. *speaker bank* per source: the substitute pool voiced (TTS sources) and embedded with the
-   encoder, cached by content (``until="bank"`` stops here).
+2. *speaker bank* per source: the substitute pool voiced (TTS sources; the shard processes of one
+   machine share that work) and embedded with the encoder, cached by content.
 3. *units*: one file per (variant, dialogue) holding the converted, resynthesised, verified clips
    (``units/<variant>/<source>/<dialogue>.npz``), for the first ``dialogues`` candidates. This is
    the expensive stage, the one ``num_shards``/``shard_index`` split across processes or machines
-   (a Slurm array, a Ray job, ``--jobs``): candidate ``i`` of a source belongs to shard
-   ``i % num_shards``. A killed build resumes here: finished units are loaded, not rebuilt.
+   (a Slurm array, a Ray job, ``--jobs``): a dialogue's units go to one shard, dealt by
+   estimated voicing time so that shards finish together. A killed build resumes here: finished
+   units are loaded, not rebuilt.
 4. *publish* (not in a shard of several): per source the first ``dialogues`` units that passed
    verification, in candidate order; a dropped unit is replaced by the next candidate, built
    here. They go through ``speakersleuth_dataset.DatasetWriter`` into the nine configs, then the
@@ -43,7 +44,7 @@ import speakersleuth_dataset as ssd
 
 from .audio import load_span
 from .scenarios import Unit, build_unit, choose, unit_rng
-from .segments import MIN_REFERENCE_SECONDS, MIN_TARGET_SECONDS, Segment, SegmentSkipped, check_durations, nested_segment, select_segment
+from .segments import MIN_REFERENCE_SECONDS, MIN_TARGET_SECONDS, Segment, SegmentSkipped, check_durations, nested_segment, select_segment, widen_reference
 from .shortcuts import ShortcutAudit
 from .sources import get_source_class
 from .sources.base import Dialogue, DialogueSource
@@ -52,6 +53,9 @@ from .verification import audio_checks, get_text_filter, read_review_decisions
 from .vc import PAPER_4VC_SHARES, get_converter
 
 SHORT_TARGET_TURNS, LONG_TARGET_TURNS = 5, 10  # N of main/4vc and of 10turn
+#: CPU seconds a variant's conversion, resynthesis and checks take per second of target audio
+#: (WORLD/Praat on one core, measured by benchmarks/bench_build.py); balances the shards.
+CONVERSION_SECONDS_PER_SECOND = 0.1
 
 
 @dataclass
@@ -75,7 +79,7 @@ class BuildOptions:
     num_shards: int = 1
     shard_index: int = 0
     threads: int | None = None  # CPU threads of the TTS runtime and torch (None: all cores)
-    until: str = "publish"  # stop after "bank" (voicing the pool, embedding it) or "units"
+    until: str = "publish"  # or stop after "units"
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -83,8 +87,8 @@ class BuildOptions:
         unknown = [v for v in self.variants if v not in ssd.VARIANTS]
         if unknown:
             raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
-        if self.until not in ("bank", "units", "publish"):
-            raise ValueError(f"until must be bank, units or publish, got {self.until!r}")
+        if self.until not in ("units", "publish"):
+            raise ValueError(f"until must be units or publish, got {self.until!r}")
         if not 0 <= self.shard_index < self.num_shards:
             raise ValueError(f"shard index {self.shard_index} is not in 0..{self.num_shards - 1}")
 
@@ -208,7 +212,7 @@ class Builder:
 
     def bank(self, source: DialogueSource, dialogues: list[Dialogue]) -> tuple[SpeakerBank, dict]:
         with self.clock("tts"):
-            pool = source.speaker_pool(dialogues, clips_per_speaker=3)
+            pool = source.speaker_pool(dialogues, clips_per_speaker=3, share=(self.opts.shard_index, self.opts.num_shards))
         with self.clock("encoder"):
             bank = SpeakerBank.build(pool, self.encoder(), cache_dir=self.opts.cache, progress=self.opts.progress)
         return bank, pool
@@ -231,8 +235,7 @@ class Builder:
         for name, source in sources.items():
             # the pool comes from the whole corpus, so it does not change with --dialogues
             self._context[name] = (source, *self.bank(source, list(source.dialogues())))
-        if opts.until != "bank":
-            self._make_units(plan)
+        self._make_units(plan)
         report = {"options": {k: str(v) for k, v in asdict(opts).items()}, "skipped": dict(self.skipped)}
         if opts.num_shards == 1 and opts.until == "publish":
             report |= self.publish(plan, sources)
@@ -273,11 +276,13 @@ class Builder:
                 i = rank[segment.source]
                 rank[segment.source] += 1
                 key = (tuple(variants), segment.source, segment.dialogue_id)
-                if i >= self.wanted[(*part, segment.source)] or key in seen or i % opts.num_shards != opts.shard_index:
+                if i >= self.wanted[(*part, segment.source)] or key in seen:
                     continue
                 seen.add(key)
-                if not all(self.done(v, segment) for v in variants):
-                    work.append((variants, segment, dialogue))
+                work.append((variants, segment, dialogue))
+        mine = self.shard_of(work)
+        work = [item for item in work if mine[(item[1].source, item[1].dialogue_id)] == opts.shard_index]
+        work = [(variants, segment, dialogue) for variants, segment, dialogue in work if not all(self.done(v, segment) for v in variants)]
         # interleave the variant groups so that a partial run has made progress on each of them
         by_group: dict[tuple, list] = defaultdict(list)
         for item in work:
@@ -285,6 +290,27 @@ class Builder:
         work = [item for batch in zip_longest(*by_group.values()) for item in batch if item is not None]
         for variants, segment, dialogue in tqdm(work, desc="units", unit="dialogue", disable=not opts.progress):
             self.make_unit(variants, segment, dialogue)
+
+    def shard_of(self, work: list) -> dict[tuple[str, str], int]:
+        """Dialogue -> shard: all units of a dialogue in one shard (they share voiced turns), dealt
+        costliest first to the least loaded shard by estimated CPU seconds (voicing and
+        conversion), so that the shards finish together. Depends only on the plan: every process and machine deals alike."""
+        seconds: Counter = Counter()
+        voiced: dict[tuple[str, str], set[int]] = defaultdict(set)
+        for variants, segment, dialogue in work:
+            key = (segment.source, segment.dialogue_id)
+            source = self._context[segment.source][0]
+            for i in set(segment.target_turns) | set(segment.reference_turns):
+                if i not in voiced[key]:
+                    voiced[key].add(i)
+                    seconds[key] += source.voicing_seconds(dialogue.turns[i])
+            seconds[key] += len(variants) * CONVERSION_SECONDS_PER_SECOND * sum(dialogue.turns[i].duration for i in segment.target_turns)
+        load = [0.0] * self.opts.num_shards
+        shard = {}
+        for key in sorted(seconds, key=lambda k: (-seconds[k], k)):
+            shard[key] = min(range(len(load)), key=lambda i: (load[i], i))
+            load[shard[key]] += seconds[key]
+        return shard
 
     def _substitute_clips(self, source_name: str, speaker: str) -> list[np.ndarray]:
         key = (source_name, speaker)
@@ -296,11 +322,17 @@ class Builder:
         """Voice, convert, resynthesise and check one segment for each of ``variants``; cached."""
         opts = self.opts
         source, bank, _ = self._context[segment.source]
-        needed = sorted(set(segment.target_turns) | set(segment.reference_turns))
-        with self.clock("tts"):
-            source.ensure_audio(dialogue, needed)
-        audio = {i: load_span(dialogue.turns[i].audio) for i in needed}
-        reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
+        audio: dict[int, np.ndarray] = {}
+        while True:  # a reference voiced shorter than planned grows by a turn instead of being dropped
+            needed = sorted((set(segment.target_turns) | set(segment.reference_turns)) - set(audio))
+            with self.clock("tts"):
+                source.ensure_audio(dialogue, needed)
+            audio |= {i: load_span(dialogue.turns[i].audio) for i in needed}
+            reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
+            wider = widen_reference(segment, dialogue) if reason == "reference_too_short" else None
+            if wider is None:
+                break
+            segment = wider
         choice = None if reason else choose(segment, bank, opts.seed, exclude=tuple(dialogue.speakers))
         for variant in variants:
             path = self.unit_path(variant, segment)

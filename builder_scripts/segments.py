@@ -30,7 +30,9 @@ Rules, for a dialogue and a seed:
   such window leaves enough of the speaker's audio on one side).
 
 Durations are ``Turn.duration`` (an estimate from the word count for TTS sources) unless real
-ones are passed; after voicing, ``check_durations`` re-checks a segment on the real durations.
+ones are passed; after voicing, ``check_durations`` re-checks a segment on the real durations, and
+a reference that came out too short is widened by ``widen_reference`` (its run grows by the
+speaker's next turn away from the window) rather than losing the voiced segment.
 """
 
 from __future__ import annotations
@@ -194,6 +196,19 @@ def nested_segment(outer: Segment, num_target_turns: int) -> Segment:
     start = rng.randrange(n_outer - num_target_turns + 1)
     targets = outer.target_turns[start : start + num_target_turns]
     return replace(outer, window=tuple(range(targets[0], targets[-1] + 1)), target_turns=targets)
+
+
+def widen_reference(segment: Segment, dialogue: Dialogue) -> Segment | None:
+    """The segment with its reference run grown by the target speaker's next turn away from the
+    window (so a nested segment and its outer one widen alike); None when that side has no more."""
+    own = [i for i, turn in enumerate(dialogue.turns) if turn.speaker == segment.target_speaker]
+    if segment.reference_turns[0] < segment.window[0]:
+        further = [i for i in own if i < segment.reference_turns[0]]
+        nxt = further[-1] if further else None
+    else:
+        further = [i for i in own if i > segment.reference_turns[-1]]
+        nxt = further[0] if further else None
+    return None if nxt is None else replace(segment, reference_turns=tuple(sorted((*segment.reference_turns, nxt))))
 
 
 def select_segments(dialogues: Iterable[Dialogue], seed: int = 0, progress: bool = True, **rules) -> tuple[list[Segment], Counter]:

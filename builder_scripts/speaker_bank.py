@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ class SpeakerBank:
                 embs = encoder.embed([load_span(c) for c in clips], batch_size=batch_size)
                 if path is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = path.with_name(path.stem + ".tmp.npy")
+                    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")  # processes may build one bank at once
                     np.save(tmp, embs)
                     tmp.replace(path)
             bar.set_postfix(cached=reused)

@@ -156,9 +156,13 @@ def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpu
         build(options(tmp_path, num_shards=2, shard_index=0), corpus)
     monkeypatch.setattr(WorldConverter, "convert", original)
     assert not list((tmp_path / "cache").rglob(".*.tmp")), "no half-written unit"
+    units, made = tmp_path / "cache" / "units", []
     for shard in range(2):
+        before = set(units.rglob("*.*")) if shard else set()  # shard 0's killed run made some of its own
         report = build(options(tmp_path, num_shards=2, shard_index=shard), corpus)
         assert "dialogues" not in report  # a shard converts; it does not publish
+        made.append({path.name.split(".")[0] for path in set(units.rglob("*.*")) - before})
+    assert made[0] and made[1] and not made[0] & made[1], "each shard builds whole dialogues, and both get some"
     assert not (tmp_path / "speakersleuth").exists()
     merged = build(options(tmp_path), corpus)  # the merge: every unit comes from the cache
     assert merged["seconds"].get("vc", 0) == 0

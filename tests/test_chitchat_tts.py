@@ -14,7 +14,7 @@ import soundfile as sf
 from builder_scripts.sources import get_source_class
 from builder_scripts.sources.chitchat_tts import ChitchatTTS, cast_voices, estimate_duration, speaking_turns
 from builder_scripts.tts.text import is_speakable, normalize_chat
-from builder_scripts.tts.voice_bank import VOICES, median_f0, voices_of
+from builder_scripts.tts.voice_bank import VOICES, Voicer, median_f0, voices_of
 
 DIALOGUES = 250  # of the real corpus, for the parsing and casting tests
 #: Two turns every voice reads in the bank test (about 3.5 s each: shorter clips make
@@ -213,6 +213,45 @@ def test_speaker_pool_is_the_bank_with_seeded_clips(dialogues, tmp_path, monkeyp
     assert len(written) == 3 * len(VOICES), "cached clips were voiced again"
     other = ChitchatTTS(tmp_path / "b", seed=1).speaker_pool(dialogues[:50], clips_per_speaker=3)
     assert [c.path.name for v in VOICES for c in other[v.id][1]] != [c.path.name for v in VOICES for c in pool[v.id][1]]
+
+
+def test_pool_workers_start_with_their_share_and_finish_the_rest(dialogues, tmp_path, monkeypatch):
+    order = []
+
+    def fake_synthesize(self, voice_id, text):
+        path = self.path(voice_id, text)
+        if not path.is_file():  # the real one skips a clip another worker wrote, too
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sf.write(path, np.zeros(1600, dtype=np.float32), 16000)
+            order.append((voice_id, text))
+        return path
+
+    monkeypatch.setattr("builder_scripts.tts.voice_bank.Voicer.synthesize", fake_synthesize)
+    alone = ChitchatTTS(tmp_path / "alone", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3)
+    everything, order[:] = list(order), []
+    second = ChitchatTTS(tmp_path / "shared", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3, share=(1, 2))
+    assert order == everything[1::2] + everything[0::2], "worker 1 of 2 voices the odd clips first"
+    assert [c.path.name for v in VOICES for c in second[v.id][1]] == [c.path.name for v in VOICES for c in alone[v.id][1]]
+    order[:] = []
+    ChitchatTTS(tmp_path / "shared", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3, share=(0, 2))
+    assert order == [], "a clip another worker voiced was voiced again"
+
+
+def test_a_clip_once_written_is_never_replaced(tmp_path, monkeypatch):
+    voicer = Voicer(tmp_path)
+    path = voicer.path("pm_joe", "Hello there.")
+    first = np.full(1600, 0.25, dtype=np.float32)
+
+    def render_while_another_process_finishes_first(voice_id, text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(path, first, 16000, subtype="PCM_16")
+        return np.full(3200, -0.5, dtype=np.float32)
+
+    monkeypatch.setattr(voicer, "render", render_while_another_process_finishes_first)
+    assert voicer.synthesize("pm_joe", "Hello there.") == path
+    audio, _ = sf.read(path, dtype="float32")
+    assert audio.size == 1600 and np.allclose(audio, 0.25, atol=1e-4)
+    assert [p.name for p in path.parent.iterdir()] == [path.name], "the losing clip was left behind"
 
 
 @pytest.fixture(scope="module")

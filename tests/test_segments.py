@@ -19,6 +19,7 @@ from builder_scripts.segments import (
     read_manifest,
     select_segment,
     select_segments,
+    widen_reference,
     write_manifest,
 )
 from builder_scripts.sources.base import AudioSpan, Dialogue, Turn
@@ -197,6 +198,23 @@ def test_skip_reasons_are_counted():
     assert skipped == {"too_few_target_turns": 1, "target_turns_too_short": 1, "window_too_long": 1, "no_reference": 1}
     segments, skipped = select_segments(dialogues[2:3], progress=False, max_turns=30)
     assert not segments and skipped == {"no_reference": 1}
+
+
+def test_widen_reference_grows_away_from_the_window():
+    # a's only valid window is turns 4..12 (turn 0 is too short to judge); its reference is turn 2
+    d = dialogue([("a", 0.5), ("b", 1.0), ("a", 3.0), ("b", 1.0)] + [("a", 2.0), ("b", 1.0)] * 4 + [("a", 2.0), ("b", 1.0)])
+    seg = select_segment(d)
+    assert seg.target_turns == (4, 6, 8, 10, 12) and seg.reference_turns == (2,)
+    wider = widen_reference(seg, d)
+    assert wider.reference_turns == (0, 2) and wider.window == seg.window and wider.target_turns == seg.target_turns
+    assert widen_reference(wider, d) is None  # nothing further left on that side
+    # mirrored: the reference right of the window grows to the right, and nests alike
+    mirrored = dialogue([("b", 1.0)] + [("a", 2.0), ("b", 1.0)] * 5 + [("a", 3.0), ("b", 1.0), ("a", 0.5)])
+    seg = select_segment(mirrored)
+    assert seg.reference_turns == (11,)
+    assert widen_reference(seg, mirrored).reference_turns == (11, 13)
+    inner = nested_segment(seg, 2)
+    assert widen_reference(inner, mirrored).reference_turns == (11, 13)
 
 
 def test_real_durations_override_and_check():

@@ -73,6 +73,11 @@ class DialogueSource(ABC):
     def dialogues(self) -> Iterator[Dialogue]:
         """Yield the corpus's dialogues in a deterministic order."""
 
+    def voicing_seconds(self, turn: Turn) -> float:
+        """Estimated CPU seconds ``ensure_audio`` spends on this turn: 0 for recorded corpora (the
+        audio exists); a TTS source gives its engines' cost. Used to balance the shards."""
+        return 0.0
+
     def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
         """Make sure the audio of these turns exists on disk.
 
@@ -84,11 +89,14 @@ class DialogueSource(ABC):
             if not Path(path).is_file():
                 raise FileNotFoundError(f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}")
 
-    def speaker_pool(self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5) -> dict[str, tuple[str, list[AudioSpan]]]:
+    def speaker_pool(
+        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1)
+    ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Substitute speakers for voice conversion: ``{speaker: (gender, clips)}``.
 
         This default takes each speaker of ``dialogues`` with up to ``clips_per_speaker`` of its
-        turns of at least ``min_seconds``; a TTS source overrides it with its voice bank.
+        turns of at least ``min_seconds``; a TTS source overrides it with its voice bank and
+        voices it, starting with its ``share`` (worker i of n) when n processes build at once.
         """
         pool: dict[str, tuple[str, list[AudioSpan]]] = {}
         for dialogue in dialogues:

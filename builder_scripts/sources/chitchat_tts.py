@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ..tts import text as text_module
 from ..tts.audio import PAD_SECONDS
 from ..tts.text import normalize_chat
-from ..tts.voice_bank import GENDERS, VOICES, Voice, Voicer, voices_of
+from ..tts.voice_bank import ENGINE_SECONDS_PER_SECOND, GENDERS, VOICES, Voice, Voicer, voices_of
 from .base import AudioSpan, Dialogue, DialogueSource, Turn
 
 
@@ -191,6 +191,9 @@ class ChitchatTTS(DialogueSource):
         meta = {"senders": {cast[s].id: s for s in senders}, "prompt": prompt}
         return Dialogue(conversation_id, self.name, voiced, meta)
 
+    def voicing_seconds(self, turn: Turn) -> float:
+        return turn.duration * ENGINE_SECONDS_PER_SECOND[Voicer.voice(turn.speaker).engine]
+
     def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
         """Voice exactly these turns into the cache (cached ones are skipped; writes are atomic)."""
         missing = [i for i in dict.fromkeys(turn_indices) if not Path(dialogue.turns[i].audio.path).is_file()]
@@ -207,11 +210,15 @@ class ChitchatTTS(DialogueSource):
         """The cached 16 kHz wav of arbitrary ``text`` (already speakable) in a bank voice."""
         return self.voicer.synthesize(voice_id, text)
 
-    def speaker_pool(self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5) -> dict[str, tuple[str, list[AudioSpan]]]:
+    def speaker_pool(
+        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1)
+    ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Every bank voice with ``clips_per_speaker`` voiced sentences drawn from ``dialogues``' text.
 
         The texts are turns of about ``min_seconds`` to ``POOL_MAX_SECONDS`` (estimated), chosen
-        per voice from a seeded generator; the clips are voiced here (cached).
+        per voice from a seeded generator; the clips are voiced here (cached). Worker ``i`` of
+        ``n`` processes building at once (``share=(i, n)``) voices every n-th missing clip first,
+        then whatever the others have not finished, so the pool costs each about 1/n of it.
         """
         texts = sorted({t.text for d in dialogues for t in d.turns if min_seconds <= t.duration <= POOL_MAX_SECONDS})
         if len(texts) < clips_per_speaker:
@@ -221,6 +228,8 @@ class ChitchatTTS(DialogueSource):
             )
         plan = {v.id: _rng("pool", self.seed, v.id).sample(texts, clips_per_speaker) for v in VOICES}
         todo = [(v, t) for v, ts in plan.items() for t in ts if not self.voicer.path(v, t).is_file()]
+        worker, workers = share
+        todo = todo[worker::workers] + [clip for k, clip in enumerate(todo) if k % workers != worker]
         for voice_id, text in tqdm(todo, desc="voicing speaker pool", unit="clip", disable=not todo):
-            self.voicer.synthesize(voice_id, text)
+            self.voicer.synthesize(voice_id, text)  # a clip another worker has written is not voiced again
         return {v.id: (v.gender, [AudioSpan(self.voicer.path(v.id, t)) for t in plan[v.id]]) for v in VOICES}
