@@ -30,22 +30,32 @@ def _source_dirs(values: list[str]) -> dict[str, dict]:
     return args
 
 
-def run_jobs(argv: list[str], jobs: int) -> None:
+def run_jobs(argv: list[str], cache: Path, jobs: int) -> None:
     """Build in ``jobs`` shard processes at once (one thread each; they share the speaker pool's
-    voicing too); the caller merges. Every process writes the same stage cache."""
+    voicing too); the caller merges. Every process writes the same stage cache. Shard 0 shows its
+    progress here; the others write theirs to ``<cache>/logs/shard<i>.log``."""
     import os
     import subprocess
 
     base = _without_option(argv, "--jobs")
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "builder_scripts", *base, "--num-shards", str(jobs),
-                          "--shard-index", str(i), "--threads", "1", "--no-progress"], env=env)
-        for i in range(jobs)
-    ]
-    failed = [i for i, p in enumerate(procs) if p.wait() != 0]
+    logs = cache / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for i in range(jobs):
+        log = None if i == 0 else (logs / f"shard{i}.log").open("w")
+        quiet = [] if i == 0 else ["--no-progress"]
+        cmd = [sys.executable, "-m", "builder_scripts", *base, "--num-shards", str(jobs), "--shard-index", str(i), "--threads", "1", *quiet]
+        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log), log))
+    failed = []
+    for i, (proc, log) in enumerate(procs):
+        if proc.wait() != 0:
+            failed.append(i)
+        if log is not None:
+            log.close()
     if failed:
-        raise SystemExit(f"build shards {failed} failed; rerun the same command to resume")
+        where = ", ".join(str(logs / f"shard{i}.log") for i in failed if i)
+        raise SystemExit(f"build shards {failed} failed{f' (see {where})' if where else ''}; rerun the same command to resume")
 
 
 def _without_option(argv: list[str], name: str) -> list[str]:
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs > 1:
         if args.num_shards != 1:
             raise SystemExit("--jobs runs its own shards; do not combine it with --num-shards")
-        run_jobs(argv if argv is not None else sys.argv[1:], args.jobs)
+        run_jobs(argv if argv is not None else sys.argv[1:], opts.cache, args.jobs)
     report = Builder(opts).run()
     report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
     report_path.parent.mkdir(parents=True, exist_ok=True)
