@@ -202,6 +202,8 @@ class Voicer:
                 os.link(tmp, path)  # atomic, and fails rather than replace a clip already there
             except FileExistsError:
                 pass
+            except OSError:  # a file system without hard links: atomic, last writer wins
+                os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
