@@ -283,11 +283,16 @@ class Builder:
         mine = self.shard_of(work)
         work = [item for item in work if mine[(item[1].source, item[1].dialogue_id)] == opts.shard_index]
         work = [(variants, segment, dialogue) for variants, segment, dialogue in work if not all(self.done(v, segment) for v in variants)]
-        # interleave the variant groups so that a partial run has made progress on each of them
+        # interleave the variant groups so that a partial run has made progress on each of them,
+        # a dialogue's units one after the other (the converter's analysis cache then serves both)
         by_group: dict[tuple, list] = defaultdict(list)
         for item in work:
             by_group[tuple(item[0])].append(item)
         work = [item for batch in zip_longest(*by_group.values()) for item in batch if item is not None]
+        first: dict[tuple[str, str], int] = {}
+        for _, segment, _ in work:
+            first.setdefault((segment.source, segment.dialogue_id), len(first))
+        work.sort(key=lambda item: first[(item[1].source, item[1].dialogue_id)])
         for variants, segment, dialogue in tqdm(work, desc="units", unit="dialogue", disable=not opts.progress):
             self.make_unit(variants, segment, dialogue)
 

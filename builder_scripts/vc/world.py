@@ -139,22 +139,29 @@ class SpeakerProfile:
 
 
 _PROFILES = _LRU(512)
+_CLIP_STATS = _LRU(64)
 
 
-def _compute_profile(clips: list[np.ndarray]) -> SpeakerProfile:
-    log_f0, envelopes = [], []
-    freqs = None
-    for clip in clips:
+def _clip_stats(clip: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Log-F0 of the voiced 10 ms frames and their mean log power envelope (on WORLD's linear
+    frequency grid); None for a clip without voiced frames. Cached by content: a 10-turn segment
+    shares five clips with its nested 5-turn one."""
+
+    def run():
         x = clip.astype(np.float64)
         f0, t = f0_track(x, 10.0)
         voiced = f0 > 0
         if not voiced.any():
-            continue
+            return None
         sp = pyworld.cheaptrick(x, f0, t, SAMPLING_RATE, f0_floor=F0_FLOOR)
-        if freqs is None:
-            freqs = np.linspace(0.0, SAMPLING_RATE / 2, sp.shape[1])
-        envelopes.append(np.log(sp[voiced] + 1e-16).mean(axis=0))
-        log_f0.append(np.log(f0[voiced]))
+        return np.log(f0[voiced]), np.log(sp[voiced] + 1e-16).mean(axis=0)
+
+    return _CLIP_STATS.get_or_make(_digest(clip), run)
+
+
+def _compute_profile(clips: list[np.ndarray]) -> SpeakerProfile:
+    stats = [s for s in map(_clip_stats, clips) if s is not None]
+    log_f0 = [f for f, _ in stats]
     frames = sum(map(len, log_f0))
     if frames < MIN_VOICED_FRAMES:
         raise ValueError(
@@ -162,7 +169,8 @@ def _compute_profile(clips: list[np.ndarray]) -> SpeakerProfile:
             f"{len(clips)} clip(s) (need {MIN_VOICED_FRAMES})"
         )
     weights = np.array([len(v) for v in log_f0], dtype=np.float64)
-    mean_envelope = np.average(np.stack(envelopes), axis=0, weights=weights)
+    mean_envelope = np.average(np.stack([e for _, e in stats]), axis=0, weights=weights)
+    freqs = np.linspace(0.0, SAMPLING_RATE / 2, mean_envelope.size)
     all_log_f0 = np.concatenate(log_f0)
     return SpeakerProfile(
         log_f0_mean=float(all_log_f0.mean()),
@@ -239,7 +247,7 @@ class WorldConverter(VoiceConverter):
             raise ValueError(f"unknown F0 estimator {f0_estimator!r}; use one of {', '.join(F0_ESTIMATORS)}")
         self.frame_period = frame_period
         self.f0_estimator = f0_estimator
-        self._analyses = _LRU(8)
+        self._analyses = _LRU(16)  # a 10-turn segment's clips and reference, shared with its nested 5-turn one
 
     def analyse(self, audio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(f0, sp, ap)`` of a 16 kHz clip (cached for the last few clips)."""
