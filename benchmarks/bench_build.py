@@ -4,8 +4,9 @@
 
 Runs ``python -m builder_scripts build`` in fresh processes: a cold build (empty cache), the same
 build again (nothing changed), and a smaller cold build, to show that peak memory does not grow
-with the number of dialogues. Prints wall time, time inside TTS / voice conversion / the speaker
-encoder (from the build report), the overhead ratio wall / (TTS + VC + encoder), and peak RSS.
+with the number of dialogues. Prints wall time (and, with ``--jobs``, the slowest shard's and the
+serial merge's), time inside TTS / voice conversion / the speaker encoder (from the build
+reports), the overhead ratio wall / (TTS + VC + encoder), and peak RSS.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, f
     process_wall = sum(p["seconds"]["wall"] for p in parts)
     inside = sum(p["seconds"].get(k, 0.0) for p in parts for k in ("tts", "vc", "encoder"))
     totals = {k: round(sum(p["seconds"].get(k, 0.0) for p in parts), 1) for k in ("tts", "vc", "encoder")}
+    shards = [json.loads(p.read_text())["seconds"]["wall"] for p in cache.glob("build_report.shard*.json")]
     return {
         "build": name, "dialogues": f"{dialogues}/{dialogues_10turn}", "wall_s": round(wall, 1),
+        "slowest_shard_s": max(shards) if shards and fresh else None, "merge_s": seconds["wall"],
         "process_s": round(process_wall, 1), "tts_s": totals["tts"], "vc_s": totals["vc"], "encoder_s": totals["encoder"],
         "overhead_ratio": round(process_wall / inside, 2) if inside else None,
         "peak_rss_mb": round(max(peak, before) / 1024, 1) if peak > before else f"<= {before / 1024:.0f} (earlier run)",
