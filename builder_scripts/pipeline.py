@@ -15,7 +15,7 @@ Stages and their cache (under ``BuildOptions.cache``), each idempotent:
    (``units/<variant>/<source>/<dialogue>.npz``), for the first ``dialogues`` candidates. This is
    the expensive stage, the one ``num_shards``/``shard_index`` split across processes or machines
    (a Slurm array, a Ray job, ``--jobs``): a dialogue's units go to one shard, dealt by
-   estimated voicing time so that shards finish together. A killed build resumes here: finished
+   estimated CPU time so that shards finish together. A killed build resumes here: finished
    units are loaded, not rebuilt.
 4. *publish* (not in a shard of several): per source the first ``dialogues`` units that passed
    verification, in candidate order; a dropped unit is replaced by the next candidate, built
@@ -299,7 +299,8 @@ class Builder:
     def shard_of(self, work: list) -> dict[tuple[str, str], int]:
         """Dialogue -> shard: all units of a dialogue in one shard (they share voiced turns), dealt
         costliest first to the least loaded shard by estimated CPU seconds (voicing and
-        conversion), so that the shards finish together. Depends only on the plan: every process and machine deals alike."""
+        conversion), so that the shards finish together. Depends only on the plan, so every
+        process and machine deals alike."""
         seconds: Counter = Counter()
         voiced: dict[tuple[str, str], set[int]] = defaultdict(set)
         for variants, segment, dialogue in work:
