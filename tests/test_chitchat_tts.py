@@ -193,17 +193,25 @@ def test_ensure_audio_voices_exactly_the_requested_turns(source, dialogues):
     assert not list(source.cache_dir.rglob("*.part")), "a temporary file was left behind"
 
 
-def test_speaker_pool_is_the_bank_with_seeded_clips(dialogues, tmp_path, monkeypatch):
-    written = []
+@pytest.fixture
+def written(monkeypatch):
+    """Voicing replaced by a short silent clip (the plumbing only; real voicing is tested below):
+    the ``(voice, text)`` pairs voiced, in order. Like the real one, it skips a clip on disk."""
+    voiced = []
 
-    def fake_synthesize(self, voice_id, text):  # the plumbing only; real voicing is tested below
+    def fake_synthesize(self, voice_id, text):
         path = self.path(voice_id, text)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sf.write(path, np.zeros(1600, dtype=np.float32), 16000)
-        written.append((voice_id, text))
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sf.write(path, np.zeros(1600, dtype=np.float32), 16000)
+            voiced.append((voice_id, text))
         return path
 
     monkeypatch.setattr("builder_scripts.tts.voice_bank.Voicer.synthesize", fake_synthesize)
+    return voiced
+
+
+def test_speaker_pool_is_the_bank_with_seeded_clips(dialogues, tmp_path, written):
     pool = ChitchatTTS(tmp_path / "a", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3)
     assert set(pool) == {v.id for v in VOICES} and len(written) == 3 * len(VOICES)
     for voice in VOICES:
@@ -215,26 +223,15 @@ def test_speaker_pool_is_the_bank_with_seeded_clips(dialogues, tmp_path, monkeyp
     assert [c.path.name for v in VOICES for c in other[v.id][1]] != [c.path.name for v in VOICES for c in pool[v.id][1]]
 
 
-def test_pool_workers_start_with_their_share_and_finish_the_rest(dialogues, tmp_path, monkeypatch):
-    order = []
-
-    def fake_synthesize(self, voice_id, text):
-        path = self.path(voice_id, text)
-        if not path.is_file():  # the real one skips a clip another worker wrote, too
-            path.parent.mkdir(parents=True, exist_ok=True)
-            sf.write(path, np.zeros(1600, dtype=np.float32), 16000)
-            order.append((voice_id, text))
-        return path
-
-    monkeypatch.setattr("builder_scripts.tts.voice_bank.Voicer.synthesize", fake_synthesize)
+def test_pool_workers_start_with_their_share_and_finish_the_rest(dialogues, tmp_path, written):
     alone = ChitchatTTS(tmp_path / "alone", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3)
-    everything, order[:] = list(order), []
+    everything, written[:] = list(written), []
     second = ChitchatTTS(tmp_path / "shared", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3, share=(1, 2))
-    assert order == everything[1::2] + everything[0::2], "worker 1 of 2 voices the odd clips first"
+    assert written == everything[1::2] + everything[0::2], "worker 1 of 2 voices the odd clips first"
     assert [c.path.name for v in VOICES for c in second[v.id][1]] == [c.path.name for v in VOICES for c in alone[v.id][1]]
-    order[:] = []
+    written[:] = []
     ChitchatTTS(tmp_path / "shared", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3, share=(0, 2))
-    assert order == [], "a clip another worker voiced was voiced again"
+    assert written == [], "a clip another worker voiced was voiced again"
 
 
 def test_a_clip_once_written_is_never_replaced(tmp_path, monkeypatch):
