@@ -8,9 +8,10 @@ The BYU PCC Chit-Chat Challenge corpus (7,168 typed conversations, MIT) ships in
   sayable left (emoticons, "?", typo corrections like "*their") are dropped;
 - consecutive messages of one sender form one turn;
 - conversations with two senders and at least ``min_turns`` turns are kept;
-- each participant is cast one voice of the bank (``builder_scripts.tts.voice_bank``) for the
-  whole dialogue, deterministically from ``seed`` and the conversation id: a gender per
-  participant, then a voice of that gender; the two participants never share a voice.
+- each participant is cast one participant voice of the bank (``builder_scripts.tts.voice_bank``)
+  for the whole dialogue, deterministically from ``seed`` and the conversation id: a gender per
+  participant, then a voice of that gender; the two participants never share a voice. Every
+  voice of the bank, pool-only ones included, is in the speaker pool.
 
 ``Turn.speaker`` is the voice id (the audible speaker; the chat sender id is in
 ``Dialogue.meta["senders"]``). ``dialogues()`` only computes where each turn's wav will live
@@ -68,12 +69,13 @@ def _rng(*parts: object) -> random.Random:
 
 
 def cast_voices(senders: list[str], seed: int, dialogue_id: str) -> dict[str, Voice]:
-    """One voice per sender: a gender drawn per participant, then an unused voice of that gender."""
+    """One voice per sender: a gender drawn per participant, then an unused participant voice of
+    that gender (pool-only voices are never cast)."""
     rng = _rng("cast", seed, dialogue_id)
     cast: dict[str, Voice] = {}
     for sender in senders:
         gender = rng.choice(GENDERS)
-        free = [v for v in voices_of(gender) if v not in cast.values()]
+        free = [v for v in voices_of(gender) if v.participant and v not in cast.values()]
         cast[sender] = rng.choice(free)
     return cast
 

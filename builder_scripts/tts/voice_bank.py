@@ -44,9 +44,10 @@ class Voice:
     speed: float = 1.0  # speaking rate; > 1 is faster
     pitch: float = 1.0  # F0 scale (PSOLA)
     formant: float = 1.0  # formant scale; < 1 sounds like a longer vocal tract
+    participant: bool = True  # cast as a dialogue participant; False: a pool-only speaker (substitute)
 
     def recipe(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "id"}
+        return {k: v for k, v in asdict(self).items() if k not in ("id", "participant")}
 
 
 def _kokoro(id: str, gender: str, timbre: dict, prosody: dict | None = None, **kw) -> Voice:
@@ -60,6 +61,9 @@ _A, _G, _N, _T, _K = ({"jf_alpha": 1.0}, {"jf_gongitsune": 1.0}, {"jf_nezumi": 1
 #: Kokoro male style and the Piper voice; a +-12 % vocal-tract change (formants with F0) makes a
 #: shorter or longer vocal tract of the same kind of voice. Chosen so that every voice is closer
 #: to itself than to any other under Resemblyzer (see benchmarks/bench_voicing.py).
+#: Male participants are cast from the Piper family only: Kokoro's one male style costs about
+#: seven times Piper's CPU per second of speech, and voicing the dialogues is most of a build.
+#: The Kokoro male family stays in the speaker pool (substitutes for S2/S3, conversion targets).
 VOICES: tuple[Voice, ...] = (
     _kokoro("kf_alpha", "female", _A),
     _kokoro("kf_alpha_gongitsune", "female", {"jf_alpha": 0.5, "jf_gongitsune": 0.5}, speed=0.95, pitch=0.88, formant=0.88),
@@ -71,9 +75,9 @@ VOICES: tuple[Voice, ...] = (
     _kokoro("kf_nezumi_prosody_tebukuro_high", "female", _N, _T, speed=1.05, pitch=0.95, formant=1.12),
     _kokoro("kf_tebukuro_prosody_alpha_low", "female", _T, _A, speed=0.95, pitch=0.88, formant=0.88),
     _kokoro("kf_tebukuro_prosody_alpha_high", "female", _T, _A, speed=0.95, pitch=1.12, formant=1.12),
-    _kokoro("km_kumo", "male", _K),
-    _kokoro("km_kumo_deep", "male", _K, pitch=0.9, formant=0.88),
-    _kokoro("km_kumo_light", "male", _K, pitch=1.1, formant=1.12),
+    _kokoro("km_kumo", "male", _K, participant=False),
+    _kokoro("km_kumo_deep", "male", _K, pitch=0.9, formant=0.88, participant=False),
+    _kokoro("km_kumo_light", "male", _K, pitch=1.1, formant=1.12, participant=False),
     Voice("pm_joe", "male", "piper"),
     Voice("pm_joe_deep", "male", "piper", pitch=0.9, formant=0.88),
     Voice("pm_joe_light", "male", "piper", pitch=1.1, formant=1.12),
