@@ -103,6 +103,20 @@ def test_writer_reencodes_every_input_alike(tmp_path):
     assert from_file["path"] == "x.flac"
 
 
+def test_a_clip_written_again_reuses_its_encoding(monkeypatch):
+    encodes = []
+    real_write = sf.write
+    monkeypatch.setattr(ssd.sf, "write", lambda *a, **k: encodes.append(1) or real_write(*a, **k))
+    wave = (np.random.default_rng(3).standard_normal(16000) * 0.1).astype(np.float32)
+    first, again = ssd.encode_audio(wave, "a"), ssd.encode_audio(wave.copy(), "b")
+    assert len(encodes) == 1 and first["bytes"] == again["bytes"] and again["path"] == "b.flac"
+    other = wave.copy()
+    other[100] += 0.01
+    assert ssd.encode_audio(other, "c")["bytes"] != first["bytes"] and len(encodes) == 2
+    decoded, sr = sf.read(io.BytesIO(again["bytes"]), dtype="float32")
+    assert sr == 16000 and np.abs(decoded - wave).max() < 1e-4
+
+
 def test_writer_errors_name_record_and_column(tmp_path):
     import random
 
