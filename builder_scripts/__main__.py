@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print(export_review(args.dataset, args.out))
         return 0
 
-    from .pipeline import Builder, BuildOptions
+    from .pipeline import Builder, BuildOptions, make_source
 
     opts = BuildOptions(
         out=args.out, cache=args.cache, sources=tuple(args.source or ["chitchat_tts"]),
@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs > 1:
         if args.num_shards != 1:
             raise SystemExit("--jobs runs its own shards; do not combine it with --num-shards")
+        for name in opts.sources:  # the corpus's one-off preparation, on all the jobs' cores, before the shards
+            make_source(name, opts).prepare(workers=args.jobs)
         run_jobs(argv if argv is not None else sys.argv[1:], opts.cache, args.jobs)
     report = Builder(opts).run()
     report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import resource
 import time
@@ -226,6 +227,7 @@ class Builder:
         sources = {}
         for name in opts.sources:
             source = sources[name] = self._given_sources.get(name) or make_source(name, opts)
+            source.prepare(workers=opts.threads or os.cpu_count() or 1)
             order = seeded_order(source, opts.seed)
             self._plan_split(plan, source, order, "test", opts.dialogues, opts.dialogues_10turn, text_filter)
             if opts.validation_dialogues:

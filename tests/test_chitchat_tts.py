@@ -4,6 +4,7 @@ and the voice bank (distinct speakers under Resemblyzer, gender labels that agre
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -144,6 +145,27 @@ def test_each_participant_keeps_one_voice_of_its_gender(dialogues):
         voices = {t.speaker for t in d.turns}
         assert voices == set(d.meta["senders"]) and len(voices) == 2, "the two participants share a voice"
         assert all(t.gender == bank[t.speaker].gender for t in d.turns)
+
+
+def _spoken(dialogue):
+    return dialogue.dialogue_id, [(t.speaker, t.text, Path(t.audio.path).name) for t in dialogue.turns]
+
+
+def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
+    import chitchat_dataset
+
+    corpus = json.loads(Path(chitchat_dataset.__file__).with_name("dataset.json").read_text())
+    small = tmp_path / "dataset.json"
+    small.write_text(json.dumps(dict(list(corpus.items())[:300])))
+    streamed = list(ChitchatTTS(tmp_path / "streamed", dataset_path=small, max_dialogues=10_000).dialogues())
+    assert not list((tmp_path / "streamed").glob("chitchat_turns-*.json")), "a pass with max_dialogues cached something"
+    for workers in (2, 1):
+        prepared = ChitchatTTS(tmp_path / f"w{workers}", dataset_path=small)
+        prepared.prepare(workers=workers)
+        assert len(list((tmp_path / f"w{workers}").glob("chitchat_turns-*.json"))) == 1
+        assert [_spoken(d) for d in prepared.dialogues()] == [_spoken(d) for d in streamed]
+    caches = [next((tmp_path / f"w{w}").glob("chitchat_turns-*.json")).read_bytes() for w in (1, 2)]
+    assert caches[0] == caches[1] and len(streamed) > 100
 
 
 def test_casting_is_deterministic_per_seed(dialogues, tmp_path):

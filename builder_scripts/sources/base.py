@@ -73,6 +73,11 @@ class DialogueSource(ABC):
     def dialogues(self) -> Iterator[Dialogue]:
         """Yield the corpus's dialogues in a deterministic order."""
 
+    def prepare(self, workers: int = 1) -> None:
+        """One-off work before the corpus is read (a TTS source normalises its text into a cache),
+        in ``workers`` processes, so that shard processes started afterwards find it done. The
+        default has nothing to do."""
+
     def voicing_seconds(self, turn: Turn) -> float:
         """Estimated CPU seconds ``ensure_audio`` spends on this turn: 0 for recorded corpora (the
         audio exists); a TTS source gives its engines' cost. Used to balance the shards."""

@@ -26,6 +26,7 @@ import json
 import os
 import random
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +97,12 @@ def speaking_turns(messages: list[list[dict]]) -> list[tuple[str, str]]:
     return [(sender, " ".join(texts)) for sender, texts in turns]
 
 
+def _normalise_conversation(item: tuple[str, dict]) -> tuple[str, str | None, list[tuple[str, str]]]:
+    """``(conversation id, prompt, speaking_turns)`` of one ``dataset.json`` entry."""
+    cid, conversation = item
+    return cid, conversation.get("prompt"), speaking_turns(conversation.get("messages", []))
+
+
 class ChitchatTTS(DialogueSource):
     """Chit-Chat Challenge conversations voiced by the TTS voice bank; audio cached in ``cache_dir``."""
 
@@ -137,13 +144,9 @@ class ChitchatTTS(DialogueSource):
     def voices(self) -> tuple[Voice, ...]:
         return VOICES
 
-    def _speaking_turns(self) -> Iterator[tuple[str, str | None, list[tuple[str, str]]]]:
-        """``(conversation id, prompt, speaking_turns)`` for every conversation, in file order.
-
-        Normalising 258k messages takes a while, so a complete pass is cached in ``cache_dir``
-        under a hash of the dataset file and of the normaliser's source; a pass stopped early
-        (``max_dialogues``) caches nothing.
-        """
+    def _corpus(self) -> tuple[bytes, Path]:
+        """The dataset file's bytes and where its normalised turns are cached: under a hash of the
+        file and of the normaliser's source, so either changing makes a new cache."""
         import chitchat_dataset
 
         data = Path(self.dataset_path or Path(chitchat_dataset.__file__).with_name("dataset.json"))
@@ -151,21 +154,38 @@ class ChitchatTTS(DialogueSource):
             raise FileNotFoundError(f"{self.name}: chitchat dataset file not found: {data}")
         raw = data.read_bytes()
         key = hashlib.sha256(raw + Path(text_module.__file__).read_bytes()).hexdigest()[:16]
-        cache = self.cache_dir / f"chitchat_turns-{key}.json"
+        return raw, self.cache_dir / f"chitchat_turns-{key}.json"
+
+    def prepare(self, workers: int = 1) -> None:
+        """Normalise every conversation (258k messages, ~25 s on one core) into the cache, in
+        ``workers`` processes; nothing to do when the cache exists."""
+        raw, cache = self._corpus()
         if cache.is_file():
-            for cid, prompt, turns in json.loads(cache.read_text(encoding="utf-8")):
-                yield cid, prompt, [tuple(t) for t in turns]
             return
-        conversations = json.loads(raw)
-        done = []
-        for cid, conv in tqdm(conversations.items(), desc="normalising chitchat", unit="conv", leave=False):
-            item = (cid, conv.get("prompt"), speaking_turns(conv.get("messages", [])))
-            done.append(item)
-            yield item
+        conversations = list(json.loads(raw).items())
+        bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False)
+        if workers > 1:
+            with ProcessPoolExecutor(workers) as pool:
+                done = list(tqdm(pool.map(_normalise_conversation, conversations, chunksize=256), **bar))
+        else:
+            done = [_normalise_conversation(item) for item in tqdm(conversations, **bar)]
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(done, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, cache)
+
+    def _speaking_turns(self) -> Iterator[tuple[str, str | None, list[tuple[str, str]]]]:
+        """``(conversation id, prompt, speaking_turns)`` for every conversation, in file order:
+        from the cache (made by ``prepare`` first), or, when ``max_dialogues`` stops the pass
+        early, normalised as they are read, caching nothing."""
+        raw, cache = self._corpus()
+        if not cache.is_file() and self.max_dialogues is not None:
+            for item in json.loads(raw).items():
+                yield _normalise_conversation(item)
+            return
+        self.prepare()
+        for cid, prompt, turns in json.loads(cache.read_text(encoding="utf-8")):
+            yield cid, prompt, [tuple(t) for t in turns]
 
     def dialogues(self) -> Iterator[Dialogue]:
         """Two-party conversations in the file's order; parsed once per instance, then from memory."""
