@@ -157,7 +157,9 @@ def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
     corpus = json.loads(Path(chitchat_dataset.__file__).with_name("dataset.json").read_text())
     small = tmp_path / "dataset.json"
     small.write_text(json.dumps(dict(list(corpus.items())[:300])))
-    streamed = list(ChitchatTTS(tmp_path / "streamed", dataset_path=small, max_dialogues=10_000).dialogues())
+    limited = ChitchatTTS(tmp_path / "streamed", dataset_path=small, max_dialogues=10_000)
+    limited.prepare(workers=2)  # a limited source reads its first conversations as they come
+    streamed = list(limited.dialogues())
     assert not list((tmp_path / "streamed").glob("chitchat_turns-*.json")), "a pass with max_dialogues cached something"
     for workers in (2, 1):
         prepared = ChitchatTTS(tmp_path / f"w{workers}", dataset_path=small)

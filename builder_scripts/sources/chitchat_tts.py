@@ -158,9 +158,10 @@ class ChitchatTTS(DialogueSource):
 
     def prepare(self, workers: int = 1) -> None:
         """Normalise every conversation (258k messages, ~25 s on one core) into the cache, in
-        ``workers`` processes; nothing to do when the cache exists."""
+        ``workers`` processes; nothing to do when the cache exists or when ``max_dialogues``
+        limits the source to the first conversations (they are normalised as they are read)."""
         raw, cache = self._corpus()
-        if cache.is_file():
+        if cache.is_file() or self.max_dialogues is not None:
             return
         conversations = list(json.loads(raw).items())
         bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False)
