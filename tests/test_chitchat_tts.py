@@ -170,6 +170,12 @@ def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
     assert caches[0] == caches[1] and len(streamed) > 100
 
 
+def test_a_missing_dataset_file_is_named(tmp_path):
+    missing = tmp_path / "nowhere" / "dataset.json"
+    with pytest.raises(FileNotFoundError, match="nowhere/dataset.json"):
+        ChitchatTTS(tmp_path / "cache", dataset_path=missing).prepare(workers=2)
+
+
 def test_casting_is_deterministic_per_seed(dialogues, tmp_path):
     n = 100
     again = list(ChitchatTTS(tmp_path / "a", seed=0, max_dialogues=n).dialogues())

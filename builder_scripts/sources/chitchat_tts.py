@@ -28,6 +28,7 @@ import random
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -144,26 +145,26 @@ class ChitchatTTS(DialogueSource):
     def voices(self) -> tuple[Voice, ...]:
         return VOICES
 
-    def _corpus(self) -> tuple[bytes, Path]:
-        """The dataset file's bytes and where its normalised turns are cached: under a hash of the
-        file and of the normaliser's source, so either changing makes a new cache."""
+    @cached_property
+    def _corpus(self) -> tuple[Path, Path]:
+        """The dataset file and where its normalised turns are cached: under a hash of the file and
+        of the normaliser's source, so either changing makes a new cache (hashed once per source)."""
         import chitchat_dataset
 
         data = Path(self.dataset_path or Path(chitchat_dataset.__file__).with_name("dataset.json"))
         if not data.is_file():
             raise FileNotFoundError(f"{self.name}: chitchat dataset file not found: {data}")
-        raw = data.read_bytes()
-        key = hashlib.sha256(raw + Path(text_module.__file__).read_bytes()).hexdigest()[:16]
-        return raw, self.cache_dir / f"chitchat_turns-{key}.json"
+        key = hashlib.sha256(data.read_bytes() + Path(text_module.__file__).read_bytes()).hexdigest()[:16]
+        return data, self.cache_dir / f"chitchat_turns-{key}.json"
 
     def prepare(self, workers: int = 1) -> None:
         """Normalise every conversation (258k messages, ~25 s on one core) into the cache, in
         ``workers`` processes; nothing to do when the cache exists or when ``max_dialogues``
         limits the source to the first conversations (they are normalised as they are read)."""
-        raw, cache = self._corpus()
+        data, cache = self._corpus
         if cache.is_file() or self.max_dialogues is not None:
             return
-        conversations = list(json.loads(raw).items())
+        conversations = list(json.loads(data.read_bytes()).items())
         bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False)
         if workers > 1:
             with ProcessPoolExecutor(workers) as pool:
@@ -179,9 +180,9 @@ class ChitchatTTS(DialogueSource):
         """``(conversation id, prompt, speaking_turns)`` for every conversation, in file order:
         from the cache (made by ``prepare`` first), or, when ``max_dialogues`` stops the pass
         early, normalised as they are read, caching nothing."""
-        raw, cache = self._corpus()
+        data, cache = self._corpus
         if not cache.is_file() and self.max_dialogues is not None:
-            for item in json.loads(raw).items():
+            for item in json.loads(data.read_bytes()).items():
                 yield _normalise_conversation(item)
             return
         self.prepare()
