@@ -1,4 +1,4 @@
-"""Segments (DESIGN.md, "The benchmark", step 1): one window per dialogue, and its reference.
+"""Segments (ARCHITECTURE.md, "The benchmark"): one window per dialogue, and its reference.
 
 Rules, for a dialogue and a seed:
 
@@ -50,7 +50,7 @@ from builder_scripts.sources.base import Dialogue
 
 #: Tolerance of duration comparisons (seconds), so float rounding never decides a rule.
 EPSILON = 1e-9
-#: The shortest target turn that can be judged, and the shortest reference clip (DESIGN.md).
+#: The shortest target turn that can be judged, and the shortest reference clip.
 MIN_TARGET_SECONDS, MIN_REFERENCE_SECONDS = 1.0, 3.0
 SKIP_REASONS = ("too_few_target_turns", "target_turns_too_short", "window_too_long", "no_reference")
 

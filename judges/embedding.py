@@ -273,7 +273,7 @@ def score_variant(method: str, embeddings: VariantEmbeddings) -> VariantScores:
 
 
 def predictions(scores: VariantScores, threshold: float, tasks: Sequence[str] | None = None) -> list[dict]:
-    """Submission lines (see DESIGN "Predictions") for the scored tasks, at threshold ``threshold``."""
+    """Submission lines (the format of ``metrics.submission``) for the scored tasks, at threshold ``threshold``."""
     method, lines = scores.method, []
     wanted = set(tasks) if tasks is not None else None
     for task, items in scores.turn.items():

@@ -1,4 +1,4 @@
-"""Segment selection: the rules of DESIGN.md hold on every produced segment, checked against a
+"""Segment selection: the rules of ``builder_scripts.segments`` hold on every produced segment, checked against a
 brute-force oracle over all windows; determinism; the JSONL manifest round trip."""
 
 from __future__ import annotations
