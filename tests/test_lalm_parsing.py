@@ -128,6 +128,13 @@ def test_turn_numbers_are_checked_against_the_number_of_turns():
     assert parse_answer("localization", "turns 8 and 10", num_turns=5).value is None
 
 
+@pytest.mark.parametrize("num_turns", [5, None])
+@pytest.mark.parametrize("text", ["0", "turn 0", "Turn 0 is different.", '{"inconsistent_turns": [0]}', "turns 0 and 3"])
+def test_turn_zero_is_refused_since_turns_count_from_one(text, num_turns):
+    result = parse_answer("localization", text, num_turns=num_turns)
+    assert result == parsing.Parsed(None, f"invalid: turn(s) [0] outside 1..{num_turns or 'N'}")
+
+
 def test_json_wins_over_prose_and_the_last_json_decides():
     text = 'Turn 2 sounds off. {"inconsistent_turns": [1]} On reflection: {"inconsistent_turns": [4]}'
     assert parse_answer("localization", text, num_turns=5) == parsing.Parsed([4], "json")

@@ -396,10 +396,9 @@ def _validate(kind: str, value: Any, num_turns: int | None, labels: tuple[str, .
             if not isinstance(item, (int, float)) or int(item) != item:
                 raise _Invalid(f"{item!r} is not a turn number")
             turns.append(int(item))
-        if num_turns is not None:
-            bad = [t for t in turns if not 1 <= t <= num_turns]
-            if bad:
-                raise _Invalid(f"turn(s) {bad} outside 1..{num_turns}")
+        bad = [t for t in turns if t < 1 or (num_turns is not None and t > num_turns)]
+        if bad:
+            raise _Invalid(f"turn(s) {bad} outside 1..{num_turns or 'N'}")
         return sorted(set(turns))
     if kind == "choice":
         return _as_label(value, labels)
@@ -429,7 +428,7 @@ _PROSE = {
 
 def parse_answer(kind: str, text: str | None, *, num_turns: int | None = None,
                  labels: tuple[str, ...] = LABELS) -> Parsed:
-    """Parse one raw answer of ``kind``; ``num_turns`` bounds localization turn numbers."""
+    """Parse one raw answer of ``kind``; localization turns count from 1, up to ``num_turns`` when given."""
     if kind not in _PROSE:
         raise ValueError(f"unknown answer kind {kind!r}; known: {', '.join(KINDS)}")
     body = strip_reasoning(text)
