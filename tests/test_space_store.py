@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from space.config import SpaceConfig
-from space.store import HubStore, Metadata, SqliteStore, open_store, result_id
+from space.store import HubStore, Metadata, SqliteStore, open_store, result_id, write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,3 +171,27 @@ def test_open_store_picks_the_backend(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: None)
     hub = open_store(SpaceConfig.from_env({"HF_TOKEN": "t", "SPEAKERSLEUTH_RESULTS_REPO": "org/results"}, data_dir=tmp_path))
     assert isinstance(hub, HubStore) and hub.scheduler.kwargs["repo_id"] == "org/results"
+
+
+def test_write_atomic_replaces_the_file_and_never_truncates_it(tmp_path):
+    """A reader that opened the old file reads it whole; the name then holds the new bytes only."""
+    path = tmp_path / "submissions" / "x.json"
+    write_atomic(path, b"old content")
+    with open(path, "rb") as reader:
+        write_atomic(path, b"new")
+        assert reader.read() == b"old content"
+    assert path.read_bytes() == b"new"
+    assert [p.name for p in path.parent.iterdir()] == ["x.json"]
+
+
+def test_write_atomic_failing_mid_write_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "x.json"
+    write_atomic(path, b"old content")
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(path, b"new content")
+    assert path.read_bytes() == b"old content"
