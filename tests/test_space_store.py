@@ -195,3 +195,4 @@ def test_write_atomic_failing_mid_write_keeps_the_old_file(tmp_path, monkeypatch
     with pytest.raises(OSError, match="No space left"):
         write_atomic(path, b"new content")
     assert path.read_bytes() == b"old content"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temporary file left behind
