@@ -1,9 +1,10 @@
 """SpeakerSleuth metrics and scoring.
 
 - ``metrics/<name>/<name>.py``: ``evaluate`` metric modules (``balanced_accuracy``, ``balanced_f1``,
-  ``ndcg``, ``exact_match``); load them from the repository root with
-  ``evaluate.load("metrics/<name>")``.
-- ``metrics.core``: the metric math they share with the scorer (numpy only).
+  ``ndcg``, ``exact_match``); each folder stands alone (a Hub metric repo), so
+  ``evaluate.load("<path>/metrics/<name>")`` works from any directory and from a copy of the folder.
+- ``metrics.core``: the metric math (numpy only), used by the scorer; each metric folder holds a byte
+  copy of it as ``core.py`` (the tests check the copies).
 - ``metrics.submission``: reading and validating a predictions JSONL (``load_gold``,
   ``parse_submission``, ``SubmissionError``).
 - ``metrics.score``: the Table-2 row of a submission with bootstrap confidence intervals

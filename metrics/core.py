@@ -1,13 +1,17 @@
 """The metric math of SpeakerSleuth (paper appendix B.3), in one place.
 
-Pure numpy, values are fractions in [0, 1]. The ``evaluate`` modules under ``metrics/<name>/`` and
-the scorer (``metrics.score``) both call these functions, so the definitions and their edge-case
-conventions exist once. Everything is vectorised over instances; ``grouped_mean`` is also
-vectorised over bootstrap resamples (a ``(B, n)`` matrix of instance weights).
+Pure numpy, values are fractions in [0, 1]. The scorer (``metrics.score``) imports this file; each
+``evaluate`` module imports a byte copy of it beside itself, ``metrics/<name>/core.py``, because a
+metric published on the Hub is one folder and ``evaluate`` imports only files next to the module.
+``tests/test_metrics.py`` fails when a copy differs from this file; after editing it, run
+``for d in metrics/*/; do cp metrics/core.py "$d"; done``. Everything is vectorised over
+instances; ``grouped_mean`` is also vectorised over bootstrap resamples (a ``(B, n)`` matrix of
+instance weights).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -92,15 +96,22 @@ def set_sizes(predicted: Iterable[Iterable[int]], gold: Iterable[Iterable[int]])
 def gold_index_of_ranking(predicted: Sequence, gold: Sequence) -> list[int]:
     """For each position of a predicted ranking, the gold rank index (0 = best) of its candidate.
 
-    Raises ``ValueError`` unless ``predicted`` is a permutation of ``gold``.
+    Raises ``ValueError`` unless ``predicted`` is a permutation of ``gold`` (each candidate once).
 
     >>> gold_index_of_ranking(["B", "A", "C"], ["A", "C", "B"])
     [2, 0, 1]
+    >>> gold_index_of_ranking(["A", "B", "C", "A"], ["A", "B", "C"])
+    Traceback (most recent call last):
+    ...
+    ValueError: ranking ['A', 'B', 'C', 'A'] repeats 'A'; it must be a permutation of ['A', 'B', 'C']
     """
     index = {c: i for i, c in enumerate(gold)}
     if len(index) != len(gold):
         raise ValueError(f"gold ranking {list(gold)} repeats a candidate")
-    if len(predicted) != len(gold) or set(predicted) != set(index):
+    repeated = [c for c, count in Counter(predicted).items() if count > 1]
+    if repeated:
+        raise ValueError(f"ranking {list(predicted)} repeats {', '.join(map(repr, repeated))}; it must be a permutation of {list(gold)}")
+    if set(predicted) != set(index):
         raise ValueError(f"ranking {list(predicted)} is not a permutation of {list(gold)}")
     return [index[c] for c in predicted]
 

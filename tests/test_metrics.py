@@ -1,5 +1,5 @@
-"""The metric math (metrics.core) by hand-computed cases, the four `evaluate` modules, and the
-paper's balanced columns recomputed from its per-scenario columns."""
+"""The metric math (metrics.core) by hand-computed cases, the four `evaluate` modules (and their
+copies of the math), and the paper's balanced columns recomputed from its per-scenario columns."""
 
 from __future__ import annotations
 
@@ -95,9 +95,17 @@ def test_exact_match_and_ranking_scores_over_mixed_lengths():
     assert scores["n1"].tolist() == pytest.approx([1.0, 1 / 3, 1.0, 1.0])
 
 
-@pytest.mark.parametrize("predicted", [["A", "B"], ["A", "A", "B"], ["A", "B", "D"]])
-def test_ranking_that_is_not_a_permutation_is_refused(predicted):
-    with pytest.raises(ValueError, match="instance 1: ranking .* is not a permutation"):
+@pytest.mark.parametrize(
+    "predicted, problem",
+    [
+        (["A", "B"], "is not a permutation of"),
+        (["A", "B", "D"], "is not a permutation of"),
+        (["A", "A", "B"], "repeats 'A'; it must be a permutation of"),
+        (["A", "B", "C", "A"], "repeats 'A'; it must be a permutation of"),
+    ],
+)
+def test_ranking_that_is_not_a_permutation_is_refused(predicted, problem):
+    with pytest.raises(ValueError, match=f"instance 1: ranking .* {problem}"):
         core.ranking_scores([["A", "B", "C"], predicted], [["A", "B", "C"], ["A", "B", "C"]], {"em": core.exact_match})
 
 
@@ -179,6 +187,8 @@ def test_module_layout_follows_evaluate_conventions(name):
     card = (folder / "README.md").read_text()
     for section in ("## Inputs", "## Output Values", "## Limitations", "## Citation"):
         assert section in card, f"{name}/README.md lacks {section}"
+    fix = 'for d in metrics/*/; do cp metrics/core.py "$d"; done'
+    assert (folder / "core.py").read_bytes() == (ROOT / "metrics" / "core.py").read_bytes(), f"metrics/{name}/core.py is stale: {fix}"
 
 
 def test_modules_load_offline_and_have_explicit_compute_arguments(loaded):
@@ -231,3 +241,9 @@ def test_ndcg_and_exact_match_modules(loaded):
     assert em["exact_match"] == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="instance 0: ranking"):
         loaded["exact_match"].compute(predictions=[["A", "B", "B"]], references=[["A", "B", "C"]])
+
+
+@pytest.mark.parametrize("name", ["ndcg", "exact_match"])
+def test_ranking_modules_refuse_a_repeated_label(loaded, name):
+    with pytest.raises(ValueError, match=r"instance 1: ranking \['A', 'B', 'C', 'A'\] repeats 'A'"):
+        loaded[name].compute(predictions=[["A", "B", "C"], ["A", "B", "C", "A"]], references=[["A", "B", "C"]] * 2)

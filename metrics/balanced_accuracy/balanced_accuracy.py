@@ -1,14 +1,15 @@
 """Scenario-balanced accuracy of SpeakerSleuth detection, as an ``evaluate`` metric module.
 
-Load from the repository root (the math lives in ``metrics/core.py``)::
+The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
+the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
 
-    evaluate.load("metrics/balanced_accuracy")
+    evaluate.load("path/to/balanced_accuracy")
 """
 
 import datasets
 import evaluate
 
-from metrics.core import CITATION, SCENARIOS, balanced, grouped_mean, scenario_codes
+from .core import CITATION, SCENARIOS, balanced, grouped_mean, scenario_codes
 
 _CITATION = CITATION
 

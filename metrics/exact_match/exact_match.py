@@ -1,14 +1,15 @@
 """Exact match of candidate rankings (SpeakerSleuth discrimination), as an ``evaluate`` module.
 
-Load from the repository root (the math lives in ``metrics/core.py``)::
+The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
+the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
 
-    evaluate.load("metrics/exact_match")
+    evaluate.load("path/to/exact_match")
 """
 
 import evaluate
 import numpy as np
 
-from metrics.core import CITATION, exact_match, ranking_scores, ranking_features
+from .core import CITATION, exact_match, ranking_scores, ranking_features
 
 _CITATION = CITATION
 

@@ -1,8 +1,9 @@
 """NDCG@k of candidate rankings (SpeakerSleuth discrimination), as an ``evaluate`` metric module.
 
-Load from the repository root (the math lives in ``metrics/core.py``)::
+The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
+the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
 
-    evaluate.load("metrics/ndcg")
+    evaluate.load("path/to/ndcg")
 """
 
 from functools import partial
@@ -10,7 +11,7 @@ from functools import partial
 import evaluate
 import numpy as np
 
-from metrics.core import CITATION, ndcg, ranking_scores, ranking_features
+from .core import CITATION, ndcg, ranking_scores, ranking_features
 
 _CITATION = CITATION
 
