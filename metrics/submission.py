@@ -256,11 +256,15 @@ def _check_prediction(task: str, obj: dict, row: dict) -> list[str]:
         if value is not None and value not in labels:
             problems.append(f"discrimination prediction must be one of {_options(labels)}, got {_show(value)}")
         ranking = obj.get("ranking")
-        is_permutation = (
-            isinstance(ranking, list) and all(isinstance(c, str) for c in ranking) and sorted(ranking) == sorted(labels)
-        )
-        if ranking is not None and not is_permutation:
-            problems.append(f"ranking must be a permutation of {_options(labels)} (each label once, best first), got {_show(ranking)}")
+        if ranking is None:
+            return problems
+        expected = f"ranking must be a permutation of {_options(labels)} (each label once, best first)"
+        is_labels = isinstance(ranking, list) and all(isinstance(c, str) for c in ranking)
+        repeated = [c for c, count in Counter(ranking).items() if count > 1] if is_labels else []
+        if repeated:
+            problems.append(f"ranking repeats label(s) {_options(repeated)}; {expected}")
+        elif not is_labels or sorted(ranking) != sorted(labels):
+            problems.append(f"{expected}, got {_show(ranking)}")
         return problems
     return []
 

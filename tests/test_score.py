@@ -109,6 +109,47 @@ def test_unsubmitted_tasks_and_ranking_are_left_out():
     assert row["det_bal_acc"] == 25.0
 
 
+def test_disc_avg_is_the_accuracy_over_all_instances_not_the_mean_of_the_sources():
+    sources = ["ami", "ami", "ami", "dailytalk"]  # sources of unequal size
+    disc = {f"d{i}-D": {"id": f"d{i}-D", "dialogue_id": f"dlg{i}", "source_dataset": source, "candidate_labels": ["A", "B", "C"],
+                        "answer": "A", "gold_ranking": ["A", "B", "C"]} for i, source in enumerate(sources)}
+    gold = Gold("main", "test", {"discrimination": disc})
+    lines = [{"task": "discrimination", "id": rid, "prediction": "A" if row["source_dataset"] == "ami" else "B"}
+             for rid, row in disc.items()]
+    scores = _score(gold, lines, n_bootstrap=50)
+    assert scores["discrimination"]["accuracy_by_source"] == {"ami": 100.0, "dailytalk": 0.0}
+    assert scores["discrimination"]["accuracy"] == 75.0  # 3 of 4 instances; the mean of the sources is 50
+    assert leaderboard_row(scores)["disc_acc_avg"] == 75.0
+
+
+def _gold_of_scenarios(scenarios_of_dialogue: dict[str, str]) -> Gold:
+    """Detection and localization gold with the given scenarios per dialogue (e.g. ``{"dlg0": "S1 S2"}``)."""
+    det, loc = {}, {}
+    for dialogue, scenarios in scenarios_of_dialogue.items():
+        for s in scenarios.split():
+            row = {"id": f"{dialogue}-{s}", "dialogue_id": dialogue, "source_dataset": "ami", "scenario": s, "num_target_turns": 5}
+            det[row["id"]] = {**row, "label": "consistent" if s == "S1" else "inconsistent"}
+            loc[row["id"]] = {**row, "inconsistent_turns": [] if s == "S1" else [2]}
+    return Gold("main", "test", {"detection": det, "localization": loc})
+
+
+def test_paired_accuracy_counts_only_dialogues_with_all_three_scenarios():
+    gold = _gold_of_scenarios({"dlg0": "S1 S2 S3", "dlg1": "S1 S2", "dlg2": "S3"})
+    lines = _perfect(gold)
+    for line in lines:  # every answer of the incomplete dialogues is wrong; dlg0 is all right
+        if not line["id"].startswith("dlg0"):
+            line["prediction"] = {"detection": "inconsistent", "localization": [5]}[line["task"]]
+    scores = _score(gold, lines, n_bootstrap=50)
+    for task in ("detection", "localization"):
+        assert scores[task]["paired_dialogues"] == 1, task
+        assert scores[task]["paired_accuracy"] == 100.0, task
+        assert scores[task]["ci"]["paired_accuracy"] == [100.0, 100.0], task
+    none_complete = _gold_of_scenarios({"dlg0": "S1 S2", "dlg1": "S3"})
+    scores = _score(none_complete, _perfect(none_complete), n_bootstrap=50)
+    for task in ("detection", "localization"):
+        assert (scores[task]["paired_accuracy"], scores[task]["paired_dialogues"], scores[task]["ci"]["paired_accuracy"]) == (None, 0, None)
+
+
 # ----------------------------------------------------------------------------------- bootstrap
 
 

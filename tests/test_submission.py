@@ -69,7 +69,8 @@ BAD_LINES = {
     "discrimination label": ({"task": "discrimination", "id": "d1-D", "prediction": "D"}, 'must be one of "A", "B", "C", got "D"'),
     "discrimination lower case": ({"task": "discrimination", "id": "d1-D", "prediction": "b"}, 'got "b"'),
     "ranking short": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A"]}, 'ranking must be a permutation of "A", "B", "C"'),
-    "ranking repeat": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "B", "A"]}, "ranking must be a permutation"),
+    "ranking repeat": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "B", "A"]}, 'ranking repeats label(s) "B"; ranking must be a permutation'),
+    "ranking repeat, all labels": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["A", "B", "C", "A"]}, 'ranking repeats label(s) "A"'),
     "ranking unknown": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A", "D"]}, "ranking must be a permutation"),
     "ranking string": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": "BAC"}, 'got "BAC"'),
 }
