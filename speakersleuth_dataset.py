@@ -14,11 +14,12 @@ What this module offers on top:
   variant, ``<task>-4vc``, ``<task>-10turn``), each with its ``datasets.Features``.
 - ``DatasetWriter``: what the builder writes through. Audio given as file paths, bytes or arrays is
   decoded, resampled to 16 kHz mono and re-encoded in one format (FLAC, 16 bit) with a neutral file
-  name, so no clip can be told apart by its container, rate or name. Shards are written under a
+  name, so no clip can be told apart by its container, rate or name; every clip is read back by
+  ``datasets``' own decoder (torchcodec on FFmpeg) before it is written. Shards are written under a
   temporary name and moved into place when complete: a killed build leaves nothing half-written.
 - ``write_card``: the dataset card, with its ``configs:`` block generated from ``CONFIGS``.
 - ``validate_folder`` / ``python -m speakersleuth_dataset validate <folder>``: schema, ids, labels
-  against provenance, discrimination answers.
+  against provenance, discrimination answers, and every clip decoded as ``datasets`` decodes it.
 - ``load``: ``load_dataset`` on a folder by absolute path, offline.
 - ``read_gold`` and ``read_rows``: fast pyarrow readers that skip audio (for the scorer) or read one
   instance (for the Space viewer) without decoding the whole dataset.
@@ -205,26 +206,60 @@ def load_waveform(source: Any, *, where: str = "audio") -> np.ndarray:
     return array
 
 
-#: FLAC of the most recently encoded waveforms, by content: a dialogue's S1/S2/S3 rows, its
-#: detection and localization copies and its discrimination record share most of their clips.
+#: FLAC of the most recently encoded clips, by content: a dialogue's S1/S2/S3 rows, its detection
+#: and localization copies and its discrimination record share most of their clips.
 _RECENT_FLAC: OrderedDict[bytes, bytes] = OrderedDict()
 _RECENT_FLAC_CLIPS = 64
 
+#: FLAC compression levels (soundfile's 0-1 scale: 1.0 is libFLAC's -8), tried in order until the
+#: stock decoder reads the clip back bit-exact. FFmpeg 5.1's FLAC parser splits the last frame of a
+#: few streams at a false sync code ("invalid residual"); which streams depends on the bits a level
+#: writes, so another level of the same samples decodes. All levels keep one container (FLAC).
+FLAC_LEVELS = (1.0, 0.0, 0.5, 0.75)
+
 
 def encode_audio(source: Any, name: str, *, where: str = "audio") -> dict[str, Any]:
-    """Encode any accepted audio value as the stored ``{"bytes", "path"}`` struct (16 kHz FLAC)."""
-    wave = np.clip(load_waveform(source, where=where), -1.0, 1.0)
-    key = hashlib.blake2b(wave.tobytes(), digest_size=16).digest()
+    """Encode any accepted audio value as the stored ``{"bytes", "path"}`` struct (16 kHz FLAC).
+
+    The bytes are decoded once by ``datasets``' own decoder (torchcodec on FFmpeg) before they are
+    returned: a clip it cannot read back sample for sample is never published."""
+    pcm = pcm16(load_waveform(source, where=where))
+    key = hashlib.blake2b(pcm.tobytes(), digest_size=16).digest()
     data = _RECENT_FLAC.get(key)
     if data is None:
-        buffer = io.BytesIO()
-        sf.write(buffer, wave, SAMPLING_RATE, format=AUDIO_FORMAT, subtype="PCM_16")
-        data = _RECENT_FLAC[key] = buffer.getvalue()
+        data = _RECENT_FLAC[key] = _verified_flac(pcm, where)
         if len(_RECENT_FLAC) > _RECENT_FLAC_CLIPS:
             _RECENT_FLAC.popitem(last=False)
     else:
         _RECENT_FLAC.move_to_end(key)
     return {"bytes": data, "path": f"{name}.flac"}
+
+
+def pcm16(wave: np.ndarray) -> np.ndarray:
+    """16-bit samples of a float waveform, quantized as libsndfile does (x 32768, rounded, clipped)."""
+    return np.clip(np.rint(wave * 32768.0), -32768, 32767).astype(np.int16)
+
+
+def stock_decoder(clip: Mapping[str, Any]):
+    """The decoder ``datasets`` gives for a stored clip (torchcodec ``AudioDecoder`` on FFmpeg)."""
+    return _AUDIO.decode_example({"bytes": clip["bytes"], "path": clip.get("path")})
+
+
+def _verified_flac(pcm: np.ndarray, where: str) -> bytes:
+    """FLAC of ``pcm`` at the first of ``FLAC_LEVELS`` that ``stock_decoder`` reads back exactly."""
+    for level in FLAC_LEVELS:
+        buffer = io.BytesIO()
+        sf.write(buffer, pcm, SAMPLING_RATE, format=AUDIO_FORMAT, subtype="PCM_16", compression_level=level)
+        try:
+            decoded = stock_decoder({"bytes": buffer.getvalue()}).get_all_samples().data.numpy()
+        except RuntimeError:  # torchcodec's error for a stream FFmpeg rejects
+            continue
+        if decoded.shape == (1, pcm.size) and np.array_equal(np.rint(decoded[0] * 32768.0), pcm):
+            return buffer.getvalue()
+    raise ValueError(
+        f"{where}: FFmpeg (torchcodec, what datasets decodes with) reads none of the FLAC encodings "
+        f"of this clip (compression levels {FLAC_LEVELS}) back sample for sample"
+    )
 
 
 # -------------------------------------------------------------------------------------- writer
@@ -498,67 +533,78 @@ class DatasetValidationError(ValueError):
 
 
 def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_errors: int = 200) -> dict[str, int]:
-    """Check a built folder; returns ``{config: rows}`` or raises ``DatasetValidationError``.
+    """Check a built folder; returns ``{config/split: rows}`` or raises ``DatasetValidationError``.
 
     Checks: the card parses and its configs point at existing shards; every shard's schema equals
     the config's features; ids are unique; detection and localization hold the same ids; labels
     agree with provenance (S1 <=> consistent <=> no inconsistent turn; S2/S3 <=> exactly the
     converted turn); turn lists agree with target positions; discrimination candidates, answer and
-    gold ranking agree; with ``check_audio`` every clip decodes, at 16 kHz, and is not empty.
+    gold ranking agree, and no candidate is in the context; with ``check_audio`` every clip decodes
+    through ``datasets``' own decoder (torchcodec on FFmpeg), 16 kHz mono and not empty. A problem
+    is named by config, split, row (its index in ``load_dataset``'s split), id, shard and column.
     """
     root = Path(root)
-    errors: list[str] = []
-    counts: dict[str, int] = {}
     if not root.is_dir():
         raise DatasetValidationError([f"{root}: no such folder"])
-    errors += _check_card(root)
-    ids_by_config: dict[str, list[str]] = {}
+    errors = _check_card(root)
+    ids_by_split: dict[str, list[str]] = {}
     for spec in CONFIGS.values():
         for split in SPLITS:
             paths = shard_paths(root, spec.name, split)
-            if not paths:
-                continue
-            rows = []
-            for path in paths:
-                rel = path.relative_to(root)
-                try:
-                    schema = pq.read_schema(path)
-                except Exception as err:
-                    errors.append(f"{rel}: not a readable parquet file ({err})")
-                    continue
-                if not schema.remove_metadata().equals(spec.features.arrow_schema.remove_metadata()):
-                    errors.append(f"{rel}: schema differs from the {spec.name} features: {_schema_diff(schema, spec)}")
-                    continue
-                table = pq.read_table(path)
-                for i, row in enumerate(table.to_pylist()):
-                    where = f"{rel} row {i} (id {row.get('id')!r})"
-                    errors += _check_row(spec, row, where, check_audio)
-                    rows.append(row["id"])
-            key = f"{spec.name}/{split}"
-            counts[key] = len(rows)
-            ids_by_config[key] = rows
-            seen: set[str] = set()
-            for rid in rows:
-                if rid in seen:
-                    errors.append(f"{spec.data_dir}/{split}: duplicate id {rid!r}")
-                seen.add(rid)
-            if len(errors) > max_errors:
-                break
+            if paths and len(errors) <= max_errors:
+                ids, split_errors = _check_split(root, spec, split, paths, check_audio)
+                ids_by_split[f"{spec.name}/{split}"] = ids
+                errors += split_errors
+    errors += _check_shared_ids(ids_by_split)
+    if not ids_by_split:
+        errors.append(f"{root}: no parquet shards found under <variant>/<task>/")
+    if len(errors) > max_errors:
+        errors = errors[:max_errors] + [f"... and {len(errors) - max_errors} more"]
+    if errors:
+        raise DatasetValidationError(errors)
+    return {key: len(ids) for key, ids in ids_by_split.items()}
+
+
+def _check_split(root: Path, spec: ConfigSpec, split: str, paths: list[Path], check_audio: bool) -> tuple[list[str], list[str]]:
+    """The ids and the problems of one config's split, row by row over its shards."""
+    ids: list[str] = []
+    errors: list[str] = []
+    for path in paths:
+        rel = path.relative_to(root)
+        try:
+            schema = pq.read_schema(path)
+        except Exception as err:
+            errors.append(f"{rel}: not a readable parquet file ({err})")
+            continue
+        if not schema.remove_metadata().equals(spec.features.arrow_schema.remove_metadata()):
+            errors.append(f"{rel}: schema differs from the {spec.name} features: {_schema_diff(schema, spec)}")
+            continue
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            where = f"config {spec.name} split {split} row {len(ids)} (id {row['id']!r}, {rel} row {i})"
+            errors += _check_row(spec, row, where, check_audio)
+            ids.append(row["id"])
+    seen: set[str] = set()
+    for rid in ids:
+        if rid in seen:
+            errors.append(f"{spec.data_dir}/{split}: duplicate id {rid!r}")
+        seen.add(rid)
+    return ids, errors
+
+
+def _check_shared_ids(ids_by_split: dict[str, list[str]]) -> list[str]:
+    """Detection and localization of a variant and split must hold the same instances."""
+    errors = []
     for variant in VARIANTS:
         for split in SPLITS:
-            det = ids_by_config.get(f"{config_name('detection', variant)}/{split}")
-            loc = ids_by_config.get(f"{config_name('localization', variant)}/{split}")
+            det = ids_by_split.get(f"{config_name('detection', variant)}/{split}")
+            loc = ids_by_split.get(f"{config_name('localization', variant)}/{split}")
             if det is not None and loc is not None and set(det) != set(loc):
                 only_d, only_l = sorted(set(det) - set(loc)), sorted(set(loc) - set(det))
                 errors.append(
                     f"{variant}/{split}: detection and localization ids differ "
                     f"(only in detection: {only_d[:5]}, only in localization: {only_l[:5]})"
                 )
-    if not counts:
-        errors.append(f"{root}: no parquet shards found under <variant>/<task>/")
-    if errors:
-        raise DatasetValidationError(errors[:max_errors] + ([f"... and {len(errors) - max_errors} more"] if len(errors) > max_errors else []))
-    return counts
+    return errors
 
 
 def _schema_diff(schema: pa.Schema, spec: ConfigSpec) -> str:
@@ -627,9 +673,11 @@ def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool) -> li
         errs += _check_turn_row(row, where, n)
     if check_audio:
         for column in spec.audio_columns:
-            values = row[column] if isinstance(row[column], list) else [row[column]]
-            for i, value in enumerate(values):
-                errs += _check_clip(value, f"{where} {column}[{i}]")
+            if isinstance(spec.features[column], List):
+                for i, value in enumerate(row[column] or []):
+                    errs += _check_clip(value, f"{where} column {column}[{i}]")
+            else:
+                errs += _check_clip(row[column], f"{where} column {column}")
     return errs
 
 
@@ -684,19 +732,29 @@ def _check_discrimination(row: dict, where: str, n: int) -> list[str]:
         errs.append(f"{where}: masked_position {row['masked_position']!r} is not a position 1..{n}")
     if len(row["context_audio"] or []) != n - 1:
         errs.append(f"{where}: {len(row['context_audio'] or [])} context clips, expected {n - 1}")
+    context = {clip["bytes"] for clip in row["context_audio"] or [] if clip}
+    shown = [label for label, clip in zip(labels, row["candidates"] or []) if clip and clip["bytes"] in context]
+    if shown:
+        errs.append(
+            f"{where}: context_audio holds candidate {shown} (the masked turn "
+            f"{row['masked_position']} or a version of it); the context must leave that turn out"
+        )
     return errs
 
 
 def _check_clip(value: dict | None, where: str) -> list[str]:
+    """Decode one stored clip as ``datasets`` does (torchcodec on FFmpeg) and check its format."""
     if not value or not value.get("bytes"):
         return [f"{where}: no audio bytes embedded"]
     try:
-        info = sf.info(io.BytesIO(value["bytes"]))
-    except Exception as err:
-        return [f"{where}: audio does not decode ({err})"]
-    if info.samplerate != SAMPLING_RATE or info.channels != 1:
-        return [f"{where}: {info.samplerate} Hz, {info.channels} channel(s); expected {SAMPLING_RATE} Hz mono"]
-    if info.frames == 0:
+        decoder = stock_decoder(value)
+        samples = decoder.get_all_samples()
+    except (RuntimeError, ValueError) as err:  # what torchcodec raises for a stream FFmpeg rejects
+        return [f"{where}: audio does not decode with datasets' decoder (torchcodec/FFmpeg): {err}"]
+    rate, channels = decoder.metadata.sample_rate, decoder.metadata.num_channels
+    if rate != SAMPLING_RATE or channels != 1:
+        return [f"{where}: {rate} Hz, {channels} channel(s); expected {SAMPLING_RATE} Hz mono"]
+    if samples.data.shape[-1] == 0:
         return [f"{where}: empty clip"]
     return []
 

@@ -177,6 +177,13 @@ def _shard(root: Path, config: str) -> Path:
     return ssd.shard_paths(root, config)[0]
 
 
+def _context_with_masked_turn(row: dict) -> list[dict]:
+    """The context as a builder that drops the turn after k instead of turn k would write it."""
+    k, context = row["masked_position"], list(row["context_audio"])
+    original = row["candidates"][row["candidate_scenarios"].index("S1")]
+    return context[: k - 1] + [original] + context[k:]
+
+
 CORRUPTIONS = {
     "duplicate id": (
         "detection",
@@ -192,6 +199,21 @@ CORRUPTIONS = {
         "localization",
         lambda rows: rows[1].update(inconsistent_turns=[(rows[1]["converted_turn"] % 5) + 1]),
         r"must be exactly the converted turn",
+    ),
+    "converted turn plus another (detection)": (
+        "detection",
+        lambda rows: rows[1].update(inconsistent_turns=[rows[1]["converted_turn"], rows[1]["converted_turn"] % 5 + 1]),
+        r"row 1 .*inconsistent_turns \[\d, \d\] must be exactly the converted turn",
+    ),
+    "converted turn plus another (localization)": (
+        "localization",
+        lambda rows: rows[2].update(inconsistent_turns=[rows[2]["converted_turn"], rows[2]["converted_turn"] % 5 + 1]),
+        r"row 2 .*inconsistent_turns \[\d, \d\] must be exactly the converted turn",
+    ),
+    "context holds the masked turn": (
+        "discrimination",
+        lambda rows: rows[0].update(context_audio=_context_with_masked_turn(rows[0])),
+        r"context_audio holds candidate \['[ABC]'\] \(the masked turn \d",
     ),
     "wrong gold ranking": (
         "discrimination",
@@ -211,7 +233,8 @@ CORRUPTIONS = {
     "undecodable audio": (
         "detection",
         lambda rows: rows[0].update(reference_audio={"bytes": b"not audio", "path": "x.flac"}),
-        r"reference_audio\[0\]: audio does not decode",
+        r"config detection split test row 0 \(id 'main-synthetic-0000-S1', .*\) column reference_audio: "
+        r"audio does not decode with datasets' decoder",
     ),
     "S2 substitute of the same gender": (
         "detection",
