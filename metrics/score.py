@@ -56,7 +56,7 @@ _LABEL_CODE = {"consistent": 0, "inconsistent": 1}
 PAPER_SOURCES = (("bazinga", "Bazinga"), ("ami", "AMI"), ("behavior_sd", "Behavior-SD"), ("dailytalk", "DailyTalk"))
 
 #: (key, display label, is_headline); keys equal the column names of the paper's tables in
-#: ``shared/paper/*.tsv``, so reported rows and scored rows share one table.
+#: ``space/data/paper/*.tsv``, so reported rows and scored rows share one table.
 LEADERBOARD_COLUMNS: list[tuple[str, str, bool]] = [
     ("det_s1_acc", "Det S1", False),
     ("det_s2_acc", "Det S2", False),

@@ -1,7 +1,7 @@
 """Reading and validating a SpeakerSleuth predictions file: one implementation for the scorer CLI,
 the judges and the Space.
 
-The format (``DESIGN.md``, "Predictions (submission) format") is JSON Lines in UTF-8, one object
+The format (ARCHITECTURE.md, "Predictions") is JSON Lines in UTF-8, one object
 per line, one file per variant::
 
     {"task": "detection", "id": "...", "prediction": "inconsistent"}

@@ -14,7 +14,7 @@ import pytest
 from metrics import core
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER = ROOT / "space" / "data" / "paper"  # the project copy of ../shared/paper
+PAPER = ROOT / "space" / "data" / "paper"  # the paper's reported tables
 MODULES = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")
 
 
