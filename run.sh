@@ -12,7 +12,7 @@ case "${1:-}" in
     # Each step is resumable: the build cache, the judges' outputs and the store survive reruns.
     shift
     $py -m builder_scripts build --out speakersleuth --cache cache --jobs "$(nproc)" "$@"
-    $py -m speakersleuth_dataset validate speakersleuth --skip-audio
+    $py -m speakersleuth_dataset validate speakersleuth
     $py -m judges baselines --dataset speakersleuth --out results/baselines --cache-dir cache/embeddings
     $py -m judges sweep --dataset speakersleuth --variant main --out results/sweep --cache-dir cache/embeddings
     $py -m space.seed --dataset speakersleuth --results results/baselines --data-dir data
