@@ -14,6 +14,8 @@ import hashlib
 import json
 import os
 import random
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,7 +25,7 @@ import speakersleuth_dataset as ssd
 
 from .segments import Segment
 from .sources.base import Dialogue
-from .speaker_bank import SpeakerBank
+from .speaker_bank import GENDERS, SpeakerBank, row_name
 from .vc.base import VoiceConverter
 
 #: RMS level every published clip is normalised to (dBFS), so loudness tells nothing.
@@ -146,7 +148,7 @@ class Unit:
                 "inconsistent_turns": [k] if sub else [],
                 "converted_turn": k if sub else None,
                 "vc_model": self.vc_model if sub else None,
-                "substitute_speaker": sub.speaker if sub else None,
+                "substitute_speaker": row_name(sub.speaker, seg.source) if sub else None,
                 "substitute_gender": sub.gender if sub else None,
                 "substitute_similarity": sub.similarity if sub else None,
             })
@@ -162,7 +164,7 @@ class Unit:
             "candidates": [versions[s] for s in order],
             "candidate_labels": list(ssd.CANDIDATE_LABELS),
             "candidate_scenarios": order,
-            "candidate_substitute_speakers": [subs[s].speaker if subs[s] else None for s in order],
+            "candidate_substitute_speakers": [row_name(subs[s].speaker, seg.source) if subs[s] else None for s in order],
             "candidate_similarities": [subs[s].similarity if subs[s] else 1.0 for s in order],
             "answer": label_of["S1"],
             "gold_ranking": [label_of[s] for s in ssd.GOLD_SCENARIO_ORDER],
@@ -187,28 +189,58 @@ class Choice:
     s3: Substitute
 
 
-def choose(segment: Segment, bank: SpeakerBank, seed: int, exclude: tuple[str, ...] = ()) -> Choice:
-    """Turn k and the two substitutes: a random opposite-gender speaker (S2) and the most similar
-    speaker by embedding cosine (S3), the target always excluded. The other speakers of the
-    dialogue (``exclude``) are avoided while the pool has an alternative (a two-voice corpus such
-    as DailyTalk has none)."""
+def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = None, exclude: tuple[str, ...] = ()) -> Choice:
+    """Turn k and the two substitutes: the most similar speaker by embedding cosine (S3) and a
+    random speaker of the other gender (S2), not S3's while there is another (S3 must be the more
+    similar of the two), the target always excluded. ``target`` is the target's name in ``bank``
+    (default: its speaker id); the other speakers of the dialogue (``exclude``, bank names) are
+    avoided while the pool has an alternative."""
     rng = unit_rng(seed, "choice", segment.source, segment.dialogue_id)
     k = rng.randrange(len(segment.target_turns)) + 1
-    target = segment.target_speaker
+    target = target or segment.target_speaker
     others = [n for n in bank.names if n != target]
     avoided = set(exclude) - {target}
-    gender = bank.gender(target)
-    opposite = [n for n in others if bank.gender(n) != gender and n not in avoided]
-    opposite = opposite or [n for n in others if bank.gender(n) != gender]
-    if not opposite:
-        raise ValueError(f"the speaker pool has no speaker of the opposite gender to {target!r}")
-    s2 = rng.choice(opposite)
     similar = [n for n in others if n not in avoided] or others
     s3, s3_cos = bank.most_similar(target, exclude=[n for n in others if n not in similar])
+    opposite = [n for n in others if bank.gender(n) != bank.gender(target)]
+    if not opposite:
+        raise ValueError(f"the speaker pool has no speaker of the opposite gender to {target!r}")
+    preferred = ([n for n in opposite if n != s3 and n not in avoided], [n for n in opposite if n != s3], opposite)
+    s2 = rng.choice(next(names for names in preferred if names))
     return Choice(
         k,
         Substitute(s2, bank.gender(s2), round(bank.cosine(target, s2), 4)),
         Substitute(s3, bank.gender(s3), round(float(s3_cos), 4)),
+    )
+
+
+#: Besides the target, S2 needs a speaker of the other gender and S3 a second one (S3 must be more
+#: similar to the target than S2, so another speaker): a pool of three speakers of both genders
+#: serves every target, a smaller or one-gender pool none.
+MIN_POOL_SPEAKERS = 3
+
+
+class SubstitutePoolError(ValueError):
+    """The build's substitute pool cannot serve S2 and S3."""
+
+
+def check_pool(genders: Mapping[str, str]) -> None:
+    """Refuse a substitute pool (``{pool name: gender}``, names ``<source>/<id>``) that cannot serve
+    S2 and S3, naming what each source brings and how to grow it."""
+    counts = Counter(genders.values())
+    if len(genders) >= MIN_POOL_SPEAKERS and all(counts[g] for g in GENDERS):
+        return
+    by_source: dict[str, Counter] = {}
+    for name, gender in genders.items():
+        by_source.setdefault(name.partition("/")[0], Counter())[gender] += 1
+    brought = "; ".join(
+        f"{source}: {sum(c.values())} speaker{'s' * (sum(c.values()) != 1)} ({', '.join(f'{c[g]} {g}' for g in GENDERS)})"
+        for source, c in by_source.items()
+    )
+    raise SubstitutePoolError(
+        f"the substitute speaker pool is too small ({brought or 'no speakers'}): S2 needs a speaker of the target's "
+        f"other gender and S3 a second speaker besides the target, so the pool needs at least {MIN_POOL_SPEAKERS} "
+        f"speakers of both genders; add another --source, or --substitute-pool embedded (the embedded TTS voices)"
     )
 
 

@@ -4,6 +4,11 @@ Per speaker: gender, clips, the embedding of every clip and the speaker's mean e
 L2-normalised mean of its clip embeddings) under one ``SpeakerEncoder``. Queries: the most
 similar other speaker (S3) and a random opposite-gender speaker (S2).
 
+A build has one bank over the speakers of all its sources (and of any extra pool source); a
+speaker's name there is ``<source>/<speaker id>`` (``pool_name``), so two corpora's speaker "A"
+stay two speakers. A dataset row names a substitute by its own id when it comes from the row's
+source and by its pool name otherwise (``row_name``).
+
 ``SpeakerBank.build`` caches each speaker's clip embeddings in ``cache_dir`` under a key made of
 the encoder name and the content of the clips (file bytes, span, channel), so a rerun embeds only
 speakers whose clips changed.
@@ -29,6 +34,18 @@ from judges.encoders import SpeakerEncoder
 GENDERS = ("female", "male")
 
 
+def pool_name(source: str, speaker: str) -> str:
+    """A speaker's name in the build's pool, unique across sources: ``dailytalk/dailytalk_spk0``."""
+    return f"{source}/{speaker}"
+
+
+def row_name(name: str, source: str) -> str:
+    """How a row of ``source`` names the pool speaker ``name``: its plain id when the speaker is
+    one of ``source``'s (comparable with ``target_speaker``), else its pool name."""
+    prefix = f"{source}/"
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
@@ -48,6 +65,7 @@ class BankSpeaker:
     embedding: np.ndarray  # (D,), L2-normalised mean of the clip embeddings
     clips: tuple[AudioSpan, ...] = ()
     clip_embeddings: np.ndarray | None = None  # (len(clips), D), L2-normalised
+    key: str = ""  # content key of the clips under the encoder ("" when made from ready embeddings)
 
 
 class SpeakerBank:
@@ -64,6 +82,18 @@ class SpeakerBank:
         self.names = list(self._speakers)
         self._matrix = _unit(np.stack([self._speakers[n].embedding for n in self.names]))
         self._index = {n: i for i, n in enumerate(self.names)}
+        self.key = self._digest()
+
+    def _digest(self) -> str:
+        """Who is in the bank and how they sound: the encoder, names, genders and each speaker's
+        clip content key (its embedding when made from ready embeddings). Whatever draws on the
+        bank (a unit's S2 and S3) is stale when this changes."""
+        h = hashlib.sha256(self.encoder_name.encode())
+        for name, s in self._speakers.items():
+            h.update(json.dumps([name, s.gender, s.key]).encode())
+            if not s.key:
+                h.update(self.embedding(name).tobytes())
+        return h.hexdigest()[:16]
 
     @classmethod
     def from_embeddings(cls, speakers: Mapping[str, tuple[str, np.ndarray]], encoder_name: str = "") -> SpeakerBank:
@@ -159,7 +189,7 @@ class SpeakerBank:
                     np.save(tmp, embs)
                     tmp.replace(path)
             bar.set_postfix(cached=reused)
-            entries.append(BankSpeaker(name, gender, _unit(embs.mean(axis=0)), clips, embs))
+            entries.append(BankSpeaker(name, gender, _unit(embs.mean(axis=0)), clips, embs, key))
         return cls(entries, encoder.name)
 
     def save(self, path: str | Path) -> Path:
@@ -169,7 +199,7 @@ class SpeakerBank:
         meta = {
             "encoder": self.encoder_name,
             "speakers": [
-                {"name": n, "gender": s.gender, "clips": [_span_json(c) for c in s.clips], "has_clip_embeddings": s.clip_embeddings is not None}
+                {"name": n, "gender": s.gender, "clips": [_span_json(c) for c in s.clips], "has_clip_embeddings": s.clip_embeddings is not None, "key": s.key}
                 for n, s in self._speakers.items()
             ],
         }
@@ -195,7 +225,7 @@ class SpeakerBank:
             embs = None
             if s["has_clip_embeddings"]:
                 embs, offset = clip_embs[offset : offset + len(clips)], offset + len(clips)
-            entries.append(BankSpeaker(s["name"], s["gender"], matrix[row], clips, embs))
+            entries.append(BankSpeaker(s["name"], s["gender"], matrix[row], clips, embs, s["key"]))
         return cls(entries, meta["encoder"])
 
 

@@ -119,14 +119,18 @@ def test_build_embeds_and_caches(clips, tmp_path):
     again = SpeakerBank.build(clips, enc, cache_dir=cache, progress=False)
     assert enc.calls == 6  # every speaker came from the cache
     np.testing.assert_array_equal(again.cosine_matrix(), bank.cosine_matrix())
+    assert again.key == bank.key
 
     sf.write(clips["bob"][1][1], tone(115, 1.0, 9), SR)  # one clip's content changes
-    SpeakerBank.build(clips, enc, cache_dir=cache, progress=False)
+    changed = SpeakerBank.build(clips, enc, cache_dir=cache, progress=False)
     assert enc.calls == 8  # only bob's two clips again
+    assert changed.key != bank.key, "what draws on the bank must see the change"
 
     other = SpectrumEncoder("spectrum-v2")
-    SpeakerBank.build(clips, other, cache_dir=cache, progress=False)
+    assert SpeakerBank.build(clips, other, cache_dir=cache, progress=False).key not in (bank.key, changed.key)
     assert other.calls == 6  # the encoder name is part of the key
+    renamed = SpeakerBank.build({f"x/{n}": entry for n, entry in clips.items()}, enc, cache_dir=cache, progress=False)
+    assert enc.calls == 8 and renamed.key != changed.key  # same clips (cached) under other names
 
 
 def test_build_errors(clips, tmp_path):
@@ -140,7 +144,7 @@ def test_save_load_round_trip(clips, tmp_path, bank):
     built = SpeakerBank.build(clips, SpectrumEncoder(), progress=False)
     for original in (built, bank):
         loaded = SpeakerBank.load(original.save(tmp_path / "bank" / f"{original.encoder_name}.npz"))
-        assert loaded.names == original.names and loaded.encoder_name == original.encoder_name
+        assert loaded.names == original.names and loaded.encoder_name == original.encoder_name and loaded.key == original.key
         np.testing.assert_array_equal(loaded.cosine_matrix(), original.cosine_matrix())
         for name in original.names:
             a, b = original[name], loaded[name]
