@@ -3,6 +3,7 @@
     python -m judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
         --tasks detection,localization,discrimination --out preds.jsonl [--threshold T] [--calibrate]
     python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset ... --out ...
+    python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset ... --out ...
     python -m judges sweep --dataset speakersleuth --variant main \\
         --judges pairwise-resemblyzer,centroid-resemblyzer,reference-resemblyzer --out sweep/
     python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer]
@@ -17,8 +18,12 @@ import argparse
 import json
 import sys
 
+from judges.model_dirs import parse_model_dirs, use_model_dirs
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
+
+#: ``--model-dir`` names: the encoders that load from a local folder
+MODEL_DIR_NAMES = ("ecapa", "wavlm")
 
 
 def _option(text: str) -> tuple[str, object]:
@@ -49,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--cache-dir", default=None, help="on-disk embedding cache (default: memory only)")
     common.add_argument("--batch-size", type=int, default=32, help="clips per encoder batch (default: 32)")
     common.add_argument("--quiet", action="store_true", help="no progress bars")
+    common.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
+                        help="local model folder of an encoder (repeatable), NAME one of ecapa, wavlm; "
+                             "then e.g. --judge centroid-ecapa loads from it")
 
     run = sub.add_parser("run", parents=[common], help="run one judge and write a predictions JSONL")
     run.add_argument("--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview")
@@ -82,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache_dir, "batch_size": args.batch_size, "progress": not args.quiet}
     try:
+        use_model_dirs(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES))
         if args.command == "run":
             summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, args.out, split=args.split,
                                 threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,

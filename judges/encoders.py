@@ -9,13 +9,16 @@ Three backends, all offline:
 - ``WavLMEncoder``: transformers ``WavLMForXVector`` (``microsoft/wavlm-base-plus-sv``) from a
   local folder, ``local_files_only=True``.
 
-A hub id is accepted only when the model is already in the local Hugging Face cache. Heavy
-libraries are imported when an encoder is built, not when this module is imported.
+The folder comes with the spec (``ecapa:<folder>``) or, for a bare ``ecapa``/``wavlm``, from
+``--model-dir ecapa=DIR`` (``judges.model_dirs``). A hub id is accepted only when the model is
+already in the local Hugging Face cache. A folder that lacks files raises ``ModelFolderError``
+naming them. Heavy libraries are imported when an encoder is built, not when this module is
+imported.
 
 >>> get_encoder("ecapa")
 Traceback (most recent call last):
 ...
-ValueError: encoder 'ecapa' needs a local model folder: 'ecapa:/path/to/spkrec-ecapa-voxceleb' (hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt, label_encoder.txt); nothing can be downloaded here
+judges.model_dirs.ModelFolderError: encoder 'ecapa' needs a local model folder: 'ecapa:<folder>' or --model-dir ecapa=<folder>. Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it. Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from math import gcd
 from pathlib import Path
 
 import numpy as np
+
+from judges.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
 
 #: Every encoder here takes 16 kHz mono input.
 SAMPLING_RATE = 16_000
@@ -192,16 +197,10 @@ def _local_model_dir(source: str | Path, what: str) -> Path:
             return Path(snapshot_download(str(source), local_files_only=True))
         except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
             pass
-    raise FileNotFoundError(
+    raise ModelFolderError(
         f"{what}: {source!r} is neither a local folder nor a model in the local Hugging Face cache; "
-        "nothing can be downloaded here, so stage the model folder and pass its path"
+        f"nothing can be downloaded here. {STAGING[what]}"
     )
-
-
-def _require_files(folder: Path, names: Sequence[str], what: str) -> None:
-    missing = [n for n in names if not (folder / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{what}: model folder {folder} lacks {', '.join(missing)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,6 +231,13 @@ def _import_speechbrain_safely() -> None:
 
 
 ECAPA_FILES = ("hyperparams.yaml", "embedding_model.ckpt", "mean_var_norm_emb.ckpt", "classifier.ckpt", "label_encoder.txt")
+#: what to put in each encoder's model folder, and from where
+STAGING = {
+    "ecapa": "Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and "
+             "label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it.",
+    "wavlm": "Copy config.json, preprocessor_config.json and model.safetensors (or pytorch_model.bin) of "
+             "microsoft/wavlm-base-plus-sv into it.",
+}
 
 
 class EcapaEncoder(SpeakerEncoder):
@@ -252,10 +258,7 @@ class EcapaEncoder(SpeakerEncoder):
 
     def __init__(self, source: str | Path, savedir: str | Path | None = None, device: str = "cpu", pad_batches: bool = False):
         folder = _local_model_dir(source, "ecapa")
-        hparams = folder / "hyperparams.yaml"
-        _require_files(folder, ["hyperparams.yaml"], "ecapa")
-        needed = sorted(set(re.findall(r"<pretrained_path>/([^\s'\"]+)", hparams.read_text(encoding="utf-8"))))
-        _require_files(folder, needed, "ecapa")
+        check_model_folders([self.model_folder(folder)], STAGING["ecapa"])
         _import_speechbrain_safely()
         from speechbrain.inference.speaker import EncoderClassifier
         from speechbrain.utils.fetching import FetchConfig, LocalStrategy
@@ -269,6 +272,15 @@ class EcapaEncoder(SpeakerEncoder):
             run_opts={"device": device},
         )
         self._setup(classifier, f"ecapa:{source}", pad_batches)
+
+    @staticmethod
+    def model_folder(folder: Path) -> ModelFolder:
+        """The files ``folder`` must hold: hyperparams.yaml and every file it reads from ``<pretrained_path>/``."""
+        hparams = folder / "hyperparams.yaml"
+        if not hparams.is_file():
+            return ModelFolder("ecapa", folder, ECAPA_FILES)
+        needed = re.findall(r"<pretrained_path>/([^\s'\"]+)", hparams.read_text(encoding="utf-8"))
+        return ModelFolder("ecapa", folder, tuple(sorted({"hyperparams.yaml", *needed})))
 
     @classmethod
     def from_modules(
@@ -316,14 +328,18 @@ class WavLMEncoder(SpeakerEncoder):
 
     def __init__(self, source: str | Path, device: str = "cpu"):
         folder = _local_model_dir(source, "wavlm")
-        _require_files(folder, ["config.json", "preprocessor_config.json"], "wavlm")
-        if not any((folder / n).is_file() for n in ("model.safetensors", "pytorch_model.bin")):
-            raise FileNotFoundError(f"wavlm: model folder {folder} lacks model.safetensors (or pytorch_model.bin)")
+        check_model_folders([self.model_folder(folder)], STAGING["wavlm"])
         from transformers import Wav2Vec2FeatureExtractor, WavLMForXVector
 
         extractor = Wav2Vec2FeatureExtractor.from_pretrained(str(folder), local_files_only=True)
         model = WavLMForXVector.from_pretrained(str(folder), local_files_only=True)
         self._setup(model, extractor, f"wavlm:{source}", device)
+
+    @staticmethod
+    def model_folder(folder: Path) -> ModelFolder:
+        """The files ``folder`` must hold (weights as safetensors, or as a .bin when that is there)."""
+        weights = "pytorch_model.bin" if (folder / "pytorch_model.bin").is_file() else "model.safetensors"
+        return ModelFolder("wavlm", folder, ("config.json", "preprocessor_config.json", weights))
 
     @classmethod
     def from_model(cls, model, feature_extractor, name: str = "wavlm:in-memory", device: str = "cpu") -> WavLMEncoder:
@@ -358,23 +374,37 @@ class WavLMEncoder(SpeakerEncoder):
 
 # --------------------------------------------------------------------------------------------
 
-_NEEDS_FOLDER = {
-    "ecapa": "'ecapa:/path/to/spkrec-ecapa-voxceleb' (" + ", ".join(ECAPA_FILES) + ")",
-    "wavlm": "'wavlm:/path/to/wavlm-base-plus-sv' (config.json, preprocessor_config.json, model.safetensors)",
-}
+_FOLDER_ENCODERS = {"ecapa": EcapaEncoder, "wavlm": WavLMEncoder}
+
+
+def _parse_spec(spec: str) -> tuple[str, str]:
+    """``(kind, source)`` of an encoder spec; a bare ``ecapa``/``wavlm`` takes its ``--model-dir``."""
+    kind, _, source = spec.partition(":")
+    kind = kind.strip().lower()
+    if kind in _FOLDER_ENCODERS and not source:
+        given = model_dir(kind)
+        if given is None:
+            raise ModelFolderError(f"encoder {kind!r} needs a local model folder: '{kind}:<folder>' or --model-dir "
+                                   f"{kind}=<folder>. {STAGING[kind]} Nothing is downloaded at run time.")
+        source = str(given)
+    if kind != "resemblyzer" and kind not in _FOLDER_ENCODERS:
+        raise ValueError(f"unknown encoder {spec!r}; use 'resemblyzer', 'ecapa:<folder>' or 'wavlm:<folder>'")
+    return kind, source
+
+
+def check_encoder(spec: str) -> None:
+    """Raise now, loading nothing, if ``spec`` names an unknown encoder or a model folder that is
+    missing or incomplete (``ModelFolderError``)."""
+    kind, source = _parse_spec(spec)
+    if kind in _FOLDER_ENCODERS:
+        check_model_folders([_FOLDER_ENCODERS[kind].model_folder(_local_model_dir(source, kind))], STAGING[kind])
 
 
 def get_encoder(spec: str, device: str = "cpu") -> SpeakerEncoder:
     """Build an encoder from ``"resemblyzer"``, ``"resemblyzer:<weights.pt>"``, ``"ecapa:<folder>"``
-    or ``"wavlm:<folder>"`` (a folder, or a hub id already in the local HF cache)."""
-    kind, _, source = spec.partition(":")
-    kind = kind.strip().lower()
+    or ``"wavlm:<folder>"`` (a folder, or a hub id already in the local HF cache); a bare
+    ``"ecapa"``/``"wavlm"`` loads from its ``--model-dir`` folder."""
+    kind, source = _parse_spec(spec)
     if kind == "resemblyzer":
         return ResemblyzerEncoder(device=device, weights_path=source or None)
-    if kind in _NEEDS_FOLDER and not source:
-        raise ValueError(f"encoder {kind!r} needs a local model folder: {_NEEDS_FOLDER[kind]}; nothing can be downloaded here")
-    if kind == "ecapa":
-        return EcapaEncoder(source, device=device)
-    if kind == "wavlm":
-        return WavLMEncoder(source, device=device)
-    raise ValueError(f"unknown encoder {spec!r}; use 'resemblyzer', 'ecapa:<folder>' or 'wavlm:<folder>'")
+    return _FOLDER_ENCODERS[kind](source, device=device)

@@ -15,7 +15,8 @@ import pytest
 import torch
 from scipy.signal import lfilter, sawtooth
 
-from judges.encoders import EcapaEncoder, ResemblyzerEncoder, WavLMEncoder, get_encoder
+from judges.encoders import EcapaEncoder, ResemblyzerEncoder, WavLMEncoder, check_encoder, get_encoder
+from judges.model_dirs import ModelFolderError, use_model_dirs
 
 SR = 16_000
 
@@ -241,7 +242,7 @@ def test_ecapa_padded_batches(ecapa_folder):
 def test_ecapa_missing_file_is_named(ecapa_folder, tmp_path, missing):
     folder = shutil.copytree(ecapa_folder[0], tmp_path / "ecapa")
     (folder / missing).unlink()
-    with pytest.raises(FileNotFoundError, match=f"lacks {missing}"):
+    with pytest.raises(ModelFolderError, match=f"model folder {folder} .*lacks .*{missing}"):
         EcapaEncoder(folder)
 
 
@@ -265,7 +266,7 @@ def test_wavlm_folder_matches_in_memory_model(wavlm_folder):
 def test_wavlm_missing_weights_are_named(wavlm_folder, tmp_path):
     folder = shutil.copytree(wavlm_folder[0], tmp_path / "wavlm")
     (folder / "model.safetensors").unlink()
-    with pytest.raises(FileNotFoundError, match="lacks model.safetensors"):
+    with pytest.raises(ModelFolderError, match=f"model folder {folder} .*lacks model.safetensors"):
         WavLMEncoder(folder)
 
 
@@ -302,7 +303,7 @@ def test_resemblyzer_vad_fallback(resemblyzer):
 
 @pytest.mark.parametrize("name", ["ecapa", "wavlm", "ECAPA:"])
 def test_get_encoder_needs_a_folder(name):
-    with pytest.raises(ValueError, match=r"needs a local model folder.*nothing can be downloaded"):
+    with pytest.raises(ModelFolderError, match=r"needs a local model folder.*--model-dir .*Nothing is downloaded"):
         get_encoder(name)
 
 
@@ -319,3 +320,40 @@ def test_get_encoder_builds(ecapa_folder, wavlm_folder, resemblyzer):
     assert isinstance(get_encoder(f"ecapa:{ecapa_folder[0]}"), EcapaEncoder)
     assert isinstance(get_encoder(f"wavlm:{wavlm_folder[0]}"), WavLMEncoder)
     assert get_encoder("resemblyzer").name == resemblyzer.name == "resemblyzer"
+
+
+# ------------------------------------------------------------------------------ --model-dir
+
+
+def test_judges_cli_loads_an_encoder_from_its_model_dir(ecapa_folder, tmp_path, capsys):
+    import json
+
+    from judges.__main__ import main
+    from tests.synthetic import build_synthetic_dataset
+
+    dataset = build_synthetic_dataset(tmp_path / "ds", dialogues=1, variants=("main",))
+    run = ["run", "--judge", "centroid-ecapa", "--dataset", str(dataset), "--tasks", "detection", "--out", str(tmp_path / "p.jsonl"), "--quiet"]
+    try:
+        assert main([*run, "--model-dir", f"ecapa={ecapa_folder[0]}"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert str(ecapa_folder[0]) in summary["judge"] and summary["counts"] == {"detection": 3}
+        incomplete = shutil.copytree(ecapa_folder[0], tmp_path / "ecapa")
+        (incomplete / "classifier.ckpt").unlink()
+        assert main([*run, "--model-dir", f"ecapa={incomplete}"]) == 2
+        assert f"error: ecapa: model folder {incomplete} (--model-dir ecapa=DIR) lacks classifier.ckpt" in capsys.readouterr().err
+        assert main([*run, "--model-dir", f"wavlm={tmp_path}", "--judge", "centroid-wavlm"]) == 2
+        assert f"error: wavlm: model folder {tmp_path} (--model-dir wavlm=DIR) lacks config.json" in capsys.readouterr().err
+    finally:
+        use_model_dirs({})
+
+
+def test_model_dir_fills_in_a_bare_encoder_spec(wavlm_folder):
+    use_model_dirs({"wavlm": wavlm_folder[0]})
+    try:
+        check_encoder("wavlm")  # what the builder's command line does before a build
+        assert get_encoder("wavlm").name == f"wavlm:{wavlm_folder[0]}"
+        assert get_encoder(f"wavlm:{wavlm_folder[0]}").name == f"wavlm:{wavlm_folder[0]}"
+    finally:
+        use_model_dirs({})
+    with pytest.raises(ModelFolderError, match="needs a local model folder"):
+        check_encoder("wavlm")

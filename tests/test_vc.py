@@ -21,6 +21,7 @@ import pytest
 import builder_scripts.vc as vc
 from builder_scripts.vc import base, cosyvoice, world, yourtts
 from builder_scripts.vc.base import SAMPLING_RATE, rms
+from judges.model_dirs import ModelFolderError, use_model_dirs
 from tests.vc_fixtures import VOICES, Voice, clips, speech_like
 
 DSP = ("world", "praat")
@@ -197,14 +198,31 @@ def test_dsp_input_errors(name, converters, speakers):
 def test_adapters_name_every_missing_file(name, tmp_path, monkeypatch):
     monkeypatch.setenv(base.VC_DIR_ENV, str(tmp_path))
     cls = vc.converter_class(name)
-    expected = cls.required_files()
-    assert expected and all(str(p).startswith(str(tmp_path)) for p in expected)
-    with pytest.raises(FileNotFoundError) as info:
+    folders = cls.model_folders()
+    assert folders and all(f.path.parent == tmp_path and f.files for f in folders)
+    with pytest.raises(ModelFolderError) as info:
         vc.get_converter(name)
     message = str(info.value)
-    assert f"missing {len(expected)} file(s)" in message and "Nothing is downloaded" in message
-    for path in expected:
-        assert str(path) in message
+    assert message.startswith(f"{name}: ") and cls.staging in message and "Nothing is downloaded" in message
+    for folder in folders:
+        assert f"model folder {folder.path} (--model-dir {folder.name}=DIR) does not exist; it needs" in message
+        assert all(file in message for file in folder.files)
+
+
+@pytest.mark.parametrize("name", ["freevc", "yourtts", "openvoice", "cosyvoice3"])
+def test_model_dir_flag_beats_the_environment_and_an_argument_beats_both(name, tmp_path, monkeypatch):
+    monkeypatch.setenv(base.VC_DIR_ENV, str(tmp_path / "env"))
+    cls = vc.converter_class(name)
+    use_model_dirs({name: tmp_path / "flag"})
+    try:
+        assert cls.model_folders()[0].path == tmp_path / "flag"
+        (tmp_path / "flag").mkdir()
+        with pytest.raises(ModelFolderError, match=f"model folder {tmp_path / 'flag'} .* lacks"):
+            vc.get_converter(name)
+        assert cls.model_folders(model_dir=tmp_path / "arg")[0].path == tmp_path / "arg"
+    finally:
+        use_model_dirs({})
+    assert cls.model_folders()[0].path == tmp_path / "env" / vc.MODEL_DIRS[name]
 
 
 def test_yourtts_config_side_files_and_localisation(tmp_path):
@@ -326,6 +344,16 @@ def test_freevc_adapter_runs_coqui_end_to_end(tiny_freevc, speakers, monkeypatch
     assert a.shape == b.shape == turn.shape and a.dtype == np.float32 and np.isfinite(a).all()
     assert rms(a) == pytest.approx(rms(turn), rel=1e-3)
     assert not np.allclose(a, b)  # the target clips condition the decoder
+
+
+def test_model_dir_reaches_the_backend(tiny_freevc, tiny_yourtts):
+    """What the pipeline does, ``get_converter(name)``, loads from the ``--model-dir`` folder."""
+    use_model_dirs({"freevc": tiny_freevc, "yourtts": tiny_yourtts})
+    try:
+        assert vc.get_converter("freevc")._synthesizer.output_sample_rate == 24000
+        assert vc.get_converter("yourtts").input_rate == 16000
+    finally:
+        use_model_dirs({})
 
 
 def test_freevc_refuses_configs_that_would_download(tiny_freevc, tmp_path):

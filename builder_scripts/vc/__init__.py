@@ -1,7 +1,8 @@
 """Voice-conversion backends behind one interface (``base.VoiceConverter``); one module each.
 
 Offline (no weights): ``world`` (pyworld), ``praat`` (praat-parselmouth). Weight-based adapters,
-loading only from local files (see each module for its layout under ``$SPEAKERSLEUTH_VC_DIR``):
+loading only from local folders (``--model-dir NAME=DIR``, else under ``$SPEAKERSLEUTH_VC_DIR``;
+see each module for its layout):
 ``freevc``, ``yourtts``, ``openvoice`` (coqui-tts) and ``cosyvoice3`` (a CosyVoice checkout).
 Backend modules are imported only when asked for, so listing what is available is cheap.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import SAMPLING_RATE, VC_DIR_ENV, VoiceConverter, vc_dir
+from .base import MODEL_DIRS, SAMPLING_RATE, VC_DIR_ENV, VoiceConverter, vc_dir
 
 #: registry name -> (module, class)
 CONVERTERS = {
@@ -55,6 +56,7 @@ def available_converters() -> list[str]:
 
 __all__ = [
     "CONVERTERS",
+    "MODEL_DIRS",
     "PAPER_4VC_SHARES",
     "SAMPLING_RATE",
     "VC_DIR_ENV",

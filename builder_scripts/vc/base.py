@@ -7,9 +7,11 @@ never reveal which turn was converted. ``resynthesize(audio)`` passes audio thro
 analysis-resynthesis path without changing the speaker, so every turn and every candidate of an
 instance can carry the same processing artefacts (the shortcut audit).
 
-Backends that need weights (``offline = False``) read them from a local folder under
-``$SPEAKERSLEUTH_VC_DIR`` (default ``~/.cache/speakersleuth/vc``); nothing is ever downloaded.
-A missing file raises ``FileNotFoundError`` naming every missing path.
+Backends that need weights (``offline = False``) read them from local folders: the one given
+as ``--model-dir NAME=DIR`` (``judges.model_dirs``), else ``$SPEAKERSLEUTH_VC_DIR/<default>``
+(``MODEL_DIRS``; the root defaults to ``~/.cache/speakersleuth/vc``); nothing is ever downloaded.
+A folder that lacks files raises ``ModelFolderError`` naming the folder, every missing file and
+how to stage it.
 
 >>> fit_length(np.ones(5, dtype=np.float32), 3).tolist()
 [1.0, 1.0, 1.0]
@@ -26,15 +28,33 @@ from pathlib import Path
 
 import numpy as np
 
+from judges.model_dirs import ModelFolder, check_model_folders, model_dir
+
 SAMPLING_RATE = 16_000
 
 #: Environment variable naming the folder that holds the neural backends' local model folders.
 VC_DIR_ENV = "SPEAKERSLEUTH_VC_DIR"
+#: ``--model-dir`` name of each neural backend's folder -> its default under ``$SPEAKERSLEUTH_VC_DIR``
+MODEL_DIRS = {
+    "freevc": "freevc24",
+    "yourtts": "your_tts",
+    "openvoice": "openvoice_v2",
+    "cosyvoice3": "Fun-CosyVoice3-0.5B",
+    "cosyvoice3-repo": "CosyVoice",
+}
 
 
 def vc_dir() -> Path:
     """The root folder of locally staged voice-conversion models."""
     return Path(os.environ.get(VC_DIR_ENV, "~/.cache/speakersleuth/vc")).expanduser()
+
+
+def model_folder(name: str, given: str | Path | None = None) -> Path:
+    """Folder ``name`` of ``MODEL_DIRS``: ``given`` (a constructor argument), else the one of
+    ``--model-dir name=DIR``, else its default under ``$SPEAKERSLEUTH_VC_DIR``."""
+    if given is not None:
+        return Path(given)
+    return model_dir(name, vc_dir() / MODEL_DIRS[name])
 
 
 def as_clip(audio: np.ndarray, what: str = "audio") -> np.ndarray:
@@ -100,14 +120,22 @@ class VoiceConverter(ABC):
     def resynthesize(self, audio: np.ndarray) -> np.ndarray:
         """``audio`` through the same analysis-resynthesis path with no identity change."""
 
+    #: how to stage the model folders, appended to the missing-files error
+    staging: str = ""
+
     @classmethod
-    def required_files(cls, **paths) -> list[Path]:
-        """Local files the backend loads, for the given (or default) locations; none for DSP."""
+    def model_folders(cls, **paths) -> list[ModelFolder]:
+        """Local folders (and files) the backend loads, at the given or resolved locations; none for DSP."""
         return []
 
     @classmethod
     def missing_files(cls, **paths) -> list[Path]:
-        return [p for p in cls.required_files(**paths) if not p.exists()]
+        return [f.path / name for f in cls.model_folders(**paths) for name in f.missing()]
+
+    @classmethod
+    def check_files(cls, **paths) -> None:
+        """Raise ``ModelFolderError`` naming every folder that lacks files, before anything is loaded."""
+        check_model_folders(cls.model_folders(**paths), cls.staging)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -128,8 +156,6 @@ class NeuralConverter(VoiceConverter):
     """
 
     offline = False
-    #: how to stage the files, appended to the missing-files error
-    staging: str
     input_rate: int = SAMPLING_RATE
     length_tolerance: float = 0.1
     #: longest reference audio (seconds) handed to the model, all target clips together
@@ -139,15 +165,6 @@ class NeuralConverter(VoiceConverter):
         if resynthesis not in ("self", "identity"):
             raise ValueError(f"resynthesis must be 'self' or 'identity', got {resynthesis!r}")
         self.resynthesis = resynthesis
-
-    def _check_files(self, **paths) -> None:
-        """Raise FileNotFoundError naming every missing file, before anything is loaded."""
-        missing = self.missing_files(**paths)
-        if missing:
-            raise FileNotFoundError(
-                f"{self.name}: missing {len(missing)} file(s): {', '.join(map(str, missing))}. "
-                f"{self.staging} Nothing is downloaded at run time."
-            )
 
     @abstractmethod
     def _run(self, source: np.ndarray, targets: list[np.ndarray]) -> tuple[np.ndarray, int]:

@@ -2,7 +2,8 @@
 
 CosyVoice is not a PyPI package and pins its own torch, so it runs in its own environment (see
 its requirements.txt); this adapter imports it from a checkout on ``sys.path``. Local layout
-(defaults under ``$SPEAKERSLEUTH_VC_DIR``)::
+(``--model-dir cosyvoice3-repo=DIR`` and ``--model-dir cosyvoice3=DIR``, defaults under
+``$SPEAKERSLEUTH_VC_DIR``)::
 
     CosyVoice/                       git clone --recursive https://github.com/FunAudioLLM/CosyVoice
       cosyvoice/cli/cosyvoice.py
@@ -30,7 +31,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from .base import SAMPLING_RATE, NeuralConverter, vc_dir
+from judges.model_dirs import ModelFolder
+
+from .base import SAMPLING_RATE, NeuralConverter, model_folder
 
 MODEL_FILES = (
     "cosyvoice3.yaml",
@@ -47,10 +50,7 @@ PROMPT_PAUSE_SECONDS = 0.2
 
 
 def _paths(model_dir, repo_dir) -> tuple[Path, Path]:
-    return (
-        Path(model_dir) if model_dir is not None else vc_dir() / "Fun-CosyVoice3-0.5B",
-        Path(repo_dir) if repo_dir is not None else vc_dir() / "CosyVoice",
-    )
+    return model_folder("cosyvoice3", model_dir), model_folder("cosyvoice3-repo", repo_dir)
 
 
 def join_prompt(clips: list[np.ndarray]) -> np.ndarray:
@@ -79,14 +79,14 @@ class CosyVoiceConverter(NeuralConverter):
         """``model``: an already loaded CosyVoice model object (skips the files and loading)."""
         super().__init__(resynthesis)
         if model is None:
-            self._check_files(model_dir=model_dir, repo_dir=repo_dir)
+            self.check_files(model_dir=model_dir, repo_dir=repo_dir)
             model = self._load(*_paths(model_dir, repo_dir))
         self._model = model
 
     @classmethod
-    def required_files(cls, model_dir=None, repo_dir=None) -> list[Path]:
+    def model_folders(cls, model_dir=None, repo_dir=None) -> list[ModelFolder]:
         model_dir, repo_dir = _paths(model_dir, repo_dir)
-        return [model_dir / name for name in MODEL_FILES] + [repo_dir / name for name in REPO_FILES]
+        return [ModelFolder("cosyvoice3", model_dir, MODEL_FILES), ModelFolder("cosyvoice3-repo", repo_dir, REPO_FILES)]
 
     @staticmethod
     def _load(model_dir: Path, repo_dir: Path):

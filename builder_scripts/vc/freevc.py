@@ -1,6 +1,6 @@
 """FreeVC (24 kHz, VCTK) through coqui-tts, from local files: the paper's ``main`` backend.
 
-Local layout (default ``$SPEAKERSLEUTH_VC_DIR/freevc24``)::
+Local layout (``--model-dir freevc=DIR``, default ``$SPEAKERSLEUTH_VC_DIR/freevc24``)::
 
     freevc24/config.json        the unzipped coqui release
     freevc24/model.pth          voice_conversion_models--multilingual--vctk--freevc24.zip
@@ -24,11 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import NeuralConverter, vc_dir
+from judges.model_dirs import ModelFolder
 
-
-def _default_dir() -> Path:
-    return vc_dir() / "freevc24"
+from .base import NeuralConverter, model_folder
 
 
 class FreeVCConverter(NeuralConverter):
@@ -46,7 +44,7 @@ class FreeVCConverter(NeuralConverter):
         resynthesis: str = "self",
     ):
         super().__init__(resynthesis)
-        self._check_files(model_dir=model_dir, wavlm_path=wavlm_path)
+        self.check_files(model_dir=model_dir, wavlm_path=wavlm_path)
         model_dir, wavlm_path = self._paths(model_dir, wavlm_path)
         config = json.loads((model_dir / "config.json").read_text())
         if config.get("model_args", {}).get("use_spk"):
@@ -59,13 +57,14 @@ class FreeVCConverter(NeuralConverter):
 
     @staticmethod
     def _paths(model_dir, wavlm_path) -> tuple[Path, Path]:
-        model_dir = Path(model_dir) if model_dir is not None else _default_dir()
+        model_dir = model_folder("freevc", model_dir)
         return model_dir, Path(wavlm_path) if wavlm_path is not None else model_dir / "WavLM-Large.pt"
 
     @classmethod
-    def required_files(cls, model_dir=None, wavlm_path=None) -> list[Path]:
+    def model_folders(cls, model_dir=None, wavlm_path=None) -> list[ModelFolder]:
         model_dir, wavlm_path = cls._paths(model_dir, wavlm_path)
-        return [model_dir / "config.json", model_dir / "model.pth", wavlm_path]
+        return [ModelFolder("freevc", model_dir, ("config.json", "model.pth")),
+                ModelFolder("freevc", wavlm_path.parent, (wavlm_path.name,))]
 
     @staticmethod
     def _load(model_dir: Path, wavlm_path: Path, device: str):

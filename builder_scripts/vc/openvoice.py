@@ -1,6 +1,6 @@
 """OpenVoice v2 tone-colour converter through coqui-tts, from local files.
 
-Local layout (default ``$SPEAKERSLEUTH_VC_DIR/openvoice_v2``)::
+Local layout (``--model-dir openvoice=DIR``, default ``$SPEAKERSLEUTH_VC_DIR/openvoice_v2``)::
 
     openvoice_v2/config.json       the converter of checkpoints_v2_0417.zip
     openvoice_v2/checkpoint.pth    (checkpoints_v2/converter/), or HF myshell-ai/OpenVoiceV2 converter/
@@ -21,11 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import NeuralConverter, vc_dir
+from judges.model_dirs import ModelFolder
 
-
-def _default_dir() -> Path:
-    return vc_dir() / "openvoice_v2"
+from .base import NeuralConverter, model_folder
 
 
 class OpenVoiceConverter(NeuralConverter):
@@ -37,14 +35,13 @@ class OpenVoiceConverter(NeuralConverter):
 
     def __init__(self, model_dir: str | Path | None = None, device: str = "cpu", resynthesis: str = "self"):
         super().__init__(resynthesis)
-        self._check_files(model_dir=model_dir)
-        self._model = self._load(Path(model_dir) if model_dir is not None else _default_dir(), device)
+        self.check_files(model_dir=model_dir)
+        self._model = self._load(model_folder("openvoice", model_dir), device)
         self.input_rate = int(self._model.config.audio.input_sample_rate)
 
     @classmethod
-    def required_files(cls, model_dir=None) -> list[Path]:
-        model_dir = Path(model_dir) if model_dir is not None else _default_dir()
-        return [model_dir / "config.json", model_dir / "checkpoint.pth"]
+    def model_folders(cls, model_dir=None) -> list[ModelFolder]:
+        return [ModelFolder("openvoice", model_folder("openvoice", model_dir), ("config.json", "checkpoint.pth"))]
 
     @staticmethod
     def _load(model_dir: Path, device: str):

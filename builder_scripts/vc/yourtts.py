@@ -1,6 +1,6 @@
 """YourTTS voice conversion (VITS with a speaker encoder) through coqui-tts, from local files.
 
-Local layout (default ``$SPEAKERSLEUTH_VC_DIR/your_tts``): the unzipped coqui release
+Local layout (``--model-dir yourtts=DIR``, default ``$SPEAKERSLEUTH_VC_DIR/your_tts``): the unzipped coqui release
 ``tts_models--multilingual--multi-dataset--your_tts.zip``::
 
     your_tts/config.json  model_file.pth  model_se.pth  config_se.json
@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from .base import NeuralConverter, vc_dir
+from judges.model_dirs import ModelFolder
+
+from .base import NeuralConverter, model_folder
 
 #: config fields (top level and under model_args) that name side files of the release
 PATH_FIELDS = (
@@ -37,10 +39,6 @@ PATH_FIELDS = (
     "speaker_encoder_config_path",
 )
 FILES = ("config.json", "model_file.pth", "model_se.pth", "config_se.json")
-
-
-def _default_dir() -> Path:
-    return vc_dir() / "your_tts"
 
 
 def _side_files(config: dict) -> set[str]:
@@ -78,18 +76,18 @@ class YourTTSConverter(NeuralConverter):
 
     def __init__(self, model_dir: str | Path | None = None, device: str = "cpu", resynthesis: str = "self"):
         super().__init__(resynthesis)
-        self._check_files(model_dir=model_dir)
-        self._synthesizer = self._load(Path(model_dir) if model_dir is not None else _default_dir(), device)
+        self.check_files(model_dir=model_dir)
+        self._synthesizer = self._load(model_folder("yourtts", model_dir), device)
         self.input_rate = int(self._synthesizer.tts_config.audio["sample_rate"])
 
     @classmethod
-    def required_files(cls, model_dir=None) -> list[Path]:
-        model_dir = Path(model_dir) if model_dir is not None else _default_dir()
+    def model_folders(cls, model_dir=None) -> list[ModelFolder]:
+        model_dir = model_folder("yourtts", model_dir)
         names = set(FILES)
         config_path = model_dir / "config.json"
         if config_path.is_file():
             names |= _side_files(json.loads(config_path.read_text()))
-        return [model_dir / name for name in sorted(names)]
+        return [ModelFolder("yourtts", model_dir, tuple(sorted(names)))]
 
     @staticmethod
     def _load(model_dir: Path, device: str):
