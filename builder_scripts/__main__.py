@@ -2,6 +2,7 @@
 
     python -m builder_scripts build --out speakersleuth                   # the embedded default
     python -m builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
+    python -m builder_scripts build ... --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
     python -m builder_scripts build ... --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID   # then once more without them
     python -m builder_scripts review-export --dataset speakersleuth --out review/
     python -m builder_scripts build ... --review-decisions review/review.csv
@@ -16,17 +17,31 @@ from pathlib import Path
 
 import speakersleuth_dataset as ssd
 
-from .sources import SOURCES
+from judges.model_dirs import ModelFolderError, parse_model_dirs, use_model_dirs
+
+from .scenarios import SubstitutePoolError
+from .sources import SOURCES, CorpusLayoutError, get_source_class
+from .vc import MODEL_DIRS
+
+#: ``--model-dir`` names: the neural voice-conversion backends' folders and the S3 encoders'
+MODEL_DIR_NAMES = (*MODEL_DIRS, "ecapa", "wavlm")
 
 
-def _source_dirs(values: list[str]) -> dict[str, dict]:
+def _source_args(sources: list[str], values: list[str]) -> dict[str, dict]:
+    """``--source-dir NAME=DIR`` values as each source's ``corpus_dir``; raises ValueError naming a
+    malformed value, a folder for a source not built, or a built source that needs a folder."""
     args: dict[str, dict] = {}
     for value in values:
         name, sep, path = value.partition("=")
-        if not sep or name not in SOURCES:
-            raise SystemExit(f"--source-dir {value!r}: expected <source>=<folder> with a source among {', '.join(SOURCES)}")
-        key = {"ami": "data_dir", "chitchat_tts": "cache_dir"}.get(name, "corpus_dir")
-        args[name] = {key: path}
+        if not sep or not path or name not in SOURCES:
+            raise ValueError(f"--source-dir {value!r}: expected SOURCE=DIR with SOURCE one of {', '.join(SOURCES)}")
+        if name not in sources:
+            raise ValueError(f"--source-dir {value!r}: {name} is not built; add --source {name}")
+        args[name] = {"corpus_dir": Path(path)}
+    for name in sources:
+        cls = get_source_class(name)
+        if cls.corpus_required and name not in args:
+            raise ValueError(f"--source {name} needs --source-dir {name}=DIR, the corpus folder: {cls.layout}")
     return args
 
 
@@ -78,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--cache", type=Path, default=Path("cache"), help="stage cache; a rerun skips finished work (default: cache)")
     build.add_argument("--variants", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn")
     build.add_argument("--source", action="append", choices=sorted(SOURCES), help="source corpus (repeatable; default chitchat_tts)")
-    build.add_argument("--source-dir", action="append", default=[], metavar="SOURCE=DIR", help="local folder of a recorded corpus")
+    build.add_argument("--source-dir", action="append", default=[], metavar="SOURCE=DIR",
+                       help="local corpus folder of a source (repeatable; needed by every source but chitchat_tts)")
     build.add_argument("--dialogues", type=int, default=60, help="dialogues per source for main and 4vc (default 60)")
     build.add_argument("--dialogues-10turn", type=int, default=30, help="dialogues per source for 10turn (default 30)")
     build.add_argument("--validation-dialogues", type=int, default=0, metavar="N",
@@ -89,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--vc", default="world", help="backend of main and 10turn (default world)")
     build.add_argument("--vc-4vc", default="world,praat", help="backends drawn per dialogue for 4vc")
-    build.add_argument("--encoder", default="resemblyzer", help="speaker encoder for S3 similarity (resemblyzer, ecapa:/dir, wavlm:/dir)")
+    build.add_argument("--encoder", default="resemblyzer", help="speaker encoder for S3 similarity (resemblyzer, ecapa, wavlm, ecapa:/dir, wavlm:/dir)")
+    build.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
+                       help=f"local model folder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
+                            "default for the backends: $SPEAKERSLEUTH_VC_DIR/<folder>")
+    build.add_argument("--substitute-pool", action="append", default=[], choices=["embedded"],
+                       help="more S2/S3 substitute speakers than the built sources' (repeatable): embedded = the "
+                            "embedded TTS voices, for a corpus with few speakers such as DailyTalk")
     build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
     build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
     build.add_argument("--margin", type=float, default=0.5, help="extra candidates (text only) that replace dropped dialogues (default 0.5)")
@@ -109,23 +131,52 @@ def main(argv: list[str] | None = None) -> int:
         print(export_review(args.dataset, args.out))
         return 0
 
-    from .pipeline import Builder, BuildOptions, make_source
+    def refuse(err: Exception):
+        parser.exit(2, f"{parser.prog} build: error: {err}\n")
 
+    try:  # a wrong option, or a model folder that lacks files, is refused before any work
+        opts = _options(args)
+    except (ValueError, ModelFolderError) as err:
+        refuse(err)
+    try:
+        return _build(opts, args.jobs, argv)
+    except (CorpusLayoutError, ModelFolderError, SubstitutePoolError) as err:  # a corpus not in its layout: one line, no traceback
+        refuse(err)
+
+
+def _options(args: argparse.Namespace):
+    """The build options of the command line, after checking the model folders it names."""
+    from judges.encoders import check_encoder
+
+    from .pipeline import BuildOptions
+    from .vc import converter_class
+
+    if args.jobs > 1 and args.num_shards != 1:
+        raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
+    sources = args.source or ["chitchat_tts"]
+    use_model_dirs(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES))
     opts = BuildOptions(
-        out=args.out, cache=args.cache, sources=tuple(args.source or ["chitchat_tts"]),
-        source_args=_source_dirs(args.source_dir), variants=tuple(v for v in args.variants.split(",") if v),
+        out=args.out, cache=args.cache, sources=tuple(sources), substitute_pool=tuple(args.substitute_pool),
+        source_args=_source_args(sources, args.source_dir), variants=tuple(v for v in args.variants.split(",") if v),
         dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, validation_dialogues=args.validation_dialogues,
         max_target_seconds=args.max_target_seconds, seed=args.seed, vc=args.vc,
         vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), encoder=args.encoder, text_filter=args.text_filter,
         review_decisions=args.review_decisions, margin=args.margin, num_shards=args.num_shards,
         shard_index=args.shard_index, threads=args.threads, progress=not args.no_progress,
     )
-    if args.jobs > 1:
-        if args.num_shards != 1:
-            raise SystemExit("--jobs runs its own shards; do not combine it with --num-shards")
-        for name in opts.sources:  # the corpus's one-off preparation, on all the jobs' cores, before the shards
-            make_source(name, opts).prepare(workers=args.jobs)
-        run_jobs(argv if argv is not None else sys.argv[1:], opts.cache, args.jobs)
+    for backend in {opts.vc, *opts.vc_4vc}:
+        converter_class(backend).check_files()
+    check_encoder(opts.encoder)
+    return opts
+
+
+def _build(opts, jobs: int, argv: list[str] | None) -> int:
+    from .pipeline import Builder, make_source
+
+    if jobs > 1:
+        for name in (*opts.sources, *opts.substitute_pool):  # the corpus's one-off preparation, on all the jobs' cores, before the shards
+            make_source(name, opts).prepare(workers=jobs)
+        run_jobs(argv if argv is not None else sys.argv[1:], opts.cache, jobs)
     report = Builder(opts).run()
     report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
     report_path.parent.mkdir(parents=True, exist_ok=True)

@@ -114,10 +114,12 @@ def _safe(name: str) -> str:
 
 
 def make_source(name: str, opts: BuildOptions) -> DialogueSource:
+    """Source ``name`` by the one constructor contract: ``corpus_dir`` (from ``source_args``; None
+    when not given) and ``output_dir`` in the cache (``tts/`` for the TTS voicing), plus options."""
     cls = get_source_class(name)
-    kwargs = dict(opts.source_args.get(name, {}))
+    output_dir = opts.cache / ("tts" if name == "chitchat_tts" else f"sources/{name}")
+    kwargs = {"corpus_dir": None, "output_dir": output_dir, **opts.source_args.get(name, {})}
     if name == "chitchat_tts":
-        kwargs.setdefault("cache_dir", opts.cache / "tts")
         kwargs.setdefault("seed", opts.seed)
         kwargs.setdefault("threads", opts.threads)
     return cls(**kwargs)

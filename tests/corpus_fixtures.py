@@ -1,7 +1,9 @@
 """Small copies of the recorded corpora in their real on-disk formats, written by the tests.
 
 Each writer takes plain Python descriptions of the dialogues and writes tone audio (one pitch per
-speaker, so spans are checkable) plus the corpus's own metadata files.
+speaker, so spans are checkable), or with ``voices`` speech-like audio in each speaker's synthetic
+voice (``tests.vc_fixtures``; 16 kHz), which a whole build can convert and verify, plus the
+corpus's own metadata files.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 
+from tests.vc_fixtures import SAMPLING_RATE, Voice, speech_like
+
 
 def tone(seconds: float, sr: int, freq: float = 220.0, channels: int = 1) -> np.ndarray:
     """A quiet sine; with ``channels`` > 1 channel c is at ``freq * (c + 1)``."""
@@ -24,10 +28,25 @@ def tone(seconds: float, sr: int, freq: float = 220.0, channels: int = 1) -> np.
     return np.stack(cols, axis=1).astype(np.float32) if channels > 1 else cols[0].astype(np.float32)
 
 
+def spoken(spans: list[tuple[float, float, Voice]], seconds: float, sr: int, seed: int = 0) -> np.ndarray:
+    """A ``seconds`` track holding each ``(start, end, voice)`` span in that voice (span i drawn with
+    seed ``seed + i``, so no two spans sound the same), silence elsewhere."""
+    if sr != SAMPLING_RATE:
+        raise ValueError(f"speech-like audio is {SAMPLING_RATE} Hz, not {sr}")
+    out = np.zeros(int(round(seconds * sr)), dtype=np.float32)
+    for i, (start, end, voice) in enumerate(spans):
+        first = int(round(start * sr))
+        clip = speech_like(voice, end - start, seed=seed + i)[: out.size - first]
+        out[first : first + clip.size] += clip
+    return out
+
+
 # --- DailyTalk ---------------------------------------------------------------------------------
 
-def write_dailytalk(root: Path, dialogues: dict[int, list[tuple[int, str, float]]], sr: int = 22050) -> Path:
-    """``dialogues``: {dialogue index: [(speaker 0|1, text, seconds), ...]} in utterance order.
+def write_dailytalk(root: Path, dialogues: dict[int, list[tuple[int, str, float]]], sr: int = 22050,
+                    voices: dict[int, Voice] | None = None) -> Path:
+    """``dialogues``: {dialogue index: [(speaker 0|1, text, seconds), ...]} in utterance order;
+    ``voices``: {speaker: voice} for speech-like audio.
 
     Writes ``metadata.json`` (keys in reverse order, as strings) and
     ``data/<d>/<u>_<spk>_d<d>.wav`` + ``.txt``.
@@ -38,7 +57,8 @@ def write_dailytalk(root: Path, dialogues: dict[int, list[tuple[int, str, float]
         for u, (spk, text, seconds) in enumerate(utts):
             stem = root / "data" / str(d) / f"{u}_{spk}_d{d}"
             stem.parent.mkdir(parents=True, exist_ok=True)
-            sf.write(stem.with_suffix(".wav"), tone(seconds, sr, 200.0 + 100 * spk), sr)
+            audio = spoken([(0.0, seconds, voices[spk])], seconds, sr, seed=index) if voices else tone(seconds, sr, 200.0 + 100 * spk)
+            sf.write(stem.with_suffix(".wav"), audio, sr)
             stem.with_suffix(".txt").write_text(text + "\n")
             entries[str(u)] = {"speaker": spk, "text": text, "index": index, "turn": u,
                                "topic": "ordinary_life", "emotion": "no emotion", "act": "inform"}
@@ -60,7 +80,7 @@ def _xml(root_tag: str, nite_id: str, body: str) -> str:
 
 
 def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16000,
-              annotations: str = "zip") -> Path:
+              annotations: str = "zip", voices: dict[str, Voice] | None = None) -> Path:
     """Write AMI audio (``amicorpus/<M>/audio/<M>.Headset-<ch>.wav`` and ``<M>.Mix-Headset.wav``) and
     the NXT manual annotations (``corpusResources/meetings.xml``, ``words/``, ``segments/``), either
     as ``ami_public_manual_1.6.2.zip`` in ``data_dir`` (``annotations="zip"``) or as the folder
@@ -68,7 +88,8 @@ def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16
 
     ``meetings``: {meeting: {agent: {"global_name", "channel", "segments": [(seg_start, seg_end,
     [word, ...])]}}} where a word is ``(start, end, text)`` plus optional flags ``"punc"``/``"trunc"``,
-    or ``("vocalsound"|"disfmarker", start, end)`` for a non-word element.
+    or ``("vocalsound"|"disfmarker", start, end)`` for a non-word element. ``voices``: {global name:
+    voice} for speech-like audio over each segment.
     """
     files: dict[str, str] = {}
     meeting_xml = []
@@ -99,7 +120,10 @@ def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16
             files[f"words/{meeting}.{agent}.words.xml"] = _xml("nite:root", f"{meeting}.{agent}.words", "".join(words))
             files[f"segments/{meeting}.{agent}.segments.xml"] = _xml("nite:root", f"{meeting}.{agent}.segs",
                                                                      "".join(segs))
-            audio = tone(seconds, sr, 150.0 + 50 * a["channel"])
+            if voices:
+                audio = spoken([(a0, b0, voices[a["global_name"]]) for a0, b0, _ in a["segments"]], seconds, sr)
+            else:
+                audio = tone(seconds, sr, 150.0 + 50 * a["channel"])
             mix += audio
             wav = data_dir / "amicorpus" / meeting / "audio" / f"{meeting}.Headset-{a['channel']}.wav"
             wav.parent.mkdir(parents=True, exist_ok=True)
@@ -122,14 +146,19 @@ def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16
 
 def behavior_sd_record(soda_index: int, utterances: list[tuple[int, str, float, float]], genders: list[str],
                        speaker_ids: list[str], sr: int = 22050, channels: int = 1, audio_seconds: float | None = None,
-                       audio_format: str = "FLAC") -> dict:
+                       audio_format: str = "FLAC", voices: dict[str, Voice] | None = None) -> dict:
     """One Behavior-SD record as documented on its card, plus an ``audio`` {bytes, path} column.
 
-    ``utterances``: [(speaker_idx, tts_text, start_time, end_time)].
+    ``utterances``: [(speaker_idx, tts_text, start_time, end_time)]; ``voices``: {speaker id: voice}
+    for mono speech-like audio.
     """
     seconds = audio_seconds if audio_seconds is not None else max(u[3] for u in utterances) + 0.2
     buf = io.BytesIO()
-    sf.write(buf, tone(seconds, sr, 180.0, channels), sr, format=audio_format)
+    if voices:
+        audio = spoken([(a, b, voices[speaker_ids[s]]) for s, _, a, b in utterances], seconds, sr)
+    else:
+        audio = tone(seconds, sr, 180.0, channels)
+    sf.write(buf, audio, sr, format=audio_format)
     names = ["Cornell", "Dontrell"]
     return {
         "soda_split": "test", "soda_index": soda_index, "narrative": "Two friends plan a trip.",
@@ -158,16 +187,18 @@ def write_table(path: Path, records: list[dict], drop: tuple[str, ...] = ()) -> 
 # --- Bazinga -----------------------------------------------------------------------------------
 
 def write_bazinga(root: Path, episodes: dict[str, list[tuple[str, float, float, str]]], genders: dict[str, str],
-                  seconds: float = 6.0, sr: int = 16000) -> Path:
+                  seconds: float = 6.0, sr: int = 16000, voices: dict[str, Voice] | None = None) -> Path:
     """The local Bazinga layout ``builder_scripts.sources.bazinga`` accepts.
 
-    ``episodes``: {identifier: [(speaker, start, end, text)]}, written in the given row order.
+    ``episodes``: {identifier: [(speaker, start, end, text)]}, written in the given row order;
+    ``voices``: {speaker: voice} for speech-like audio.
     """
     (root / "transcripts").mkdir(parents=True, exist_ok=True)
     (root / "audio").mkdir(exist_ok=True)
     for ident, rows in episodes.items():
         lines = ["speaker,start,end,text"] + [f'{s},{a},{b},"{t}"' for s, a, b, t in rows]
         (root / "transcripts" / f"{ident}.csv").write_text("\n".join(lines) + "\n")
-        sf.write(root / "audio" / f"{ident}.flac", tone(seconds, sr), sr)
+        audio = spoken([(a, b, voices[s]) for s, a, b, _ in rows], seconds, sr) if voices else tone(seconds, sr)
+        sf.write(root / "audio" / f"{ident}.flac", audio, sr)
     (root / "speakers.csv").write_text("speaker,gender\n" + "".join(f"{s},{g}\n" for s, g in genders.items()))
     return root

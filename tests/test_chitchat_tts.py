@@ -118,7 +118,7 @@ def test_real_corpus_turns(dialogues, source):
         assert len(d.speakers) == 2 and len(d.turns) >= source.min_turns
         assert all(a.speaker != b.speaker for a, b in itertools.pairwise(d.turns)), "consecutive turns not merged"
         assert all(is_speakable(t.text) and ":)" not in t.text and "http" not in t.text for t in d.turns)
-        assert all(Path(t.audio.path).parent.parent == source.cache_dir and t.audio.start is None for t in d.turns)
+        assert all(Path(t.audio.path).parent.parent == source.output_dir and t.audio.start is None for t in d.turns)
 
 
 def test_module_examples():
@@ -157,12 +157,12 @@ def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
     corpus = json.loads(Path(chitchat_dataset.__file__).with_name("dataset.json").read_text())
     small = tmp_path / "dataset.json"
     small.write_text(json.dumps(dict(list(corpus.items())[:300])))
-    limited = ChitchatTTS(tmp_path / "streamed", dataset_path=small, max_dialogues=10_000)
+    limited = ChitchatTTS(tmp_path / "streamed", corpus_dir=tmp_path, max_dialogues=10_000)
     limited.prepare(workers=2)  # a limited source reads its first conversations as they come
     streamed = list(limited.dialogues())
     assert not list((tmp_path / "streamed").glob("chitchat_turns-*.json")), "a pass with max_dialogues cached something"
     for workers in (2, 1):
-        prepared = ChitchatTTS(tmp_path / f"w{workers}", dataset_path=small)
+        prepared = ChitchatTTS(tmp_path / f"w{workers}", corpus_dir=tmp_path)
         prepared.prepare(workers=workers)
         assert len(list((tmp_path / f"w{workers}").glob("chitchat_turns-*.json"))) == 1
         assert [_spoken(d) for d in prepared.dialogues()] == [_spoken(d) for d in streamed]
@@ -171,9 +171,9 @@ def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
 
 
 def test_a_missing_dataset_file_is_named(tmp_path):
-    missing = tmp_path / "nowhere" / "dataset.json"
-    with pytest.raises(FileNotFoundError, match="nowhere/dataset.json"):
-        ChitchatTTS(tmp_path / "cache", dataset_path=missing).prepare(workers=2)
+    (tmp_path / "nowhere").mkdir()
+    with pytest.raises(ValueError, match="missing .*nowhere/dataset.json"):  # CorpusLayoutError
+        ChitchatTTS(tmp_path / "cache", corpus_dir=tmp_path / "nowhere")
 
 
 def test_casting_is_deterministic_per_seed(dialogues, tmp_path):
@@ -222,7 +222,7 @@ def test_ensure_audio_voices_exactly_the_requested_turns(source, dialogues):
     stamp = paths[0].stat().st_mtime_ns
     source.ensure_audio(dialogue, [0])  # cached: not voiced again
     assert paths[0].stat().st_mtime_ns == stamp
-    assert not list(source.cache_dir.rglob("*.part")), "a temporary file was left behind"
+    assert not list(source.output_dir.rglob("*.part")), "a temporary file was left behind"
 
 
 @pytest.fixture

@@ -8,10 +8,11 @@ import pytest
 import soundfile as sf
 from pytest import approx
 
-from builder_scripts.sources import SOURCES, get_source_class
+from builder_scripts.sources import SOURCES, CorpusLayoutError, get_source_class
 from builder_scripts.sources.ami import AMI, AMI_EVAL_MEETINGS
 from builder_scripts.sources.bazinga import Bazinga
 from builder_scripts.sources.behavior_sd import BehaviorSD
+from builder_scripts.sources import dailytalk
 from builder_scripts.sources.dailytalk import DailyTalk
 from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 
@@ -56,21 +57,24 @@ def test_dailytalk_dialogues_in_numeric_order(dailytalk_dir):
 
 def test_dailytalk_reuses_its_manifests(dailytalk_dir, tmp_path):
     corpus = shutil.copytree(dailytalk_dir, tmp_path / "dailytalk")
-    first = list(DailyTalk(corpus, manifest_dir=tmp_path / "manifests").dialogues())
+    prepared = DailyTalk(corpus, tmp_path / "manifests")
+    prepared.prepare()
+    assert sorted(p.name for p in (tmp_path / "manifests").iterdir()) == sorted(dailytalk._MANIFESTS)
+    first = list(prepared.dialogues())
     (corpus / "metadata.json").unlink()  # only the manifests can answer now
-    assert list(DailyTalk(corpus, manifest_dir=tmp_path / "manifests").dialogues()) == first
-    with pytest.raises(FileNotFoundError, match="metadata.json"):
-        list(DailyTalk(corpus).dialogues())
+    assert list(DailyTalk(corpus, tmp_path / "manifests").dialogues()) == first
+    with pytest.raises(CorpusLayoutError, match="metadata.json"):
+        DailyTalk(corpus)
 
 
 def test_dailytalk_missing_or_corrupt_wav_is_named(dailytalk_dir, tmp_path):
     corpus = shutil.copytree(dailytalk_dir, tmp_path / "dailytalk")
     (corpus / "data/10/3_0_d10.wav").write_bytes(b"not audio")
-    with pytest.raises(ValueError, match="3_0_d10.wav"):
-        list(DailyTalk(corpus).dialogues())
+    with pytest.raises(CorpusLayoutError, match="unreadable audio .*3_0_d10.wav"):
+        DailyTalk(corpus)
     (corpus / "data/10/3_0_d10.wav").unlink()
-    with pytest.raises(FileNotFoundError, match="3_0_d10.wav"):
-        list(DailyTalk(corpus).dialogues())
+    with pytest.raises(CorpusLayoutError, match="missing .*3_0_d10.wav"):
+        DailyTalk(corpus)
 
 
 # --- AMI ---------------------------------------------------------------------------------------
@@ -146,20 +150,29 @@ def test_ami_eval_meetings_are_lhotse_test_partition():
 
 def test_ami_missing_files_are_named(ami_dir, tmp_path):
     data = shutil.copytree(ami_dir, tmp_path / "ami")
-    with pytest.raises(ValueError, match="ES2004b"):  # the default: all 16 eval meetings; the fixture has one
-        list(AMI(data).dialogues())
-    (data / "amicorpus/ES2004a/audio/ES2004a.Headset-2.wav").unlink()
-    with pytest.raises(FileNotFoundError, match=r"ES2004a\.Headset-2\.wav"):
-        list(AMI(data, meetings=["ES2004a"]).dialogues())
-    (data / "ami_public_manual_1.6.2.zip").unlink()
-    with pytest.raises(FileNotFoundError, match="ami_public_manual_1.6.2"):
+    with pytest.raises(CorpusLayoutError, match="ES2004b"):  # the default: all 16 eval meetings; the fixture has two
         AMI(data)
+    (data / "amicorpus/ES2004a/audio/ES2004a.Headset-2.wav").unlink()
+    with pytest.raises(CorpusLayoutError, match=r"ES2004a\.Headset-2\.wav"):
+        AMI(data, meetings=["ES2004a"])
+    (data / "ami_public_manual_1.6.2.zip").unlink()
+    with pytest.raises(CorpusLayoutError, match="ami_public_manual_1.6.2"):
+        AMI(data)
+
+
+def test_ami_extracts_its_annotations_into_output_dir(ami_dir, tmp_path):
+    data = shutil.copytree(ami_dir, tmp_path / "ami")
+    before = sorted(p.relative_to(data) for p in data.rglob("*"))
+    (d,) = AMI(data, tmp_path / "out", meetings=["ES2004a"]).dialogues()
+    assert summary(d) == ami_expected(lambda ch: f"ES2004a.Headset-{ch}.wav")
+    assert sorted(p.relative_to(data) for p in data.rglob("*")) == before  # the corpus folder is not written
+    assert (tmp_path / "out/ami_public_manual_1.6.2/corpusResources/meetings.xml").is_file()
 
 
 def test_ami_corrupt_headset_is_named(ami_dir, tmp_path):
     data = shutil.copytree(ami_dir, tmp_path / "ami")
     (data / "amicorpus/ES2004a/audio/ES2004a.Headset-0.wav").write_bytes(b"RIFF....")
-    with pytest.raises(ValueError, match=r"ES2004a\.Headset-0\.wav"):
+    with pytest.raises(CorpusLayoutError, match=r"ES2004a\.Headset-0\.wav"):
         list(AMI(data, meetings=["ES2004a"]).dialogues())
 
 
@@ -190,8 +203,8 @@ def behavior_sd_dir(tmp_path_factory):
 
 
 def test_behavior_sd_parquet(behavior_sd_dir, tmp_path):
-    cache = tmp_path / "wav"
-    dialogues = list(BehaviorSD(behavior_sd_dir / "local", split="test", cache_dir=cache).dialogues())
+    dialogues = list(BehaviorSD(behavior_sd_dir / "local", tmp_path, split="test").dialogues())
+    cache = tmp_path / "test"
     assert [d.dialogue_id for d in dialogues] == ["test-7", "test-9"]
     assert summary(dialogues[0]) == [
         ("0000805189_1", "male", "So, um, we should plan.", "test-7.wav", 0.0, 1.5, None),
@@ -205,15 +218,15 @@ def test_behavior_sd_parquet(behavior_sd_dir, tmp_path):
     assert (info9.channels, info9.frames) == (2, round(1.4 * BSD_SR))
     # A rerun reuses the cached wavs instead of decoding again.
     mtime = (cache / "test-7.wav").stat().st_mtime_ns
-    assert list(BehaviorSD(behavior_sd_dir / "local", cache_dir=cache).dialogues()) == dialogues
+    assert list(BehaviorSD(behavior_sd_dir / "local", tmp_path).dialogues()) == dialogues
     assert (cache / "test-7.wav").stat().st_mtime_ns == mtime
 
 
 def test_behavior_sd_arrow_matches_parquet(behavior_sd_dir, tmp_path):
-    (from_arrow,) = BehaviorSD(behavior_sd_dir / "arrow", cache_dir=tmp_path / "a").dialogues()
-    from_parquet = next(iter(BehaviorSD(behavior_sd_dir / "local", cache_dir=tmp_path / "p").dialogues()))
+    (from_arrow,) = BehaviorSD(behavior_sd_dir / "arrow", tmp_path / "a").dialogues()
+    from_parquet = next(iter(BehaviorSD(behavior_sd_dir / "local", tmp_path / "p").dialogues()))
     assert summary(from_arrow) == summary(from_parquet)
-    (other,) = BehaviorSD(behavior_sd_dir / "local", split="validation", cache_dir=tmp_path / "v").dialogues()
+    (other,) = BehaviorSD(behavior_sd_dir / "local", tmp_path / "v", split="validation").dialogues()
     assert other.dialogue_id == "test-1" and other.turns[0].text == "Other split."
 
 
@@ -221,21 +234,21 @@ def test_behavior_sd_arrow_matches_parquet(behavior_sd_dir, tmp_path):
 def test_behavior_sd_missing_column_is_named(tmp_path, drop, message):
     record = behavior_sd_record(sr=BSD_SR, **BSD_RECORDS[0])
     path = write_table(tmp_path / "test-0.parquet", [record], drop=(drop,))
-    with pytest.raises(ValueError, match=message) as err:
-        list(BehaviorSD(tmp_path, cache_dir=tmp_path / "c").dialogues())
+    with pytest.raises(CorpusLayoutError, match=message) as err:
+        list(BehaviorSD(tmp_path, tmp_path / "c").dialogues())
     assert str(path) in str(err.value)
 
 
 def test_behavior_sd_bad_inputs(tmp_path):
-    with pytest.raises(FileNotFoundError, match="split 'test'"):
-        list(BehaviorSD(tmp_path, cache_dir=tmp_path / "c").dialogues())
+    with pytest.raises(CorpusLayoutError, match="split 'test'"):
+        BehaviorSD(tmp_path, tmp_path / "c")
     (tmp_path / "test.parquet").write_bytes(b"junk")
-    with pytest.raises(ValueError, match="test.parquet"):
-        list(BehaviorSD(tmp_path, cache_dir=tmp_path / "c").dialogues())
+    with pytest.raises(CorpusLayoutError, match="test.parquet"):
+        list(BehaviorSD(tmp_path, tmp_path / "c").dialogues())
     record = behavior_sd_record(3, [(0, "Too long.", 0.0, 2.0)], ["male", "female"], ["a", "b"], audio_seconds=1.0)
     write_table(tmp_path / "test.parquet", [record])
-    with pytest.raises(ValueError, match="test-3: utterance 0"):
-        list(BehaviorSD(tmp_path, cache_dir=tmp_path / "c").dialogues())
+    with pytest.raises(CorpusLayoutError, match="test-3: utterance 0"):
+        list(BehaviorSD(tmp_path, tmp_path / "c").dialogues())
 
 
 # --- Bazinga -----------------------------------------------------------------------------------
@@ -267,11 +280,11 @@ def test_bazinga_layout(bazinga_dir):
 def test_bazinga_errors_name_the_problem(bazinga_dir, tmp_path):
     root = shutil.copytree(bazinga_dir, tmp_path / "bz")
     (root / "speakers.csv").write_text("speaker,gender\nsheldon_cooper,male\npenny,female\n")
-    with pytest.raises(ValueError, match="'leonard_hofstadter' has no row in .*speakers.csv"):
+    with pytest.raises(CorpusLayoutError, match="'leonard_hofstadter' has no row in .*speakers.csv"):
         list(Bazinga(root).dialogues())
     (root / "audio/TheBigBangTheory.Season01.Episode01.flac").unlink()
-    with pytest.raises(FileNotFoundError, match=r"audio/TheBigBangTheory\.Season01\.Episode01"):
-        list(Bazinga(root).dialogues())
+    with pytest.raises(CorpusLayoutError, match=r"missing audio .*audio/TheBigBangTheory\.Season01\.Episode01"):
+        Bazinga(root)
     (root / "speakers.csv").unlink()
-    with pytest.raises(FileNotFoundError, match="speakers.csv"):
-        list(Bazinga(root).dialogues())
+    with pytest.raises(CorpusLayoutError, match="missing .*speakers.csv"):
+        Bazinga(root)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import AudioSpan, Dialogue, DialogueSource, Turn
+from .base import AudioSpan, CorpusLayoutError, Dialogue, DialogueSource, Turn
 
 #: registry name -> "module:Class"; modules are imported on use, so a corpus's heavy imports
 #: (lhotse, the TTS runtime) load only when that corpus is built.
@@ -25,4 +25,4 @@ def get_source_class(name: str) -> type[DialogueSource]:
     return getattr(import_module(f"{__name__}.{module}"), cls)
 
 
-__all__ = ["AudioSpan", "Dialogue", "DialogueSource", "Turn", "SOURCES", "get_source_class"]
+__all__ = ["AudioSpan", "CorpusLayoutError", "Dialogue", "DialogueSource", "Turn", "SOURCES", "get_source_class"]

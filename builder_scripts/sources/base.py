@@ -3,6 +3,14 @@
 A corpus module (``dailytalk.py``, ``ami.py``, ``behavior_sd.py``, ``bazinga.py``,
 ``chitchat_tts.py``) defines one ``DialogueSource`` subclass and registers it in
 ``builder_scripts.sources.SOURCES``; adding a corpus is adding one file.
+
+Every source is built the same way, as lhotse's ``prepare_<corpus>(corpus_dir, output_dir)``:
+``Source(corpus_dir=..., output_dir=..., **options)``. ``corpus_dir`` is the local corpus folder
+(optional only where ``corpus_required`` is False: the embedded TTS source reads its package),
+``output_dir`` a folder of the source's own for anything it derives (manifests, decoded audio,
+voicing), and the options are the source's keywords. The constructor checks the folder against the
+source's ``layout``; a missing or incomplete corpus raises ``CorpusLayoutError``, one line naming
+what is missing and the expected layout.
 """
 
 from __future__ import annotations
@@ -11,6 +19,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+class CorpusLayoutError(ValueError):
+    """A corpus folder is missing, incomplete or not in the layout its source reads."""
 
 
 @dataclass(frozen=True)
@@ -64,10 +76,27 @@ class DialogueSource(ABC):
     license: str
     citation: str
     homepage: str
+    #: The corpus folder this source reads, in one line (for error messages).
+    layout: str
+    #: Whether ``corpus_dir`` must be given (False: the source has a default corpus).
+    corpus_required: bool = True
     #: How far planned turn durations must clear the segment rules' minimums: 1 where durations
     #: are measured; more where they are estimates (TTS), so that few segments fail the re-check
     #: on the voiced durations (a failure wastes the voicing and needs a replacement).
     duration_slack: float = 1.0
+
+    def __init__(self, corpus_dir: str | Path | None, output_dir: str | Path | None):
+        """Keep the two folders; refuse a required ``corpus_dir`` that is not given or not a folder."""
+        if corpus_dir is None and self.corpus_required:
+            raise self.layout_error("no corpus folder given")
+        if corpus_dir is not None and not Path(corpus_dir).is_dir():
+            raise self.layout_error(f"corpus folder {corpus_dir} does not exist")
+        self.corpus_dir = None if corpus_dir is None else Path(corpus_dir)
+        self.output_dir = None if output_dir is None else Path(output_dir)
+
+    def layout_error(self, problem: str) -> CorpusLayoutError:
+        """``problem`` (what is missing or wrong, with its path) as one line with the expected layout."""
+        return CorpusLayoutError(f"{self.name}: {problem}; expected {self.layout}")
 
     @abstractmethod
     def dialogues(self) -> Iterator[Dialogue]:

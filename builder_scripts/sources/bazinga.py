@@ -4,17 +4,17 @@ The Hub copy (``bazinga/bazinga``) is gated and loads through a script that ``da
 cannot run, so this module reads a plain local export instead; whoever has access writes it
 (e.g. with ``datasets<4`` and the loader's ``audio=True``). Accepted layout::
 
-    <data_dir>/speakers.csv                        header ``speaker,gender``; gender female|male
-    <data_dir>/transcripts/<episode>.csv           header ``speaker,start,end,text``; one row per
-                                                   speech turn, times in seconds on the episode audio
-    <data_dir>/audio/<episode>.{wav,flac,ogg,mp3}  the episode soundtrack (any rate)
+    <corpus_dir>/speakers.csv                        header ``speaker,gender``; gender female|male
+    <corpus_dir>/transcripts/<episode>.csv           header ``speaker,start,end,text``; one row per
+                                                     speech turn, times in seconds on the episode audio
+    <corpus_dir>/audio/<episode>.{wav,flac,ogg,mp3}  the episode soundtrack (any rate)
 
 ``<episode>`` is Bazinga's identifier, e.g. ``TheBigBangTheory.Season01.Episode01``. One dialogue
 per episode, in identifier order; turns in order of start time (rows with empty text are
 skipped), each a ``(soundtrack, start, end)`` span with ``channel=None`` (all channels; mix a
 multichannel soundtrack down). Speaker labels are global: every label in a transcript needs a
 row in ``speakers.csv``, and labels must be unique across series (prefix them with the series if
-two series share a name).
+two series share a name). The source derives nothing, so ``output_dir`` is not used.
 """
 
 from __future__ import annotations
@@ -43,68 +43,69 @@ class Bazinga(DialogueSource):
         "and others},\n"
         "  booktitle={Proceedings of LREC 2022},\n  pages={3434--3441},\n  year={2022}\n}"
     )
+    layout = ("<corpus_dir>/speakers.csv (speaker,gender), <corpus_dir>/transcripts/<episode>.csv "
+              "(speaker,start,end,text) and <corpus_dir>/audio/<episode>.{wav,flac,ogg,mp3}")
 
-    def __init__(self, data_dir: str | Path):
-        self.data_dir = Path(data_dir)
+    def __init__(self, corpus_dir: str | Path, output_dir: str | Path | None = None):
+        super().__init__(corpus_dir, output_dir)
+        self._genders = self._read_genders()
+        self._transcripts = sorted((self.corpus_dir / "transcripts").glob("*.csv"))
+        if not self._transcripts:
+            raise self.layout_error(f"no transcripts {self.corpus_dir / 'transcripts'}/<episode>.csv")
+        self._audio = {t.stem: self._audio_of(t.stem) for t in self._transcripts}
 
     def dialogues(self) -> Iterator[Dialogue]:
-        genders = self._genders()
-        transcripts = sorted((self.data_dir / "transcripts").glob("*.csv"))
-        if not transcripts:
-            raise FileNotFoundError(f"Bazinga: no transcripts {self.data_dir / 'transcripts'}/<episode>.csv")
-        for transcript in transcripts:
+        for transcript in self._transcripts:
             episode = transcript.stem
-            audio = self._audio(episode)
+            audio = self._audio[episode]
             try:
                 duration = sf.info(audio).duration
             except sf.LibsndfileError as e:
-                raise ValueError(f"Bazinga: unreadable audio {audio} ({e})") from e
+                raise self.layout_error(f"unreadable audio {audio} ({e})") from e
             turns = []
-            for where, row in _rows(transcript, ("speaker", "start", "end", "text")):
+            for where, row in self._rows(transcript, ("speaker", "start", "end", "text")):
                 if not row["text"].strip():
                     continue
                 try:
                     start, end = float(row["start"]), float(row["end"])
                 except ValueError:
-                    raise ValueError(f"{where}: start/end {row['start']!r}/{row['end']!r} are not numbers") from None
+                    raise self.layout_error(f"{where}: start/end {row['start']!r}/{row['end']!r} are not numbers") from None
                 if not 0 <= start < end <= duration + _END_TOLERANCE:
-                    raise ValueError(f"{where}: turn {start}-{end} s is outside the {duration:.2f} s audio {audio}")
-                if row["speaker"] not in genders:
-                    raise ValueError(f"{where}: speaker {row['speaker']!r} has no row in {self.data_dir / 'speakers.csv'}")
-                turns.append(Turn(row["speaker"], genders[row["speaker"]], row["text"].strip(),
+                    raise self.layout_error(f"{where}: turn {start}-{end} s is outside the {duration:.2f} s audio {audio}")
+                if row["speaker"] not in self._genders:
+                    raise self.layout_error(f"{where}: speaker {row['speaker']!r} has no row in {self.corpus_dir / 'speakers.csv'}")
+                turns.append(Turn(row["speaker"], self._genders[row["speaker"]], row["text"].strip(),
                                   AudioSpan(audio, start, min(end, duration))))
             turns.sort(key=lambda t: (t.audio.start, t.audio.end))
             yield Dialogue(episode, self.name, tuple(turns))
 
-    def _genders(self) -> dict[str, str]:
-        path = self.data_dir / "speakers.csv"
+    def _read_genders(self) -> dict[str, str]:
         genders = {}
-        for where, row in _rows(path, ("speaker", "gender")):
+        for where, row in self._rows(self.corpus_dir / "speakers.csv", ("speaker", "gender")):
             gender = row["gender"].strip().lower()
             if gender not in _GENDERS:
-                raise ValueError(f"{where}: gender {row['gender']!r} is not one of {_GENDERS}")
+                raise self.layout_error(f"{where}: gender {row['gender']!r} is not one of {_GENDERS}")
             genders[row["speaker"]] = gender
         return genders
 
-    def _audio(self, episode: str) -> Path:
+    def _audio_of(self, episode: str) -> Path:
         for suffix in AUDIO_SUFFIXES:
-            path = self.data_dir / "audio" / f"{episode}{suffix}"
+            path = self.corpus_dir / "audio" / f"{episode}{suffix}"
             if path.is_file():
                 return path
-        raise FileNotFoundError(f"Bazinga: missing audio {self.data_dir / 'audio' / episode}"
-                                f"{{{','.join(AUDIO_SUFFIXES)}}} for {self.data_dir / 'transcripts' / episode}.csv")
+        raise self.layout_error(f"missing audio {self.corpus_dir / 'audio' / episode}"
+                                f"{{{','.join(AUDIO_SUFFIXES)}}} for {self.corpus_dir / 'transcripts' / episode}.csv")
 
-
-def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
-    """``("file:line", row)`` for each row of a CSV file that must have ``columns``."""
-    if not path.is_file():
-        raise FileNotFoundError(f"Bazinga: missing {path}")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"Bazinga: {path} lacks column(s) {missing}; header is {reader.fieldnames}")
-        for row in reader:
-            if any(row[c] is None for c in columns):
-                raise ValueError(f"Bazinga: {path}:{reader.line_num}: too few fields")
-            yield f"Bazinga: {path}:{reader.line_num}", row
+    def _rows(self, path: Path, columns: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
+        """``("file:line", row)`` for each row of a CSV file that must have ``columns``."""
+        if not path.is_file():
+            raise self.layout_error(f"missing {path}")
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise self.layout_error(f"{path} lacks column(s) {missing}; its header is {reader.fieldnames}")
+            for row in reader:
+                if any(row[c] is None for c in columns):
+                    raise self.layout_error(f"{path}:{reader.line_num}: too few fields")
+                yield f"{path}:{reader.line_num}", row

@@ -1,6 +1,6 @@
 """Behavior-SD (Lee, Kim & Kim, NAACL 2025): 108K synthesised full-duplex dialogues with behaviour labels.
 
-Accepted local layout: a local copy of the Hub dataset ``yhytoto12/behavior-sd``, i.e. a folder
+Accepted local layout (``corpus_dir``): a local copy of the Hub dataset ``yhytoto12/behavior-sd``, i.e. a folder
 with ``.parquet`` files or ``datasets``-style ``.arrow`` files (stream or file format) anywhere
 below it. With ``split`` set, a file belongs to the split when a folder on its path is named
 ``<split>`` or its name holds ``<split>`` between ``-``/``_``/``.`` separators (``data/test-00000-
@@ -13,8 +13,8 @@ file, only when ``bytes`` is empty). The card does not name that column, so it i
 or given as ``audio_column``.
 
 Each dialogue's audio is decoded with soundfile and cached as
-``<cache_dir>/<soda_split>-<soda_index>.wav`` (default ``cache_dir``: ``cache/behavior_sd/<split>``
-under the working directory; a rerun reuses the wavs, so clear it if the data files change).
+``<output_dir>/<split>/<soda_split>-<soda_index>.wav`` (``all`` for ``split=None``; a rerun reuses
+the wavs, so clear them if the data files change).
 Turns are spans of that wav, in ``uttr_idx`` order, and may overlap. Mono audio gives
 ``channel=None``; audio with one channel per speaker (not confirmed for this corpus) gives
 ``channel=speaker_idx``; any other channel count is an error. Speaker = the
@@ -53,109 +53,108 @@ class BehaviorSD(DialogueSource):
         "  author={Lee, Sehun and Kim, Kang-wook and Kim, Gunhee},\n"
         "  booktitle={Proceedings of NAACL 2025},\n  year={2025}\n}"
     )
+    layout = ("a copy of the Hub dataset yhytoto12/behavior-sd: <corpus_dir>/**/*.parquet or *.arrow, "
+              "the split's files named <split>-*.parquet or under a <split>/ folder")
 
-    def __init__(self, data_dir: str | Path, split: str | None = "test", cache_dir: str | Path | None = None,
+    def __init__(self, corpus_dir: str | Path, output_dir: str | Path, split: str | None = "test",
                  audio_column: str | None = None):
-        self.data_dir = Path(data_dir)
+        super().__init__(corpus_dir, output_dir)
         self.split = split
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else Path("cache") / "behavior_sd" / (split or "all")
+        self.wav_dir = self.output_dir / (split or "all")
         self.audio_column = audio_column
+        self._data_files = self._files()
 
     def dialogues(self) -> Iterator[Dialogue]:
         seen: set[str] = set()
-        for path in self._files():
-            schema, num_rows, batches = _open(path)
+        for path in self._data_files:
+            schema, num_rows, batches = self._open(path)
             audio_column = self._find_audio_column(path, schema)
             rows = (row for batch in batches([*REQUIRED_COLUMNS, audio_column]) for row in batch.to_pylist())
             for row in tqdm(rows, total=num_rows, desc=f"Behavior-SD {path.name}", unit="dialogue"):
                 dialogue = self._dialogue(row, row[audio_column], path)
                 if dialogue.dialogue_id in seen:
-                    raise ValueError(f"Behavior-SD: dialogue {dialogue.dialogue_id} appears twice (again in {path})")
+                    raise self.layout_error(f"dialogue {dialogue.dialogue_id} appears twice (again in {path})")
                 seen.add(dialogue.dialogue_id)
                 yield dialogue
 
     def _files(self) -> list[Path]:
-        if not self.data_dir.is_dir():
-            raise FileNotFoundError(f"Behavior-SD: no such folder {self.data_dir}")
         word = re.compile(rf"(^|[-_.]){re.escape(self.split)}([-_.]|$)") if self.split else None
         files = sorted(
-            p for p in self.data_dir.rglob("*")
+            p for p in self.corpus_dir.rglob("*")
             if p.suffix in (".parquet", ".arrow") and p.is_file()
-            and (word is None or self.split in p.relative_to(self.data_dir).parts[:-1] or word.search(p.stem)))
+            and (word is None or self.split in p.relative_to(self.corpus_dir).parts[:-1] or word.search(p.stem)))
         if not files:
-            raise FileNotFoundError(f"Behavior-SD: no .parquet/.arrow files for split {self.split!r} under {self.data_dir}")
+            raise self.layout_error(f"no .parquet/.arrow files for split {self.split!r} under {self.corpus_dir}")
         return files
 
     def _find_audio_column(self, path: Path, schema: pa.Schema) -> str:
         missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
         if missing:
-            raise ValueError(f"Behavior-SD: {path} lacks column(s) {missing}; it has {schema.names}")
+            raise self.layout_error(f"{path} lacks column(s) {missing}; it has {schema.names}")
         if self.audio_column is not None:
             if self.audio_column not in schema.names:
-                raise ValueError(f"Behavior-SD: {path} has no audio column {self.audio_column!r}; it has {schema.names}")
+                raise self.layout_error(f"{path} has no audio column {self.audio_column!r}; it has {schema.names}")
             return self.audio_column
         found = [f.name for f in schema if pa.types.is_struct(f.type)
                  and {"bytes", "path"} <= {f.type.field(i).name for i in range(f.type.num_fields)}]
         if len(found) != 1:
-            raise ValueError(f"Behavior-SD: {path} has {len(found)} audio columns ({{bytes, path}} structs: {found}) "
-                             f"among {schema.names}; pass audio_column=")
+            raise self.layout_error(f"{path} has {len(found)} audio columns ({{bytes, path}} structs: {found}) "
+                                    f"among {schema.names}; pass audio_column=")
         return found[0]
 
     def _dialogue(self, row: dict, audio: dict | None, path: Path) -> Dialogue:
         dialogue_id = f"{row['soda_split']}-{row['soda_index']}"
-        where = f"Behavior-SD {path} dialogue {dialogue_id}"
-        wav = self.cache_dir / f"{dialogue_id}.wav"
+        where = f"{path} dialogue {dialogue_id}"
+        wav = self.wav_dir / f"{dialogue_id}.wav"
         if not wav.is_file():
-            _decode_to_wav(audio, path.parent, wav, where)
+            self._decode_to_wav(audio, path.parent, wav, where)
         info = sf.info(wav)
         speakers, genders = row["tts_speaker_ids"], row["tts_genders"]
         if info.channels not in (1, len(speakers)):
-            raise ValueError(f"{where}: audio has {info.channels} channels for {len(speakers)} speakers")
+            raise self.layout_error(f"{where}: audio has {info.channels} channels for {len(speakers)} speakers")
         turns = []
         for u in sorted(row["utterances"], key=lambda u: u["uttr_idx"]):
             spk, start, end = u["speaker_idx"], u["start_time"], u["end_time"]
             if genders[spk] not in _GENDERS:
-                raise ValueError(f"{where}: tts_genders[{spk}] is {genders[spk]!r}, not one of {_GENDERS}")
+                raise self.layout_error(f"{where}: tts_genders[{spk}] is {genders[spk]!r}, not one of {_GENDERS}")
             if not 0 <= start < end <= info.duration + _END_TOLERANCE:
-                raise ValueError(f"{where}: utterance {u['uttr_idx']} spans {start}-{end} s "
-                                 f"outside the {info.duration:.2f} s audio")
+                raise self.layout_error(f"{where}: utterance {u['uttr_idx']} spans {start}-{end} s "
+                                        f"outside the {info.duration:.2f} s audio")
             channel = None if info.channels == 1 else spk
             span = AudioSpan(wav, float(start), float(min(end, info.duration)), channel)
             turns.append(Turn(speakers[spk], genders[spk], u["tts_text"], span))
         return Dialogue(dialogue_id, self.name, tuple(turns))
 
-
-def _open(path: Path) -> tuple[pa.Schema, int, Callable[[list[str]], Iterator[pa.RecordBatch]]]:
-    """(schema, row count, columns -> record batches) of one parquet or Arrow IPC file."""
-    try:
-        if path.suffix == ".parquet":
-            pf = pq.ParquetFile(path)
-            return pf.schema_arrow, pf.metadata.num_rows, lambda cols: pf.iter_batches(_BATCH_ROWS, columns=cols)
-        source = pa.memory_map(str(path))
+    def _open(self, path: Path) -> tuple[pa.Schema, int, Callable[[list[str]], Iterator[pa.RecordBatch]]]:
+        """(schema, row count, columns -> record batches) of one parquet or Arrow IPC file."""
         try:
-            table = pa.ipc.open_stream(source).read_all()
-        except pa.ArrowInvalid:
-            table = pa.ipc.open_file(source).read_all()
-        return table.schema, table.num_rows, lambda cols: iter(table.select(cols).to_batches(_BATCH_ROWS))
-    except (pa.ArrowException, OSError) as e:
-        raise ValueError(f"Behavior-SD: cannot read {path} as {path.suffix[1:]} ({e})") from e
+            if path.suffix == ".parquet":
+                pf = pq.ParquetFile(path)
+                return pf.schema_arrow, pf.metadata.num_rows, lambda cols: pf.iter_batches(_BATCH_ROWS, columns=cols)
+            source = pa.memory_map(str(path))
+            try:
+                table = pa.ipc.open_stream(source).read_all()
+            except pa.ArrowInvalid:
+                table = pa.ipc.open_file(source).read_all()
+            return table.schema, table.num_rows, lambda cols: iter(table.select(cols).to_batches(_BATCH_ROWS))
+        except (pa.ArrowException, OSError) as e:
+            raise self.layout_error(f"cannot read {path} as {path.suffix[1:]} ({e})") from e
 
-
-def _decode_to_wav(audio: dict | None, base: Path, wav: Path, where: str) -> None:
-    """Decode a ``{bytes, path}`` audio cell and write it, atomically, as 16-bit wav."""
-    if audio and audio.get("bytes"):
-        source, name = io.BytesIO(audio["bytes"]), f"the embedded bytes ({audio.get('path')})"
-    elif audio and audio.get("path"):
-        source = name = base / audio["path"]
-        if not source.is_file():
-            raise FileNotFoundError(f"{where}: missing audio file {source}")
-    else:
-        raise ValueError(f"{where}: empty audio cell")
-    try:
-        data, sr = sf.read(source, dtype="float32", always_2d=True)
-    except sf.LibsndfileError as e:
-        raise ValueError(f"{where}: cannot decode {name} ({e})") from e
-    wav.parent.mkdir(parents=True, exist_ok=True)
-    tmp = wav.with_suffix(".tmp.wav")
-    sf.write(tmp, data, sr, subtype="PCM_16")
-    os.replace(tmp, wav)
+    def _decode_to_wav(self, audio: dict | None, base: Path, wav: Path, where: str) -> None:
+        """Decode a ``{bytes, path}`` audio cell and write it, atomically, as 16-bit wav."""
+        if audio and audio.get("bytes"):
+            source, name = io.BytesIO(audio["bytes"]), f"the embedded bytes ({audio.get('path')})"
+        elif audio and audio.get("path"):
+            source = name = base / audio["path"]
+            if not source.is_file():
+                raise self.layout_error(f"{where}: missing audio file {source}")
+        else:
+            raise self.layout_error(f"{where}: empty audio cell")
+        try:
+            data, sr = sf.read(source, dtype="float32", always_2d=True)
+        except sf.LibsndfileError as e:
+            raise self.layout_error(f"{where}: cannot decode {name} ({e})") from e
+        wav.parent.mkdir(parents=True, exist_ok=True)
+        tmp = wav.with_name(f".{wav.stem}.{os.getpid()}.tmp.wav")  # shard processes may decode it at once
+        sf.write(tmp, data, sr, subtype="PCM_16")
+        os.replace(tmp, wav)

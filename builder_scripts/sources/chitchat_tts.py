@@ -15,7 +15,7 @@ The BYU PCC Chit-Chat Challenge corpus (7,168 typed conversations, MIT) ships in
 
 ``Turn.speaker`` is the voice id (the audible speaker; the chat sender id is in
 ``Dialogue.meta["senders"]``). ``dialogues()`` only computes where each turn's wav will live
-(a content hash of voice recipe, text and settings in ``cache_dir``); ``ensure_audio`` voices
+(a content hash of voice recipe, text and settings in ``output_dir``); ``ensure_audio`` voices
 the turns a segment needs.
 """
 
@@ -105,7 +105,7 @@ def _normalise_conversation(item: tuple[str, dict]) -> tuple[str, str | None, li
 
 
 class ChitchatTTS(DialogueSource):
-    """Chit-Chat Challenge conversations voiced by the TTS voice bank; audio cached in ``cache_dir``."""
+    """Chit-Chat Challenge conversations voiced by the TTS voice bank; audio cached in ``output_dir``."""
 
     name = "chitchat_tts"
     license = (
@@ -123,22 +123,30 @@ class ChitchatTTS(DialogueSource):
     #: ``estimate_duration`` / voiced length reaches ~1.2 for 5 % of turns (bench_voicing.py)
     duration_slack = 1.3
 
+    layout = "<corpus_dir>/dataset.json, the Chit-Chat Challenge file (default: the one in the chitchat-dataset package)"
+    corpus_required = False
+
     def __init__(
         self,
-        cache_dir: Path | str,
+        output_dir: Path | str,
+        corpus_dir: Path | str | None = None,
         seed: int = 0,
         min_turns: int = 2,
         max_dialogues: int | None = None,
         threads: int | None = None,
-        dataset_path: Path | str | None = None,
     ):
-        """``dataset_path`` defaults to the ``dataset.json`` inside the installed package."""
-        self.cache_dir = Path(cache_dir)
+        """``output_dir`` caches the voiced turns and the normalised text; ``corpus_dir`` holds
+        ``dataset.json`` (default: the installed ``chitchat-dataset`` package's folder)."""
+        import chitchat_dataset
+
+        super().__init__(corpus_dir if corpus_dir is not None else Path(chitchat_dataset.__file__).parent, output_dir)
+        self.dataset_file = self.corpus_dir / "dataset.json"
+        if not self.dataset_file.is_file():
+            raise self.layout_error(f"missing {self.dataset_file}")
         self.seed = seed
         self.min_turns = min_turns
         self.max_dialogues = max_dialogues
-        self.dataset_path = dataset_path
-        self.voicer = Voicer(self.cache_dir, threads=threads)
+        self.voicer = Voicer(self.output_dir, threads=threads)
         self._parsed: list[Dialogue] | None = None
 
     @property
@@ -149,13 +157,9 @@ class ChitchatTTS(DialogueSource):
     def _corpus(self) -> tuple[Path, Path]:
         """The dataset file and where its normalised turns are cached: under a hash of the file and
         of the normaliser's source, so either changing makes a new cache (hashed once per source)."""
-        import chitchat_dataset
-
-        data = Path(self.dataset_path or Path(chitchat_dataset.__file__).with_name("dataset.json"))
-        if not data.is_file():
-            raise FileNotFoundError(f"{self.name}: chitchat dataset file not found: {data}")
+        data = self.dataset_file
         key = hashlib.sha256(data.read_bytes() + Path(text_module.__file__).read_bytes()).hexdigest()[:16]
-        return data, self.cache_dir / f"chitchat_turns-{key}.json"
+        return data, self.output_dir / f"chitchat_turns-{key}.json"
 
     def prepare(self, workers: int = 1) -> None:
         """Normalise every conversation (258k messages, ~25 s on one core) into the cache, in
@@ -171,7 +175,7 @@ class ChitchatTTS(DialogueSource):
                 done = list(tqdm(pool.map(_normalise_conversation, conversations, chunksize=256), **bar))
         else:
             done = [_normalise_conversation(item) for item in tqdm(conversations, **bar)]
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(done, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, cache)

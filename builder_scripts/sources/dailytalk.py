@@ -8,8 +8,8 @@ Accepted local layout, the corpus zip extracted (what lhotse's ``prepare_daily_t
 Dialogues come in numeric order of ``<d>`` (id ``"<d>"``), turns in numeric order of ``<u>``;
 a turn's audio is its whole wav, ``[0, duration)``. The whole corpus has two voices, speakers
 ``dailytalk_spk0`` and ``dailytalk_spk1``. Genders follow lhotse's recipe, speaker 1 female and
-speaker 0 male; we have not checked that mapping against the paper. With ``manifest_dir`` the
-lhotse manifests are written there and reused on the next run.
+speaker 0 male; we have not checked that mapping against the paper. With ``output_dir`` the
+lhotse manifests are written there (by ``prepare``, or on the first read) and reused after.
 """
 
 from __future__ import annotations
@@ -41,10 +41,17 @@ class DailyTalk(DialogueSource):
         "  author={Lee, Keon and Park, Kyumin and Kim, Daeyoung},\n"
         "  booktitle={ICASSP 2023},\n  year={2023},\n  note={arXiv:2207.01063}\n}"
     )
+    layout = "<corpus_dir>/metadata.json and <corpus_dir>/data/<d>/<u>_<spk>_d<d>.wav (the extracted DailyTalk zip)"
 
-    def __init__(self, corpus_dir: str | Path, manifest_dir: str | Path | None = None):
-        self.corpus_dir = Path(corpus_dir)
-        self.manifest_dir = Path(manifest_dir) if manifest_dir is not None else None
+    def __init__(self, corpus_dir: str | Path, output_dir: str | Path | None = None):
+        super().__init__(corpus_dir, output_dir)
+        if not self._cached():
+            self._check_layout()
+
+    def prepare(self, workers: int = 1) -> None:
+        """Write the lhotse manifests into ``output_dir`` once, before shard processes read them."""
+        if self.output_dir is not None and not self._cached():
+            self._manifests()
 
     def dialogues(self) -> Iterator[Dialogue]:
         recordings, supervisions = self._manifests()
@@ -61,27 +68,29 @@ class DailyTalk(DialogueSource):
         for d in sorted(turns):
             yield Dialogue(str(d), self.name, tuple(turns[d][u] for u in sorted(turns[d])))
 
+    def _cached(self) -> bool:
+        return self.output_dir is not None and all((self.output_dir / f).is_file() for f in _MANIFESTS)
+
     def _manifests(self):
-        if self.manifest_dir is not None and all((self.manifest_dir / f).is_file() for f in _MANIFESTS):
-            return tuple(load_manifest(self.manifest_dir / f) for f in _MANIFESTS)
-        self._check_layout()
-        return prepare_daily_talk(self.corpus_dir, output_dir=self.manifest_dir)
+        if self._cached():
+            return tuple(load_manifest(self.output_dir / f) for f in _MANIFESTS)
+        return prepare_daily_talk(self.corpus_dir, output_dir=self.output_dir)
 
     def _check_layout(self) -> None:
-        """Fail with the path of the first missing or unreadable file before lhotse reads the corpus."""
+        """Raise ``CorpusLayoutError`` naming the first missing or unreadable file before lhotse reads the corpus."""
         meta_path = self.corpus_dir / "metadata.json"
         if not meta_path.is_file():
-            raise FileNotFoundError(f"DailyTalk: missing {meta_path} (is {self.corpus_dir} the extracted corpus?)")
+            raise self.layout_error(f"missing {meta_path}")
         try:
             meta = json.loads(meta_path.read_text())
             utterances = [(d, u, utt["speaker"]) for d, dialog in meta.items() for u, utt in dialog.items()]
         except (ValueError, AttributeError, KeyError, TypeError) as e:
-            raise ValueError(f"DailyTalk: {meta_path} is not the DailyTalk metadata ({e!r})") from e
+            raise self.layout_error(f"{meta_path} is not the DailyTalk metadata ({e!r})") from e
         for d, u, spk in utterances:
             wav = self.corpus_dir / "data" / d / f"{u}_{spk}_d{d}.wav"
             if not wav.is_file():
-                raise FileNotFoundError(f"DailyTalk: dialogue {d} utterance {u}: missing {wav}")
+                raise self.layout_error(f"dialogue {d} utterance {u}: missing {wav}")
             try:
                 sf.info(wav)
             except sf.LibsndfileError as e:
-                raise ValueError(f"DailyTalk: unreadable audio {wav} ({e})") from e
+                raise self.layout_error(f"unreadable audio {wav} ({e})") from e

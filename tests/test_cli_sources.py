@@ -1,0 +1,282 @@
+"""Every source from the command line, as the README types it, on small copies of each corpus in
+its real on-disk format (``tests.corpus_fixtures``, speech-like voices): a whole tiny build per
+source, and one clear line (exit 2, no traceback) for an empty or an incomplete corpus folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder_scripts.sources.ami import AMI_EVAL_MEETINGS
+from judges.model_dirs import use_model_dirs
+from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
+from tests.vc_fixtures import VOICES, Voice
+
+ROOT = Path(__file__).resolve().parents[1]
+SR = 16_000
+TURNS, TURN_SECONDS, GAP = 14, 1.6, 0.2  # alternating turns: a 5-turn window and a 3 s reference
+MALE, MALE2, MALE3 = VOICES["male_a"], VOICES["male_b"], Voice(f0=115.0, vtl=0.97, open_quotient=0.58)
+FEMALE, FEMALE2 = VOICES["female_a"], VOICES["female_b"]
+WORDS = "so what did you think of the film we saw on friday night it was long but i liked the ending".split()
+
+
+def text(i: int) -> str:
+    return " ".join(WORDS[(3 * i) % 12 : (3 * i) % 12 + 4 + i % 3])
+
+
+def spans(first: float = 0.0, turns: int = TURNS) -> list[tuple[float, float]]:
+    """(start, end) of each of ``turns`` consecutive turns."""
+    return [(round(first + i * (TURN_SECONDS + GAP), 3), round(first + i * (TURN_SECONDS + GAP) + TURN_SECONDS, 3))
+            for i in range(turns)]
+
+
+def track_seconds(turns: int = TURNS) -> float:
+    return spans(turns=turns)[-1][1] + 0.5
+
+
+# ------------------------------------------------------------------------- corpora (real formats)
+
+
+def dailytalk(root: Path) -> Path:
+    """One conversation of the corpus's two voices (speaker 1 female, 0 male)."""
+    utterances = [(1 - i % 2, text(i), TURN_SECONDS) for i in range(TURNS)]
+    return write_dailytalk(root, {0: utterances}, sr=SR, voices={0: MALE, 1: FEMALE})
+
+
+def bazinga(root: Path) -> Path:
+    """An episode of penny talking with sheldon and leonard in turn."""
+    rows = [(("penny", ("sheldon", "leonard")[i // 2 % 2])[i % 2], a, b, text(i)) for i, (a, b) in enumerate(spans())]
+    return write_bazinga(root, {"TheBigBangTheory.Season01.Episode01": rows},
+                         {"penny": "female", "sheldon": "male", "leonard": "male"}, seconds=track_seconds(), sr=SR,
+                         voices={"penny": FEMALE2, "sheldon": MALE2, "leonard": MALE3})
+
+
+def behavior_sd(root: Path) -> Path:
+    """Two dialogues of the test split in one parquet file, three TTS voices."""
+    long = [(i % 2, text(i), a, b) for i, (a, b) in enumerate(spans())]
+    short = [(i % 2, text(i + 1), a, b) for i, (a, b) in enumerate(spans(turns=2))]
+    voices = {"0001_0": FEMALE, "0002_1": MALE, "0003_1": MALE2}
+    records = [behavior_sd_record(1, long, ["female", "male"], ["0001_0", "0002_1"], sr=SR, voices=voices),
+               behavior_sd_record(2, short, ["female", "male"], ["0001_0", "0003_1"], sr=SR, voices=voices)]
+    write_table(root / "data" / "test-00000-of-00001.parquet", records)
+    return root
+
+
+def ami(root: Path) -> Path:
+    """The 16 evaluation meetings (the source's default) with the same three participants; the
+    first holds a conversation, the others four turns each."""
+    agents = {"A": ("FEE005", 0, FEMALE), "B": ("MEE006", 1, MALE), "C": ("MEE007", 2, MALE2)}
+
+    def words(start: float, end: float, sentence: str) -> list[tuple[float, float, str]]:
+        step = (end - start) / len(sentence.split())
+        return [(round(start + k * step, 3), round(start + (k + 1) * step, 3), w) for k, w in enumerate(sentence.split())]
+
+    def meeting(turns: int) -> dict:
+        who = ["A" if i % 2 == 0 else "BC"[i // 2 % 2] for i in range(turns)]
+        return {agent: {"global_name": name, "channel": channel, "segments": [
+                    (a, b, words(a, b, text(i))) for i, (a, b) in enumerate(spans(turns=turns)) if who[i] == agent]}
+                for agent, (name, channel, _) in agents.items()}
+
+    meetings = {m: meeting(TURNS if m == AMI_EVAL_MEETINGS[0] else 4) for m in AMI_EVAL_MEETINGS}
+    write_ami(root, meetings, seconds=track_seconds(), sr=SR, voices={n: v for n, _, v in agents.values()})
+    return root
+
+
+CORPORA = {"dailytalk": dailytalk, "bazinga": bazinga, "behavior_sd": behavior_sd, "ami": ami}
+
+
+# ------------------------------------------------------------------------------------ the CLI
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m builder_scripts <args>`` from the repository root, as the README types it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "builder_scripts", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def build(tmp: Path, *sources: tuple[str, Path]) -> subprocess.CompletedProcess:
+    args = ["build", "--out", str(tmp / "out"), "--cache", str(tmp / "cache"), "--variants", "main", "--dialogues", "1",
+            "--margin", "0", "--no-progress", "--threads", "1"]
+    for name, folder in sources:
+        args += ["--source", name, "--source-dir", f"{name}={folder}"]
+    return cli(*args)
+
+
+def refused(result: subprocess.CompletedProcess) -> str:
+    """The one stderr line of a refusal (exit 2, no traceback)."""
+    assert result.returncode == 2, (result.returncode, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    return result.stderr
+
+
+@pytest.fixture(autouse=True)
+def forget_model_dirs():
+    """``main`` records ``--model-dir`` folders for its process; in-process runs must not leak them."""
+    yield
+    use_model_dirs({})
+
+
+def run_main(argv: list[str], capsys) -> tuple[int, str]:
+    """The builder's ``main`` in-process (fast): its exit code and stderr; any exception other
+    than the exit escapes and fails the test."""
+    from builder_scripts.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    return exit_.value.code, capsys.readouterr().err
+
+
+def files(folder: Path) -> list[Path]:
+    return sorted(p.relative_to(folder) for p in folder.rglob("*"))
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("corpora")
+    return {name: write(root / name) for name, write in CORPORA.items()}
+
+
+# ------------------------------------------------------------------------------- whole builds
+
+
+def test_the_recorded_corpora_build_from_the_command_line(corpora, tmp_path):
+    """One build of the four recorded corpora, each from its --source-dir (together: a DailyTalk-only
+    build has two voices, too few substitutes); every corpus publishes its dialogue."""
+    import speakersleuth_dataset as ssd
+
+    ami_files = files(corpora["ami"])
+    result = build(tmp_path, *corpora.items())
+    assert result.returncode == 0, result.stderr[-3000:]
+    ids = ssd.read_rows(tmp_path / "out", "discrimination").column("dialogue_id").to_pylist()
+    assert sorted(ids) == ["ami/ES2004a", "bazinga/TheBigBangTheory.Season01.Episode01", "behavior_sd/test-1", "dailytalk/0"]
+    assert json.loads((tmp_path / "cache" / "build_report.json").read_text())["dialogues"] == {"main": 4}
+    assert files(corpora["ami"]) == ami_files  # the annotations zip is extracted into the cache, not beside itself
+    assert (tmp_path / "cache/sources/ami/ami_public_manual_1.6.2/corpusResources/meetings.xml").is_file()
+
+
+def test_chitchat_reads_the_dataset_file_of_its_source_dir(tmp_path, capsys, monkeypatch):
+    """``--source-dir chitchat_tts=DIR`` reaches the source, which reads DIR/dataset.json (the build
+    itself, which voices the pool with the TTS bank, is the embedded default's tests' business)."""
+    import builder_scripts.pipeline as pipeline
+
+    conversation = {"messages": [[{"sender": s, "text": text(i), "timestamp": ""}] for i, s in enumerate("abab")]}
+    (tmp_path / "chat").mkdir()
+    (tmp_path / "chat" / "dataset.json").write_text(json.dumps({"c1": conversation, "c2": {"messages": []}}))
+    read = {}
+
+    class Reader:  # stands in for the Builder: reads each source as the build would
+        def __init__(self, opts):
+            self.opts = opts
+
+        def run(self):
+            for name in self.opts.sources:
+                source = pipeline.make_source(name, self.opts)
+                read[name] = [d.dialogue_id for d in source.dialogues()]
+            raise SystemExit(0)
+
+    monkeypatch.setattr(pipeline, "Builder", Reader)
+    code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
+                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 0, err
+    assert read == {"chitchat_tts": ["c1"]}  # c2 has no turns
+
+
+# ------------------------------------------------------------------------------------ refusals
+
+
+def damage(name: str, corpus: Path) -> str:
+    """Make ``corpus`` (a copy) incomplete; returns what the refusal must name."""
+    if name == "dailytalk":
+        (corpus / "data/0/3_0_d0.wav").unlink()
+        return f"dialogue 0 utterance 3: missing {corpus}/data/0/3_0_d0.wav"
+    if name == "ami":
+        (corpus / "amicorpus/ES2004b/audio/ES2004b.Headset-1.wav").unlink()
+        return "meeting ES2004b: missing audio " + f"{corpus}/**/ES2004b/audio/ES2004b.Headset-1.wav"
+    if name == "behavior_sd":
+        data = corpus / "data" / "test-00000-of-00001.parquet"
+        import pyarrow.parquet as pq
+
+        pq.write_table(pq.read_table(data).drop_columns(["tts_genders"]), data)
+        return f"{data} lacks column(s) ['tts_genders']"
+    (corpus / "audio/TheBigBangTheory.Season01.Episode01.flac").unlink()
+    return f"missing audio {corpus}/audio/TheBigBangTheory.Season01.Episode01"
+
+
+EMPTY = {
+    "dailytalk": "missing {}/metadata.json",
+    "ami": "no annotations: neither {}/ami_public_manual_1.6.2 nor",
+    "behavior_sd": "no .parquet/.arrow files for split 'test' under {}",
+    "bazinga": "missing {}/speakers.csv",
+    "chitchat_tts": "missing {}/dataset.json",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY))
+def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'empty'}",
+                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}" in err and "; expected " in err
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_an_incomplete_corpus_folder_is_refused_in_one_line(name, corpora, tmp_path, capsys):
+    corpus = shutil.copytree(corpora[name], tmp_path / name)
+    missing = damage(name, corpus)
+    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--variants", "main",
+                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--no-progress"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f": error: {name}: {missing}" in err and "; expected " in err
+
+
+def test_a_recorded_source_without_its_folder_is_refused(tmp_path, capsys):
+    code, err = run_main(["build", "--source", "dailytalk", "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--source dailytalk needs --source-dir dailytalk=DIR" in err, err
+    code, err = run_main(["build", "--source-dir", f"ami={tmp_path}", "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "ami is not built; add --source ami" in err, err
+
+
+def test_the_command_line_refuses_an_empty_folder_without_a_traceback(tmp_path):
+    """The README's command, in its own process: exit 2 and one line on stderr."""
+    (tmp_path / "empty").mkdir()
+    result = cli("build", "--source", "ami", "--source-dir", f"ami={tmp_path / 'empty'}", "--out", str(tmp_path / "out"),
+                 "--cache", str(tmp_path / "cache"))
+    assert "ami: no annotations" in refused(result)
+
+
+# ----------------------------------------------------------------------------- model folders
+
+
+@pytest.mark.parametrize("backend, names", [("freevc", ["freevc"]), ("yourtts", ["yourtts"]), ("openvoice", ["openvoice"]),
+                                            ("cosyvoice3", ["cosyvoice3", "cosyvoice3-repo"])])
+def test_a_model_folder_that_lacks_files_is_refused(backend, names, tmp_path, capsys):
+    import builder_scripts.vc as vc
+
+    flags = []
+    for name in names:
+        (tmp_path / name).mkdir()
+        flags += ["--model-dir", f"{name}={tmp_path / name}"]
+    code, err = run_main(["build", "--vc", backend, *flags, "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    for folder in vc.converter_class(backend).model_folders():  # the flags are still in force in this process
+        assert f"model folder {tmp_path / folder.name} (--model-dir {folder.name}=DIR) lacks " in err
+        assert all(file in err for file in folder.files)
+    assert vc.converter_class(backend).staging in err
+
+
+@pytest.mark.parametrize("encoder, lacks", [("ecapa", "hyperparams.yaml, embedding_model.ckpt"),
+                                            ("wavlm", "config.json, preprocessor_config.json, model.safetensors")])
+def test_an_encoder_folder_that_lacks_files_is_refused(encoder, lacks, tmp_path, capsys):
+    code, err = run_main(["build", "--encoder", encoder, "--model-dir", f"{encoder}={tmp_path}", "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and err.count("\n") == 1 and f"{encoder}: model folder {tmp_path} (--model-dir {encoder}=DIR) lacks {lacks}" in err, err
+    code, err = run_main(["build", "--model-dir", f"xvector={tmp_path}", "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "--model-dir 'xvector=" in err and "NAME one of freevc" in err, err
