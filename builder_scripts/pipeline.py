@@ -9,10 +9,14 @@ Stages and their cache (under ``BuildOptions.cache``), each idempotent:
    split (for threshold calibration) is drawn the same way from the far end of the order, never
    from a dialogue the test split may use, so asking for it leaves the test split unchanged.
    Cheap, recomputed by every process.
-2. *speaker bank* per source: the substitute pool voiced (TTS sources; the shard processes of one
-   machine share that work) and embedded with the encoder, cached by content.
+2. *speaker bank*: the substitute pool S2 and S3 draw from, one over the speakers of every
+   source of the build and of the extra ``substitute_pool`` sources (speaker ids qualified by
+   their source), voiced (TTS sources; the shard processes of one machine share that work) and
+   embedded with the encoder, cached by content. A pool too small to serve S2 and S3 (a
+   DailyTalk-only build: two voices) is refused here, before any conversion.
 3. *units*: one file per (variant, dialogue) holding the converted, resynthesised, verified clips
-   (``units/<variant>/<source>/<dialogue>.npz``), for the first ``dialogues`` candidates. This is
+   (``units/pool-<bank key>/<variant>/<source>/<dialogue>.npz``: another pool, e.g. one more
+   source, makes new units), for the first ``dialogues`` candidates. This is
    the expensive stage, the one ``num_shards``/``shard_index`` split across processes or machines
    (a Slurm array, a Ray job, ``--jobs``): a dialogue's units go to one shard, dealt by
    estimated CPU time so that shards finish together. A killed build resumes here: finished
@@ -44,12 +48,12 @@ from tqdm.auto import tqdm
 import speakersleuth_dataset as ssd
 
 from .audio import load_span
-from .scenarios import Unit, build_unit, choose, unit_rng
+from .scenarios import Unit, build_unit, check_pool, choose, unit_rng
 from .segments import MIN_REFERENCE_SECONDS, MIN_TARGET_SECONDS, Segment, SegmentSkipped, check_durations, nested_segment, select_segment, widen_reference
 from .shortcuts import ShortcutAudit
 from .sources import get_source_class
 from .sources.base import Dialogue, DialogueSource
-from .speaker_bank import SpeakerBank
+from .speaker_bank import SpeakerBank, pool_name
 from .verification import audio_checks, get_text_filter, read_review_decisions
 from .vc import PAPER_4VC_SHARES, get_converter
 
@@ -57,6 +61,8 @@ SHORT_TARGET_TURNS, LONG_TARGET_TURNS = 5, 10  # N of main/4vc and of 10turn
 #: CPU seconds a variant's conversion, resynthesis and checks take per second of target audio
 #: (WORLD/Praat on one core, measured by benchmarks/bench_build.py); balances the shards.
 CONVERSION_SECONDS_PER_SECOND = 0.1
+#: Names ``BuildOptions.substitute_pool`` accepts besides the registry's: the embedded TTS voices.
+POOL_ALIASES = {"embedded": "chitchat_tts"}
 
 
 @dataclass
@@ -64,6 +70,9 @@ class BuildOptions:
     out: Path = Path("speakersleuth")
     cache: Path = Path("cache")
     sources: tuple[str, ...] = ("chitchat_tts",)
+    #: extra sources whose speakers join the substitute pool (their dialogues are not built),
+    #: e.g. "embedded" (the embedded TTS voices) for a small corpus such as DailyTalk
+    substitute_pool: tuple[str, ...] = ()
     source_args: dict[str, dict] = field(default_factory=dict)  # per source: constructor kwargs
     variants: tuple[str, ...] = ssd.VARIANTS
     dialogues: int = 60  # per source, main and 4vc
@@ -85,6 +94,7 @@ class BuildOptions:
 
     def __post_init__(self) -> None:
         self.out, self.cache = Path(self.out), Path(self.cache)
+        self.substitute_pool = tuple(dict.fromkeys(POOL_ALIASES.get(n, n) for n in self.substitute_pool))
         unknown = [v for v in self.variants if v not in ssd.VARIANTS]
         if unknown:
             raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
@@ -191,12 +201,14 @@ class Builder:
         self._converters: dict = {}
         self._encoder = None
         self._review = read_review_decisions(opts.review_decisions) if opts.review_decisions else {}
-        self._context: dict[str, tuple[DialogueSource, SpeakerBank, dict]] = {}
+        self._sources: dict[str, DialogueSource] = {}  # registry name -> source, those built
+        self._bank: SpeakerBank | None = None  # the substitute pool, names "<source>/<speaker>"
+        self._pool: dict[str, tuple[str, list]] = {}  # pool name -> (gender, clips)
         if opts.threads:
             import torch
 
             torch.set_num_threads(opts.threads)
-        self._clips: dict[tuple[str, str], list[np.ndarray]] = {}
+        self._clips: dict[str, list[np.ndarray]] = {}
 
     def converter(self, name: str):
         if name not in self._converters:
@@ -211,14 +223,28 @@ class Builder:
         return self._encoder
 
     def unit_path(self, variant: str, segment: Segment) -> Path:
-        return self.opts.cache / "units" / variant / segment.source / f"{_safe(segment.dialogue_id)}.npz"
+        return self.opts.cache / "units" / f"pool-{self._bank.key}" / variant / segment.source / f"{_safe(segment.dialogue_id)}.npz"
 
-    def bank(self, source: DialogueSource, dialogues: list[Dialogue]) -> tuple[SpeakerBank, dict]:
-        with self.clock("tts"):
-            pool = source.speaker_pool(dialogues, clips_per_speaker=3, share=(self.opts.shard_index, self.opts.num_shards))
+    def substitute_bank(self, sources: list[DialogueSource]) -> tuple[SpeakerBank, dict]:
+        """One bank over the speakers of all ``sources`` (each pool from its whole corpus, so it
+        does not change with ``--dialogues``), named ``<source>/<speaker>``; refused by
+        ``check_pool`` before any embedding when it cannot serve S2 and S3."""
+        pool = {}
+        for source in sources:
+            with self.clock("tts"):
+                speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(self.opts.shard_index, self.opts.num_shards))
+            pool |= {pool_name(source.name, speaker): entry for speaker, entry in speakers.items()}
+        check_pool({name: gender for name, (gender, _) in pool.items()})
         with self.clock("encoder"):
             bank = SpeakerBank.build(pool, self.encoder(), cache_dir=self.opts.cache, progress=self.opts.progress)
         return bank, pool
+
+    def open_source(self, name: str) -> DialogueSource:
+        """The source registered as ``name`` (the one given to the builder, else made from the
+        options), prepared."""
+        source = self._given_sources.get(name) or make_source(name, self.opts)
+        source.prepare(workers=self.opts.threads or os.cpu_count() or 1)
+        return source
 
     def run(self) -> dict:
         opts = self.opts
@@ -226,23 +252,21 @@ class Builder:
         text_filter = get_text_filter(opts.text_filter)
         plan: dict[tuple[str, str], list[tuple[Segment, Dialogue]]] = defaultdict(list)  # (variant, split) -> candidates
         self.wanted: dict[tuple[str, str, str], int] = {}  # (variant, split, source) -> dialogues
-        sources = {}
+        sources = self._sources
         for name in opts.sources:
-            source = sources[name] = self._given_sources.get(name) or make_source(name, opts)
-            source.prepare(workers=opts.threads or os.cpu_count() or 1)
+            source = sources[name] = self.open_source(name)
             order = seeded_order(source, opts.seed)
             self._plan_split(plan, source, order, "test", opts.dialogues, opts.dialogues_10turn, text_filter)
             if opts.validation_dialogues:
                 used = {d.dialogue_id for (_, split), chosen in plan.items() if split == "test" for _, d in chosen if d.source == name}
                 rest = [d for d in reversed(order) if d.dialogue_id not in used]
                 self._plan_split(plan, source, rest, "validation", opts.validation_dialogues, math.ceil(opts.validation_dialogues / 2), text_filter)
-        for name, source in sources.items():
-            # the pool comes from the whole corpus, so it does not change with --dialogues
-            self._context[name] = (source, *self.bank(source, list(source.dialogues())))
+        extra = {name: self.open_source(name) for name in opts.substitute_pool if name not in sources}
+        self._bank, self._pool = self.substitute_bank([*sources.values(), *extra.values()])
         self._make_units(plan)
         report = {"options": {k: str(v) for k, v in asdict(opts).items()}, "skipped": dict(self.skipped)}
         if opts.num_shards == 1 and opts.until == "publish":
-            report |= self.publish(plan, sources)
+            report |= self.publish(plan, sources | extra)  # the card credits the pool's voices too
         report["seconds"] = {"wall": round(time.perf_counter() - start, 1), **{k: round(v, 1) for k, v in self.clock.seconds.items()}}
         report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         return report
@@ -309,7 +333,7 @@ class Builder:
         voiced: dict[tuple[str, str], set[int]] = defaultdict(set)
         for variants, segment, dialogue in work:
             key = (segment.source, segment.dialogue_id)
-            source = self._context[segment.source][0]
+            source = self._sources[segment.source]
             for i in set(segment.target_turns) | set(segment.reference_turns):
                 if i not in voiced[key]:
                     voiced[key].add(i)
@@ -322,16 +346,16 @@ class Builder:
             load[shard[key]] += seconds[key]
         return shard
 
-    def _substitute_clips(self, source_name: str, speaker: str) -> list[np.ndarray]:
-        key = (source_name, speaker)
-        if key not in self._clips:
-            self._clips[key] = [load_span(c) for c in self._context[source_name][2][speaker][1]]
-        return self._clips[key]
+    def _substitute_clips(self, name: str) -> list[np.ndarray]:
+        """The clips of the pool speaker ``name`` (``<source>/<speaker>``), read once."""
+        if name not in self._clips:
+            self._clips[name] = [load_span(c) for c in self._pool[name][1]]
+        return self._clips[name]
 
     def make_unit(self, variants: list[str], segment: Segment, dialogue: Dialogue) -> None:
         """Voice, convert, resynthesise and check one segment for each of ``variants``; cached."""
         opts = self.opts
-        source, bank, _ = self._context[segment.source]
+        source = self._sources[segment.source]
         audio: dict[int, np.ndarray] = {}
         while True:  # a reference voiced shorter than planned grows by a turn instead of being dropped
             needed = sorted((set(segment.target_turns) | set(segment.reference_turns)) - set(audio))
@@ -343,7 +367,10 @@ class Builder:
             if wider is None:
                 break
             segment = wider
-        choice = None if reason else choose(segment, bank, opts.seed, exclude=tuple(dialogue.speakers))
+        choice = None if reason else choose(
+            segment, self._bank, opts.seed, target=pool_name(segment.source, segment.target_speaker),
+            exclude=tuple(pool_name(segment.source, s) for s in dialogue.speakers),
+        )
         for variant in variants:
             path = self.unit_path(variant, segment)
             if self.done(variant, segment):
@@ -352,7 +379,7 @@ class Builder:
                 self._save_dropped(path, variant, segment, f"segment: {reason} (after voicing)")
                 continue
             backend = opts.vc if variant != "4vc" else backend_for_4vc(segment, opts)
-            clips = {s.speaker: self._substitute_clips(segment.source, s.speaker) for s in (choice.s2, choice.s3)}
+            clips = {s.speaker: self._substitute_clips(s.speaker) for s in (choice.s2, choice.s3)}
             with self.clock("vc"):
                 unit = build_unit(
                     variant, segment, dialogue, [audio[i] for i in segment.target_turns],
@@ -402,12 +429,14 @@ class Builder:
             yield unit
 
     def fingerprint(self, plan: dict) -> str:
-        """What the published folder depends on: options, units, review decisions and the code."""
+        """What the published folder depends on: options, the substitute pool, units, review
+        decisions and the code."""
         import hashlib
 
         digest = hashlib.sha256()
         options = {k: str(v) for k, v in asdict(self.opts).items() if k not in ("num_shards", "shard_index", "threads", "progress", "until")}
         digest.update(json.dumps(options, sort_keys=True).encode())
+        digest.update(self._bank.key.encode())
         for variant, split in sorted(plan):
             for segment, _ in plan[(variant, split)]:
                 for path in (self.unit_path(variant, segment), self.unit_path(variant, segment).with_suffix(".dropped.json")):

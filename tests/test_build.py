@@ -92,6 +92,7 @@ def test_s2_and_s3_hold_on_every_instance(built):
             s2, s3 = scen["S2"], scen["S3"]
             assert s2["converted_turn"] == s3["converted_turn"]
             assert s2["substitute_gender"] != s2["target_gender"]
+            assert "/" not in s2["substitute_speaker"] + s3["substitute_speaker"], "a substitute of the row's own source goes by its plain id"
             assert s3["substitute_similarity"] > s2["substitute_similarity"]
             k = s2["converted_turn"] - 1
             f0 = median_f0(ssd.load_waveform(s2["target_audio"][k]["bytes"]))
@@ -107,7 +108,7 @@ def test_main_segments_nest_in_the_10turn_ones(built):
     from builder_scripts.scenarios import Unit
 
     tmp, _ = built
-    units = {v: {p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units" / v / "speechlike").glob("*.npz")} for v in ("main", "10turn")}
+    units = {v: {p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units").glob(f"pool-*/{v}/speechlike/*.npz")} for v in ("main", "10turn")}
     shared = set(units["main"]) & set(units["10turn"])
     assert units["10turn"] and shared == set(units["10turn"])
     for name in shared:
