@@ -62,12 +62,17 @@ def run_jobs(argv: list[str], cache: Path, jobs: int) -> None:
         quiet = [] if i == 0 else ["--no-progress"]
         cmd = [sys.executable, "-m", "builder_scripts", *base, "--num-shards", str(jobs), "--shard-index", str(i), "--threads", "1", *quiet]
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log), log))
-    failed = []
-    for i, (proc, log) in enumerate(procs):
-        if proc.wait() != 0:
-            failed.append(i)
+    codes = []
+    for proc, log in procs:
+        codes.append(proc.wait())
         if log is not None:
             log.close()
+    if 2 in codes:  # a refusal (corpus layout, model folder, substitute pool) is the same in every shard: once, exit 2
+        first = codes.index(2)
+        if first:  # shard 0 printed its refusal here already; the others wrote it to their logs
+            print((logs / f"shard{first}.log").read_text().strip().splitlines()[-1], file=sys.stderr)
+        raise SystemExit(2)
+    failed = [i for i, code in enumerate(codes) if code]
     if failed:
         where = ", ".join(str(logs / f"shard{i}.log") for i in failed if i)
         raise SystemExit(f"build shards {failed} failed{f' (see {where})' if where else ''}; rerun the same command to resume")

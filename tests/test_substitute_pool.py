@@ -86,6 +86,23 @@ def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
     assert "--substitute-pool embedded" in last
 
 
+def test_cli_with_jobs_refuses_dailytalk_alone_once_with_exit_2(corpora, tmp_path):
+    """With --jobs the shards meet the refusal; the command still ends on that one line, exit 2,
+    and does not ask for a rerun (nothing would change)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    args = ["build", "--source", "dailytalk", "--source-dir", f"dailytalk={corpora['dailytalk']}", "--out", str(tmp_path / "out"),
+            "--cache", str(tmp_path / "cache"), "--variants", "main", "--dialogues", "2", "--jobs", "2"]
+    env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "builder_scripts", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "rerun" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.count("the substitute speaker pool is too small") == 1, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].startswith("python -m builder_scripts build: error: the substitute speaker pool is too small")
+
+
 def test_dailytalk_with_another_corpus_keeps_its_dialogues(mixed):
     tmp, report = mixed
     assert report["dialogues"] == {"main": 4}
