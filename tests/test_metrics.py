@@ -247,3 +247,45 @@ def test_ndcg_and_exact_match_modules(loaded):
 def test_ranking_modules_refuse_a_repeated_label(loaded, name):
     with pytest.raises(ValueError, match=r"instance 1: ranking \['A', 'B', 'C', 'A'\] repeats 'A'"):
         loaded[name].compute(predictions=[["A", "B", "C"], ["A", "B", "C", "A"]], references=[["A", "B", "C"]] * 2)
+
+
+def _empty_inputs(name: str) -> dict:
+    scenarios = {"scenarios": []} if name.startswith("balanced") else {}
+    return {"predictions": [], "references": [], **scenarios}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_modules_refuse_empty_input(loaded, name):
+    with pytest.raises(ValueError, match="no instances to score: predictions, references"):
+        loaded[name].compute(**_empty_inputs(name))
+    with pytest.raises(ValueError, match="no instances to score: predictions, references"):
+        loaded[name].add_batch(**_empty_inputs(name))
+
+
+S123 = ["S1", "S2", "S3"]
+
+
+@pytest.mark.parametrize("predictions, references, problem", [
+    (["x", "inconsistent", "inconsistent"], ["consistent", "inconsistent", "inconsistent"], "instance 0: prediction 'x' is not a detection label"),
+    (["consistent"] * 3, ["consistent", "inconsistent", "Inconsistent"], "instance 2: reference 'Inconsistent' is not a detection label"),
+    ([0, 1, 1], [0, 1, 2], "instance 2: reference 2 is not a detection label"),
+    ([0, 1, 1], [1, 1, 1], "instance 0: reference 1 contradicts scenario S1, which is consistent"),
+    (["consistent"] * 3, ["consistent", "consistent", "inconsistent"], "instance 1: reference 'consistent' contradicts scenario S2, which is inconsistent"),
+    ([0, 1, 1], [0, 1, 0], "instance 2: reference 0 contradicts scenario S3, which is inconsistent"),
+])
+def test_balanced_accuracy_refuses_unknown_labels_and_references_against_the_scenario(loaded, predictions, references, problem):
+    with pytest.raises(ValueError, match=problem):
+        loaded["balanced_accuracy"].compute(predictions=predictions, references=references, scenarios=S123)
+
+
+@pytest.mark.parametrize("predictions, references, problem", [
+    ([[0], [2], [2]], [[], [2], [2]], r"instance 0: prediction \[0\] has position\(s\) 0; turn positions start at 1"),
+    ([[], [2], [-1, 2]], [[], [2], [2]], r"instance 2: prediction \[-1, 2\] has position\(s\) -1"),
+    ([[], [2], [2]], [[], [0], [2]], r"instance 1: reference \[0\] has position\(s\) 0"),
+    ([[], [2], [2]], [[3], [2], [2]], r"instance 0: reference \[3\] contradicts scenario S1, whose gold set is empty"),
+    ([[], [2], [2]], [[], [], [2]], r"instance 1: reference \[\] contradicts scenario S2, whose gold set is exactly the converted turn"),
+    ([[], [2], [2]], [[], [2], [2, 4]], r"instance 2: reference \[2, 4\] contradicts scenario S3"),
+])
+def test_balanced_f1_refuses_positions_below_1_and_gold_sets_against_the_scenario(loaded, predictions, references, problem):
+    with pytest.raises(ValueError, match=problem):
+        loaded["balanced_f1"].compute(predictions=predictions, references=references, scenarios=S123)

@@ -9,7 +9,7 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import datasets
 import evaluate
 
-from .core import CITATION, SCENARIOS, balanced, grouped_mean, scenario_codes
+from .core import CITATION, SCENARIOS, RefuseEmptyBatches, balanced, detection_codes, grouped_mean, scenario_codes
 
 _CITATION = CITATION
 
@@ -23,11 +23,12 @@ weigh the same: a judge that always answers "consistent" (or always "inconsisten
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str` or `int`): the predicted label of each instance
-        (e.g. "consistent" / "inconsistent", or 0 / 1).
-    references (`list` of `str` or `int`): the gold label of each instance, same type.
+    predictions (`list` of `str` or `int`): the predicted label of each instance, "consistent" /
+        "inconsistent" or its code 0 / 1; any other label raises `ValueError`.
+    references (`list` of `str` or `int`): the gold label of each instance, same type; it must
+        match the scenario ("consistent" for S1, "inconsistent" for S2 and S3).
     scenarios (`list` of `str`): the scenario of each instance, "S1", "S2" or "S3"; every
-        scenario needs at least one instance.
+        scenario needs at least one instance (empty input raises `ValueError`).
 Returns:
     accuracy_S1, accuracy_S2, accuracy_S3 (`float` in [0, 1]): accuracy within each scenario.
     balanced_accuracy (`float` in [0, 1]): 1/2 (accuracy_S1 + (accuracy_S2 + accuracy_S3) / 2);
@@ -53,7 +54,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BalancedAccuracy(evaluate.Metric):
+class BalancedAccuracy(RefuseEmptyBatches, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -80,8 +81,8 @@ class BalancedAccuracy(evaluate.Metric):
 
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)
-        correct = [p == r for p, r in zip(predictions, references, strict=True)]
-        accuracy = grouped_mean(correct, codes, len(SCENARIOS))
+        predicted, gold = detection_codes(predictions, references, codes)
+        accuracy = grouped_mean(predicted == gold, codes, len(SCENARIOS))
         return {
             **{f"accuracy_{s}": float(a) for s, a in zip(SCENARIOS, accuracy)},
             "balanced_accuracy": float(balanced(*accuracy)),

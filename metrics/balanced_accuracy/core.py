@@ -1,4 +1,4 @@
-"""The metric math of SpeakerSleuth (paper appendix B.3), in one place.
+"""The metric math of SpeakerSleuth (paper appendix B.3) and the modules' input checks, in one place.
 
 Pure numpy, values are fractions in [0, 1]. The scorer (``metrics.score``) imports this file; each
 ``evaluate`` module imports a byte copy of it beside itself, ``metrics/<name>/core.py``, because a
@@ -17,6 +17,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 SCENARIOS = ("S1", "S2", "S3")
+
+#: Detection labels; an integer label is the code here (0 = consistent, 1 = inconsistent).
+DETECTION_LABELS = ("consistent", "inconsistent")
 
 CITATION = """\
 @inproceedings{speakersleuth2026,
@@ -59,6 +62,78 @@ def scenario_codes(scenarios: Iterable[str]) -> np.ndarray:
     if missing:
         raise ValueError(f"no instance of scenario {', '.join(missing)}: a balanced score needs S1, S2 and S3")
     return codes
+
+
+def detection_codes(predictions: Sequence, references: Sequence, scenario_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted and gold detection labels as codes 0 (consistent) and 1 (inconsistent).
+
+    Labels are ``DETECTION_LABELS`` or their codes 0 / 1. Raises ``ValueError`` naming the first
+    instance with another label, or whose reference contradicts its scenario (``scenario_code``
+    from ``scenario_codes``): S1 is consistent, S2 and S3 are inconsistent.
+
+    >>> [c.tolist() for c in detection_codes(["inconsistent", "consistent"], [0, 1], np.array([0, 2]))]
+    [[1, 0], [0, 1]]
+    >>> detection_codes(["consistent"], ["inconsistent"], np.array([0]))
+    Traceback (most recent call last):
+    ...
+    ValueError: instance 0: reference 'inconsistent' contradicts scenario S1, which is consistent
+    """
+    code = {label: i for i, label in enumerate(DETECTION_LABELS)} | {0: 0, 1: 1}
+    columns = {}
+    for name, labels in (("prediction", predictions), ("reference", references)):
+        codes = []
+        for i, label in enumerate(labels):
+            if label not in code:
+                raise ValueError(f"instance {i}: {name} {label!r} is not a detection label; expected one of "
+                                 f"{', '.join(map(repr, DETECTION_LABELS))} (or 0 / 1)")
+            codes.append(code[label])
+        columns[name] = np.array(codes, dtype=np.int64)
+    gold = columns["reference"]
+    contradicting = np.flatnonzero(gold != (np.asarray(scenario_code) > 0))
+    if contradicting.size:
+        i = contradicting[0]
+        expected = DETECTION_LABELS[int(scenario_code[i] > 0)]
+        raise ValueError(f"instance {i}: reference {references[i]!r} contradicts scenario {SCENARIOS[scenario_code[i]]}, which is {expected}")
+    return columns["prediction"], gold
+
+
+def check_turn_sets(predictions: Sequence[Iterable[int]], references: Sequence[Iterable[int]], scenario_code: np.ndarray) -> None:
+    """Refuse localization input the paper's conventions rule out, naming the first such instance.
+
+    Turn positions are 1-based; the gold set of an S1 instance is empty and that of an S2 or S3
+    instance holds exactly the converted turn (``scenario_code`` from ``scenario_codes``).
+
+    >>> check_turn_sets([[], [2]], [[], [2, 2]], np.array([0, 1]))
+    >>> check_turn_sets([[0]], [[]], np.array([0]))
+    Traceback (most recent call last):
+    ...
+    ValueError: instance 0: prediction [0] has position(s) 0; turn positions start at 1
+    >>> check_turn_sets([[1]], [[1, 3]], np.array([2]))
+    Traceback (most recent call last):
+    ...
+    ValueError: instance 0: reference [1, 3] contradicts scenario S3, whose gold set is exactly the converted turn
+    """
+    for name, sets in (("prediction", predictions), ("reference", references)):
+        for i, turns in enumerate(sets):
+            below = sorted({t for t in turns if t < 1})
+            if below:
+                raise ValueError(f"instance {i}: {name} {list(turns)} has position(s) {', '.join(map(str, below))}; turn positions start at 1")
+    for i, (turns, scenario) in enumerate(zip(references, scenario_code, strict=True)):
+        if len(set(turns)) != (1 if scenario > 0 else 0):
+            rule = "whose gold set is exactly the converted turn" if scenario > 0 else "whose gold set is empty"
+            raise ValueError(f"instance {i}: reference {list(turns)} contradicts scenario {SCENARIOS[scenario]}, {rule}")
+
+
+class RefuseEmptyBatches:
+    """Mix-in for an ``evaluate`` module: a batch without instances gets a clear ``ValueError``
+    (``evaluate`` would index its first instance, ``IndexError``, to pick a feature format)."""
+
+    def add_batch(self, **columns):
+        """Add a batch of instances (keyword arguments only); an empty batch is refused."""
+        empty = [name for name, values in columns.items() if values is not None and len(values) == 0]
+        if empty:
+            raise ValueError(f"no instances to score: {', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty")
+        return super().add_batch(**columns)
 
 
 def prf(num_predicted, num_gold, num_common) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

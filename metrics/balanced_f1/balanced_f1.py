@@ -9,7 +9,7 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import datasets
 import evaluate
 
-from .core import CITATION, SCENARIOS, balanced, grouped_mean, prf, scenario_codes, set_sizes
+from .core import CITATION, SCENARIOS, RefuseEmptyBatches, balanced, check_turn_sets, grouped_mean, prf, scenario_codes, set_sizes
 
 _CITATION = CITATION
 
@@ -25,10 +25,12 @@ scenario, and Bal F1 = 1/2 (F1_S1 + (F1_S2 + F1_S3) / 2).
 _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `list` of `int`): the predicted inconsistent turn positions of each
-        instance (read as a set; an empty list predicts "all consistent").
-    references (`list` of `list` of `int`): the gold inconsistent turn positions of each instance.
+        instance, 1-based (read as a set; an empty list predicts "all consistent").
+    references (`list` of `list` of `int`): the gold inconsistent turn positions of each instance:
+        empty for S1, exactly the converted turn for S2 and S3.
     scenarios (`list` of `str`): the scenario of each instance, "S1", "S2" or "S3"; every
         scenario needs at least one instance.
+    A position below 1, a gold set against its scenario, or empty input raises `ValueError`.
 Returns:
     precision_S1, precision_S2, precision_S3 (`float` in [0, 1]): macro precision per scenario.
     recall_S1, recall_S2, recall_S3 (`float` in [0, 1]): macro recall per scenario (recall_S1 is
@@ -51,7 +53,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BalancedF1(evaluate.Metric):
+class BalancedF1(RefuseEmptyBatches, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -69,6 +71,7 @@ class BalancedF1(evaluate.Metric):
 
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)
+        check_turn_sets(predictions, references, codes)
         scores = prf(*set_sizes(predictions, references))
         results = {}
         for name, values in zip(("precision", "recall", "f1"), scores):

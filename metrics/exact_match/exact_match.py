@@ -9,7 +9,7 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import evaluate
 import numpy as np
 
-from .core import CITATION, exact_match, ranking_scores, ranking_features
+from .core import CITATION, RefuseEmptyBatches, exact_match, ranking_features, ranking_scores
 
 _CITATION = CITATION
 
@@ -25,7 +25,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `list` of `str` or `int`): the predicted ranking of each instance,
         best first; a permutation of the instance's gold ranking.
-    references (`list` of `list` of `str` or `int`): the gold ranking of each instance, best first.
+    references (`list` of `list` of `str` or `int`): the gold ranking of each instance, best first;
+        empty input raises `ValueError`.
 Returns:
     exact_match (`float` in [0, 1]): the share of rankings equal to gold; higher is better.
 Examples:
@@ -41,7 +42,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class ExactMatch(evaluate.Metric):
+class ExactMatch(RefuseEmptyBatches, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -11,7 +11,7 @@ from functools import partial
 import evaluate
 import numpy as np
 
-from .core import CITATION, ndcg, ranking_scores, ranking_features
+from .core import CITATION, RefuseEmptyBatches, ndcg, ranking_features, ranking_scores
 
 _CITATION = CITATION
 
@@ -29,7 +29,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `list` of `str` or `int`): the predicted ranking of each instance,
         best first; it must be a permutation of the instance's gold ranking.
-    references (`list` of `list` of `str` or `int`): the gold ranking of each instance, best first.
+    references (`list` of `list` of `str` or `int`): the gold ranking of each instance, best first;
+        empty input raises `ValueError`.
     k (`int`, default 2): the cut-off.
     every_k (`bool`, default False): also return NDCG@1 .. NDCG@(k-1).
 Returns:
@@ -54,7 +55,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Ndcg(evaluate.Metric):
+class Ndcg(RefuseEmptyBatches, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
