@@ -17,7 +17,7 @@ from pathlib import Path
 
 import speakersleuth_dataset as ssd
 
-from judges.model_dirs import ModelFolderError, parse_model_dirs, use_model_dirs
+from judges.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
 
 from .scenarios import SubstitutePoolError
 from .sources import SOURCES, CorpusLayoutError, get_source_class
@@ -154,15 +154,24 @@ def _options(args: argparse.Namespace):
     from judges.encoders import check_encoder
 
     from .pipeline import BuildOptions
-    from .vc import converter_class
+    from .vc import CONVERTERS, converter_class
 
     if args.jobs > 1 and args.num_shards != 1:
         raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
+    variants = [v for v in args.variants.split(",") if v]
+    for flag, count, built in (("--dialogues", args.dialogues, {"main", "4vc"}), ("--dialogues-10turn", args.dialogues_10turn, {"10turn"})):
+        if count < 1 and built & set(variants):
+            raise ValueError(f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
+                             f"to leave a variant out, list the others with --variants")
     sources = args.source or ["chitchat_tts"]
-    use_model_dirs(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES))
+    backends = {args.vc, *(v for v in args.vc_4vc.split(",") if v)}
+    users = {folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()}
+    users |= {name: f"--encoder {name}" for name in ("ecapa", "wavlm")}
+    used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {args.encoder.partition(":")[0].strip().lower()}
+    use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), used, users))
     opts = BuildOptions(
         out=args.out, cache=args.cache, sources=tuple(sources), substitute_pool=tuple(args.substitute_pool),
-        source_args=_source_args(sources, args.source_dir), variants=tuple(v for v in args.variants.split(",") if v),
+        source_args=_source_args(sources, args.source_dir), variants=tuple(variants),
         dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, validation_dialogues=args.validation_dialogues,
         max_target_seconds=args.max_target_seconds, seed=args.seed, vc=args.vc,
         vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), encoder=args.encoder, text_filter=args.text_filter,

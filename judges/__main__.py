@@ -18,7 +18,8 @@ import argparse
 import json
 import sys
 
-from judges.model_dirs import parse_model_dirs, use_model_dirs
+from judges.embedding import parse_judge_name
+from judges.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
 
@@ -86,11 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _encoders(args: argparse.Namespace) -> set[str]:
+    """The encoder kinds (``ecapa``, ...) the command's judges load."""
+    if args.command == "baselines":
+        specs = args.encoders.split(",")
+    else:
+        judges = [args.judge] if args.command == "run" else args.judges.split(",")
+        specs = [parsed[1] for parsed in map(parse_judge_name, (j.strip() for j in judges)) if parsed]
+    return {spec.partition(":")[0].strip().lower() for spec in specs}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache_dir, "batch_size": args.batch_size, "progress": not args.quiet}
     try:
-        use_model_dirs(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES))
+        option = {"run": "--judge centroid-{}", "sweep": "--judges centroid-{}", "baselines": "--encoders {}"}[args.command]
+        users = {name: option.format(name) for name in MODEL_DIR_NAMES}
+        use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), _encoders(args), users))
         if args.command == "run":
             summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, args.out, split=args.split,
                                 threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,

@@ -55,6 +55,22 @@ def parse_model_dirs(values: Iterable[str], known: Iterable[str]) -> dict[str, P
     return dirs
 
 
+def refuse_unused(dirs: Mapping[str, Path], used: Iterable[str], users: Mapping[str, str]) -> Mapping[str, Path]:
+    """``dirs`` when the command loads every model they name (``used``); else a ValueError naming
+    the first folder no model loads and the option that would load it (``users``: name -> option).
+
+    >>> refuse_unused({"ecapa": Path("/m")}, ["wavlm"], {"ecapa": "--encoder ecapa"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --model-dir ecapa=/m: unused by this command; only --encoder ecapa reads it
+    """
+    used = set(used)
+    for name, folder in dirs.items():
+        if name not in used:
+            raise ValueError(f"--model-dir {name}={folder}: unused by this command; only {users[name]} reads it")
+    return dirs
+
+
 def use_model_dirs(dirs: Mapping[str, Path]) -> None:
     """Make ``dirs`` (``{name: folder}``) the folders ``model_dir`` returns in this process."""
     _given.clear()

@@ -138,6 +138,11 @@ def files(folder: Path) -> list[Path]:
     return sorted(p.relative_to(folder) for p in folder.rglob("*"))
 
 
+def written(tmp: Path) -> list[Path]:
+    """The files a build given ``--out tmp/out --cache tmp/cache`` has written (a refusal writes none)."""
+    return [p for p in (*(tmp / "out").rglob("*"), *(tmp / "cache").rglob("*")) if p.is_file()]
+
+
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("corpora")
@@ -212,7 +217,8 @@ def damage(name: str, corpus: Path) -> str:
 
 EMPTY = {
     "dailytalk": "missing {}/metadata.json",
-    "ami": "no annotations: neither {}/ami_public_manual_1.6.2 nor",
+    "ami": "no annotations: neither {0}/ami_public_manual_1.6.2 nor {0}/ami_public_manual_1.6.2.zip exists; "
+           "put AMI's manual annotations zip (or its extracted folder) there",
     "behavior_sd": "no .parquet/.arrow files for split 'test' under {}",
     "bazinga": "missing {}/speakers.csv",
     "chitchat_tts": "missing {}/dataset.json",
@@ -225,7 +231,82 @@ def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
     code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'empty'}",
                           "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}" in err and "; expected " in err
+    assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}; expected " in err
+    assert written(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY))
+def test_a_file_given_as_the_corpus_folder_is_refused_as_not_a_folder(name, tmp_path, capsys):
+    (tmp_path / "corpus.zip").write_bytes(b"PK")
+    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'corpus.zip'}",
+                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f": error: {name}: {tmp_path / 'corpus.zip'} is not a folder; expected " in err
+    assert written(tmp_path) == []
+
+
+NOT_UTF8 = bytes(range(128, 256))
+
+
+def wav_bytes(seconds: float = 1.0) -> bytes:
+    """A silent 16 kHz wav file's bytes."""
+    import io
+
+    import numpy as np
+    import soundfile as sf
+
+    buffer = io.BytesIO()
+    sf.write(buffer, np.zeros(int(seconds * SR), dtype=np.float32), SR, format="WAV")
+    return buffer.getvalue()
+
+
+#: source -> (files written into an otherwise empty corpus folder, what the refusal must say after "<name>: ")
+BAD_CONTENT = {
+    "dailytalk-empty-metadata": ("dailytalk", {"metadata.json": b"{}", "data/": None}, "{}/metadata.json lists no utterances"),
+    "dailytalk-no-data": ("dailytalk", {"metadata.json": b"{}"}, "missing {}/data"),
+    "bazinga-speakers-not-utf8": ("bazinga", {"speakers.csv": NOT_UTF8},
+                                  "{}/speakers.csv is not a UTF-8 CSV file with columns speaker,gender ("),
+    "bazinga-transcript-latin1": ("bazinga", {"speakers.csv": b"speaker,gender\npenny,female\n",
+                                              "transcripts/e.csv": b"speaker,start,end,text\npenny,0,0.5,caf\xe9\n",
+                                              "audio/e.wav": wav_bytes()},
+                                  "{}/transcripts/e.csv is not a UTF-8 CSV file with columns speaker,start,end,text ("),
+    "chitchat-not-utf8": ("chitchat_tts", {"dataset.json": NOT_UTF8}, "{}/dataset.json is not JSON ("),
+    "chitchat-a-list": ("chitchat_tts", {"dataset.json": b"[1, 2]"}, "{}/dataset.json is not a JSON object of conversations by id"),
+    "chitchat-empty": ("chitchat_tts", {"dataset.json": b"{}"}, "{}/dataset.json holds no conversations"),
+    "chitchat-bad-message": ("chitchat_tts", {"dataset.json": b'{"c1": {"messages": [[{"sender": "a", "text": 5}]]}}'},
+                             "{}/dataset.json: conversation 'c1' is not {{\"messages\": [[{{\"sender\": str, \"text\": str}}, ...], ...], ...}}"),
+    "chitchat-one-sender": ("chitchat_tts", {"dataset.json": b'{"c1": {"messages": [[{"sender": "a", "text": "hello there"}]]}}'},
+                            "{}/dataset.json holds no conversation of two senders with at least 2 speakable turns"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONTENT))
+def test_bad_content_in_a_corpus_folder_is_refused_in_one_line(case, tmp_path, capsys):
+    """Files that are there but unreadable, undecodable, of the wrong shape or empty: one line naming
+    the file, before anything is written (no cache of a corpus that cannot be built)."""
+    name, content, message = BAD_CONTENT[case]
+    corpus = tmp_path / "corpus"
+    for relative, data in {"": None, **content}.items():
+        if data is None:
+            (corpus / relative).mkdir(parents=True, exist_ok=True)
+        else:
+            (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
+            (corpus / relative).write_bytes(data)
+    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--threads", "1", "--no-progress",
+                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f": error: {name}: {message.format(corpus)}" in err and "; expected " in err, err
+    assert written(tmp_path) == []
+
+
+def test_bad_content_is_refused_from_the_command_line_without_a_traceback(tmp_path):
+    """The README's command, in its own process, on a corpus whose metadata lists nothing."""
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "metadata.json").write_text("{}")
+    result = cli("build", "--source", "dailytalk", "--source-dir", f"dailytalk={tmp_path / 'corpus'}",
+                 "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
+    assert f"dailytalk: missing {tmp_path / 'corpus' / 'data'}; expected " in refused(result)
+    assert written(tmp_path) == []
 
 
 @pytest.mark.parametrize("name", sorted(CORPORA))
@@ -236,6 +317,7 @@ def test_an_incomplete_corpus_folder_is_refused_in_one_line(name, corpora, tmp_p
                           "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--no-progress"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {missing}" in err and "; expected " in err
+    assert written(tmp_path) == []
 
 
 def test_a_recorded_source_without_its_folder_is_refused(tmp_path, capsys):
@@ -280,3 +362,55 @@ def test_an_encoder_folder_that_lacks_files_is_refused(encoder, lacks, tmp_path,
     assert code == 2 and err.count("\n") == 1 and f"{encoder}: model folder {tmp_path} (--model-dir {encoder}=DIR) lacks {lacks}" in err, err
     code, err = run_main(["build", "--model-dir", f"xvector={tmp_path}", "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and "--model-dir 'xvector=" in err and "NAME one of freevc" in err, err
+
+
+@pytest.fixture()
+def no_build(monkeypatch):
+    """Options that pass the checks end the command with 0 instead of building."""
+    import builder_scripts.__main__ as cli_main
+
+    monkeypatch.setattr(cli_main, "_build", lambda opts, jobs, argv: 0)
+
+
+@pytest.mark.parametrize("flags, named, user", [
+    (["--model-dir", "yourtts={}"], "yourtts", "--vc/--vc-4vc yourtts"),  # the default backends are world and praat
+    (["--vc", "freevc", "--model-dir", "cosyvoice3-repo={}"], "cosyvoice3-repo", "--vc/--vc-4vc cosyvoice3"),
+    (["--model-dir", "ecapa={}"], "ecapa", "--encoder ecapa"),  # the default encoder is resemblyzer
+    (["--encoder", "ecapa:{}", "--model-dir", "wavlm={}"], "wavlm", "--encoder wavlm"),
+])
+def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tmp_path, capsys, no_build):
+    code, err = run_main(["build", *(f.format(tmp_path) for f in flags), "--out", str(tmp_path / "out"),
+                          "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"error: --model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--dialogues", "0"], "--dialogues 0: must be at least 1 for 4vc/main"),
+    (["--variants", "4vc", "--dialogues", "-2"], "--dialogues -2: must be at least 1 for 4vc"),
+    (["--dialogues-10turn", "0"], "--dialogues-10turn 0: must be at least 1 for 10turn"),
+])
+def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, no_build):
+    code, err = run_main(["build", *flags, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"error: {message}; to leave a variant out, list the others with --variants" in err, err
+
+
+def test_a_count_of_a_variant_not_built_is_not_checked(tmp_path, no_build):
+    """--dialogues 0 with only 10turn built is fine: main and 4vc are left out by --variants."""
+    from builder_scripts.__main__ import main
+
+    assert main(["build", "--variants", "10turn", "--dialogues", "0", "--out", str(tmp_path / "out")]) == 0
+
+
+def test_a_chat_corpus_too_short_for_the_speaker_pool_is_refused(tmp_path, capsys):
+    """Two-party chats whose turns are all too short to voice the pool: one line naming the file.
+    What is left in the cache is the normalised text under a hash of this very file."""
+    chat = {"c1": {"messages": [[{"sender": "a", "text": "hi"}, {"sender": "b", "text": "yo"}]]}}
+    (tmp_path / "chat").mkdir()
+    (tmp_path / "chat" / "dataset.json").write_text(json.dumps(chat))
+    code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
+                          "--threads", "1", "--no-progress", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"error: chitchat_tts: {tmp_path / 'chat' / 'dataset.json'}: only 0 turns of 1.5-4.0 s in its 1 dialogues; " in err
+    assert [p.name.split("-")[0] for p in written(tmp_path)] == ["chitchat_turns"]

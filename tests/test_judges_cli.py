@@ -176,3 +176,16 @@ def test_baselines_cover_every_method_and_variant(cli, folder, tmp_path):
     assert summary["cache"]["resemblyzer"]["encoder_calls"] <= summary["cache"]["resemblyzer"]["unique_clips"]
     assert "| Centroid (Resemblyzer) | 0.3 |" in (tmp_path / "summary.md").read_text()
     assert "## Variant 4vc" in stdout
+
+
+@pytest.mark.parametrize("args, named, user", [
+    (["run", "--judge", "centroid-resemblyzer"], "ecapa", "--judge centroid-ecapa"),
+    (["run", "--judge", "openai:gpt-4o-audio-preview"], "ecapa", "--judge centroid-ecapa"),
+    (["sweep", "--judges", "centroid-resemblyzer,pairwise-ecapa"], "wavlm", "--judges centroid-wavlm"),
+    (["baselines", "--encoders", "resemblyzer,ecapa"], "wavlm", "--encoders wavlm"),
+])
+def test_a_model_folder_no_judge_uses_is_refused(args, named, user, tmp_path, capsys):
+    code = main([*args, "--model-dir", f"{named}={tmp_path}", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
+    assert not (tmp_path / "out").exists()

@@ -230,7 +230,7 @@ def test_behavior_sd_arrow_matches_parquet(behavior_sd_dir, tmp_path):
     assert other.dialogue_id == "test-1" and other.turns[0].text == "Other split."
 
 
-@pytest.mark.parametrize("drop, message", [("tts_genders", "tts_genders"), ("audio", "audio_column")])
+@pytest.mark.parametrize("drop, message", [("tts_genders", "tts_genders"), ("audio", "has 0 audio columns")])
 def test_behavior_sd_missing_column_is_named(tmp_path, drop, message):
     record = behavior_sd_record(sr=BSD_SR, **BSD_RECORDS[0])
     path = write_table(tmp_path / "test-0.parquet", [record], drop=(drop,))
@@ -288,3 +288,15 @@ def test_bazinga_errors_name_the_problem(bazinga_dir, tmp_path):
     (root / "speakers.csv").unlink()
     with pytest.raises(CorpusLayoutError, match="missing .*speakers.csv"):
         Bazinga(root)
+
+
+def test_chitchat_without_a_two_party_conversation_is_refused(tmp_path):
+    """Read with ``max_dialogues`` (no normalised cache), a file of one-sender chats is refused too."""
+    import json
+
+    from builder_scripts.sources.chitchat_tts import ChitchatTTS
+
+    (tmp_path / "dataset.json").write_text(json.dumps({"c1": {"messages": [[{"sender": "a", "text": "hello there"}]]}}))
+    source = ChitchatTTS(tmp_path / "tts", corpus_dir=tmp_path, max_dialogues=5)
+    with pytest.raises(CorpusLayoutError, match="dataset.json holds no conversation of two senders with at least 2 speakable"):
+        list(source.dialogues())

@@ -137,7 +137,7 @@ class AMI(DialogueSource):
             if candidate.exists():
                 return candidate
         raise self.layout_error(f"no annotations: neither {self.corpus_dir / _ANNOTATIONS} nor "
-                                f"{self.corpus_dir / _ANNOTATIONS}.zip exists (or pass annotations_dir)")
+                                f"{self.corpus_dir / _ANNOTATIONS}.zip exists; put AMI's manual annotations zip (or its extracted folder) there")
 
     def _annotation_folder(self) -> Path:
         """What lhotse reads: an annotations zip is extracted once into ``output_dir``, so the

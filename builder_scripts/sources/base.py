@@ -86,11 +86,14 @@ class DialogueSource(ABC):
     duration_slack: float = 1.0
 
     def __init__(self, corpus_dir: str | Path | None, output_dir: str | Path | None):
-        """Keep the two folders; refuse a required ``corpus_dir`` that is not given or not a folder."""
+        """Keep the two folders; refuse a required ``corpus_dir`` that is not given, and one that
+        does not exist or is not a folder."""
         if corpus_dir is None and self.corpus_required:
             raise self.layout_error("no corpus folder given")
-        if corpus_dir is not None and not Path(corpus_dir).is_dir():
+        if corpus_dir is not None and not Path(corpus_dir).exists():
             raise self.layout_error(f"corpus folder {corpus_dir} does not exist")
+        if corpus_dir is not None and not Path(corpus_dir).is_dir():
+            raise self.layout_error(f"{corpus_dir} is not a folder")
         self.corpus_dir = None if corpus_dir is None else Path(corpus_dir)
         self.output_dir = None if output_dir is None else Path(output_dir)
 

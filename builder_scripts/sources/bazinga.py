@@ -102,10 +102,14 @@ class Bazinga(DialogueSource):
             raise self.layout_error(f"missing {path}")
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise self.layout_error(f"{path} lacks column(s) {missing}; its header is {reader.fieldnames}")
-            for row in reader:
-                if any(row[c] is None for c in columns):
-                    raise self.layout_error(f"{path}:{reader.line_num}: too few fields")
-                yield f"{path}:{reader.line_num}", row
+            try:
+                missing = [c for c in columns if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise self.layout_error(f"{path} lacks column(s) {missing}; its header is {reader.fieldnames}")
+                for row in reader:
+                    if any(row[c] is None for c in columns):
+                        raise self.layout_error(f"{path}:{reader.line_num}: too few fields")
+                    yield f"{path}:{reader.line_num}", row
+            except (UnicodeDecodeError, csv.Error) as e:
+                raise self.layout_error(f"{path} is not a UTF-8 CSV file with columns {','.join(columns)} "
+                                        f"({e})") from e

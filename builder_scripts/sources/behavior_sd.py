@@ -99,7 +99,7 @@ class BehaviorSD(DialogueSource):
                  and {"bytes", "path"} <= {f.type.field(i).name for i in range(f.type.num_fields)}]
         if len(found) != 1:
             raise self.layout_error(f"{path} has {len(found)} audio columns ({{bytes, path}} structs: {found}) "
-                                    f"among {schema.names}; pass audio_column=")
+                                    f"among {schema.names}; the dialogue audio must be exactly one")
         return found[0]
 
     def _dialogue(self, row: dict, audio: dict | None, path: Path) -> Dialogue:

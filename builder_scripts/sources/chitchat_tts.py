@@ -104,6 +104,15 @@ def _normalise_conversation(item: tuple[str, dict]) -> tuple[str, str | None, li
     return cid, conversation.get("prompt"), speaking_turns(conversation.get("messages", []))
 
 
+def _is_conversation(conversation: object) -> bool:
+    """Whether a ``dataset.json`` entry has the shape ``speaking_turns`` reads."""
+    if not isinstance(conversation, dict) or not isinstance(messages := conversation.get("messages", []), list):
+        return False
+    return all(isinstance(group, list) and all(
+        isinstance(m, dict) and isinstance(m.get("sender"), str) and isinstance(m.get("text"), (str, type(None)))
+        for m in group) for group in messages)
+
+
 class ChitchatTTS(DialogueSource):
     """Chit-Chat Challenge conversations voiced by the TTS voice bank; audio cached in ``output_dir``."""
 
@@ -168,13 +177,15 @@ class ChitchatTTS(DialogueSource):
         data, cache = self._corpus
         if cache.is_file() or self.max_dialogues is not None:
             return
-        conversations = list(json.loads(data.read_bytes()).items())
+        conversations = self._conversations()
         bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False)
         if workers > 1:
             with ProcessPoolExecutor(workers) as pool:
                 done = list(tqdm(pool.map(_normalise_conversation, conversations, chunksize=256), **bar))
         else:
             done = [_normalise_conversation(item) for item in tqdm(conversations, **bar)]
+        if not any(self._usable(turns) for _, _, turns in done):
+            raise self._no_dialogues()
         self.output_dir.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(done, ensure_ascii=False), encoding="utf-8")
@@ -186,7 +197,7 @@ class ChitchatTTS(DialogueSource):
         early, normalised as they are read, caching nothing."""
         data, cache = self._corpus
         if not cache.is_file() and self.max_dialogues is not None:
-            for item in json.loads(data.read_bytes()).items():
+            for item in self._conversations():
                 yield _normalise_conversation(item)
             return
         self.prepare()
@@ -203,14 +214,16 @@ class ChitchatTTS(DialogueSource):
                 dialogue = self.make_dialogue(conversation_id, turns, prompt)
                 if dialogue is not None:
                     parsed.append(dialogue)
+            if not parsed:
+                raise self._no_dialogues()
             self._parsed = parsed
         yield from self._parsed
 
     def make_dialogue(self, conversation_id: str, turns: list[tuple[str, str]], prompt: str | None = None) -> Dialogue | None:
         """Cast voices and place each turn's wav; None unless two participants and ``min_turns`` turns."""
-        senders = list(dict.fromkeys(sender for sender, _ in turns))
-        if len(senders) != 2 or len(turns) < self.min_turns:
+        if not self._usable(turns):
             return None
+        senders = list(dict.fromkeys(sender for sender, _ in turns))
         cast = cast_voices(senders, self.seed, conversation_id)
         voiced = tuple(
             VoicedTurn(cast[sender].id, cast[sender].gender, text, AudioSpan(self.voicer.path(cast[sender].id, text)))
@@ -218,6 +231,31 @@ class ChitchatTTS(DialogueSource):
         )
         meta = {"senders": {cast[s].id: s for s in senders}, "prompt": prompt}
         return Dialogue(conversation_id, self.name, voiced, meta)
+
+    def _usable(self, turns: list[tuple[str, str]]) -> bool:
+        """Whether a conversation's speaking turns make a dialogue: two senders, ``min_turns`` turns."""
+        return len({sender for sender, _ in turns}) == 2 and len(turns) >= self.min_turns
+
+    def _no_dialogues(self):
+        return self.layout_error(f"{self.dataset_file} holds no conversation of two senders with at least "
+                                 f"{self.min_turns} speakable turns")
+
+    def _conversations(self) -> list[tuple[str, dict]]:
+        """The ``(conversation id, conversation)`` items of ``dataset.json``, after checking that it is
+        a JSON object of conversations whose messages all have a sender and a text."""
+        try:
+            corpus = json.loads(self.dataset_file.read_bytes())
+        except ValueError as e:  # not UTF-8, or not JSON
+            raise self.layout_error(f"{self.dataset_file} is not JSON ({e})") from e
+        if not isinstance(corpus, dict):
+            raise self.layout_error(f"{self.dataset_file} is not a JSON object of conversations by id")
+        if not corpus:
+            raise self.layout_error(f"{self.dataset_file} holds no conversations")
+        for cid, conversation in corpus.items():
+            if not _is_conversation(conversation):
+                raise self.layout_error(f"{self.dataset_file}: conversation {cid!r} is not "
+                                        '{"messages": [[{"sender": str, "text": str}, ...], ...], ...}')
+        return list(corpus.items())
 
     def voicing_seconds(self, turn: Turn) -> float:
         return turn.duration * ENGINE_SECONDS_PER_SECOND[Voicer.voice(turn.speaker).engine]
@@ -250,8 +288,8 @@ class ChitchatTTS(DialogueSource):
         """
         texts = sorted({t.text for d in dialogues for t in d.turns if min_seconds <= t.duration <= POOL_MAX_SECONDS})
         if len(texts) < clips_per_speaker:
-            raise ValueError(
-                f"{self.name}: only {len(texts)} turns of {min_seconds}-{POOL_MAX_SECONDS} s in the {len(dialogues)} dialogues given; "
+            raise self.layout_error(
+                f"{self.dataset_file}: only {len(texts)} turns of {min_seconds}-{POOL_MAX_SECONDS} s in its {len(dialogues)} dialogues; "
                 f"need {clips_per_speaker} for the speaker pool"
             )
         plan = {v.id: _rng("pool", self.seed, v.id).sample(texts, clips_per_speaker) for v in VOICES}

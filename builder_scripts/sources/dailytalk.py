@@ -78,16 +78,19 @@ class DailyTalk(DialogueSource):
 
     def _check_layout(self) -> None:
         """Raise ``CorpusLayoutError`` naming the first missing or unreadable file before lhotse reads the corpus."""
-        meta_path = self.corpus_dir / "metadata.json"
-        if not meta_path.is_file():
-            raise self.layout_error(f"missing {meta_path}")
+        meta_path, data = self.corpus_dir / "metadata.json", self.corpus_dir / "data"
+        for path, present in ((meta_path, meta_path.is_file()), (data, data.is_dir())):
+            if not present:
+                raise self.layout_error(f"missing {path}")
         try:
-            meta = json.loads(meta_path.read_text())
+            meta = json.loads(meta_path.read_bytes())
             utterances = [(d, u, utt["speaker"]) for d, dialog in meta.items() for u, utt in dialog.items()]
         except (ValueError, AttributeError, KeyError, TypeError) as e:
             raise self.layout_error(f"{meta_path} is not the DailyTalk metadata ({e!r})") from e
+        if not utterances:
+            raise self.layout_error(f"{meta_path} lists no utterances")
         for d, u, spk in utterances:
-            wav = self.corpus_dir / "data" / d / f"{u}_{spk}_d{d}.wav"
+            wav = data / d / f"{u}_{spk}_d{d}.wav"
             if not wav.is_file():
                 raise self.layout_error(f"dialogue {d} utterance {u}: missing {wav}")
             try:
