@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from space.text import encodable
+
 SCHEMA_VERSION = 1
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,10 @@ class Metadata:
     access: str = "open"
     link: str = ""
     model_date: str = ""
+
+    def __post_init__(self) -> None:  # a name stored before the form refused surrogates must still draw
+        for name, value in asdict(self).items():
+            object.__setattr__(self, name, encodable(value))
 
 
 @dataclass(frozen=True)

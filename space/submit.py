@@ -33,6 +33,7 @@ from metrics.submission import Gold, SubmissionError, load_gold, parse_submissio
 
 from space.config import SpaceConfig
 from space.store import Metadata, ResultsStore, StoredResult
+from space.text import encodable
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,8 @@ def _clean_text(value: Any, field_name: str, max_chars: int, errors: list[str], 
         errors.append(f"{field_name} is longer than {max_chars} characters")
     if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
         errors.append(f"{field_name} contains control or invisible formatting characters")
+    if any(unicodedata.category(ch) == "Cs" for ch in text):
+        errors.append(f"{field_name} contains an unpaired surrogate (e.g. a lone \\ud800 escape), which is not text")
     return text
 
 
@@ -117,6 +120,10 @@ class SubmitResult:
     message: str
     errors: list[str] = field(default_factory=list)
     record: StoredResult | None = None
+
+    def __post_init__(self) -> None:  # errors quote the upload, which may hold what UTF-8 cannot send
+        self.message = encodable(self.message)
+        self.errors = [encodable(e) for e in self.errors]
 
 
 class Submitter:

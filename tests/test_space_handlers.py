@@ -10,13 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import gradio as gr
+import pyarrow as pa
 import pytest
 import soundfile as sf
 
 import speakersleuth_dataset as ssd
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import load_gold, parse_submission
-from space import leaderboard, seed, submit, viewer
+from space import leaderboard, seed, submit, text, viewer
 from space.config import SpaceConfig
 from space.store import SqliteStore
 from tests.space_support import build_dataset, predictions
@@ -151,6 +152,44 @@ def test_size_and_line_caps(make, gold, tmp_path):
     assert too_long.status == "invalid" and "lines" in too_long.errors[0]
 
 
+LONE_SURROGATE = "\ud800"  # what the JSON escape "\\ud800" decodes to: not text, and UTF-8 cannot carry it
+
+
+def test_a_name_with_a_lone_surrogate_is_refused_and_costs_no_quota(make, gold):
+    submitter = make(rate_limit=1)
+    result = submitter.submit(predictions(gold), "main", {**FORM, "model_name": f"model-{LONE_SURROGATE}-x"})
+    assert result.status == "invalid" and submitter.store.results() == []
+    assert any("model name contains an unpaired surrogate" in e for e in result.errors), result.errors
+    assert submitter.submit(predictions(gold), "main", FORM).status == "accepted"
+
+
+def test_every_message_about_a_file_quoting_a_lone_surrogate_can_be_sent(make, gold):
+    lines = predictions(gold).decode().splitlines()
+    first = json.loads(lines[0])
+    hostile = "\n".join([json.dumps({**first, "id": f"bad-{LONE_SURROGATE}"}), *lines[1:]]).encode()
+    result = make().submit(hostile, "main", FORM)
+    assert result.status == "invalid" and result.errors[0].startswith("line 1:"), result.errors
+    for text in (result.message, *result.errors, submit.result_html(result)):
+        text.encode("utf-8")  # Gradio sends UTF-8: this raised for the raw surrogate
+
+
+def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
+    """A store written before the form refused surrogates: its rows render for everyone."""
+    import sqlite3
+
+    submitter = make()
+    assert submitter.submit(predictions(gold), "main", FORM).status == "accepted"
+    escaped = json.dumps({**{k: FORM[k] for k in ("model_name", "organisation", "model_type", "access", "link", "model_date")},
+                          "model_name": f"model-{LONE_SURROGATE}-x"})
+    with sqlite3.connect(submitter.store.path) as con:
+        con.execute("UPDATE submissions SET metadata = ?", (escaped,))
+    entries = leaderboard.scored(submitter.store.results())
+    frame, _ = leaderboard.leaderboard_frame(entries)
+    assert frame.loc[0, "Model"] == "model-\\ud800-x"
+    pa.Table.from_pandas(frame)  # what Gradio does with the table; raised UnicodeEncodeError
+    leaderboard.bias_figure(entries, "main")
+
+
 def test_submitted_strings_are_escaped_in_every_view(make, gold):
     submitter = make()
     result = submitter.submit(predictions(gold), "main", {**FORM, "model_name": XSS, "organisation": XSS})
@@ -237,8 +276,9 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
 
 
 def test_docstring_examples():
-    for module in (submit, seed):
-        assert doctest.testmod(module).failed == 0
+    for module in (submit, seed, text):
+        result = doctest.testmod(module)
+        assert result.attempted and result.failed == 0, module.__name__
 
 
 def test_config_from_env():
