@@ -180,7 +180,7 @@ def _decode(raw: bytes) -> tuple[Any, str | None]:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant), None
     except json.JSONDecodeError as err:
-        return None, f"not valid JSON ({err.msg} at column {err.colno})"
+        return None, f"not valid JSON ({err.msg.removesuffix(' at')} at column {err.colno})"  # some messages end in "at"
     except ValueError as err:
         return None, f"not valid JSON ({err})"
     except RecursionError:

@@ -47,6 +47,7 @@ BAD_LINES = {
     "bad JSON": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent"', "not valid JSON"),
     "not an object": ('["detection", "d0-S2", "consistent"]', "expected a JSON object, got a list"),
     "NaN": ('{"task": "detection", "id": "d0-S2", "prediction": NaN}', "NaN is not valid JSON"),
+    "control character": ('{"task": "detection", "id": "d0-S2\t", "prediction": "consistent"}', "not valid JSON (Invalid control character at column 35)"),
     "repeated JSON key": ('{"task": "detection", "id": "d0-S2", "id": "d0-S3", "prediction": "consistent"}', 'key "id" appears more than once'),
     "missing task": ({"id": "d0-S2", "prediction": "consistent"}, 'missing key "task"'),
     "task not a string": ({"task": 1, "id": "d0-S2", "prediction": "consistent"}, "task must be a string, got 1"),
