@@ -116,6 +116,10 @@ class ResultsStore(ABC):
         """Atomically check the rate limit and log one submission attempt: ``True`` (and logged)
         when ``submitter`` made fewer than ``limit`` attempts in the last ``window_s`` seconds."""
 
+    @abstractmethod
+    def retry_at(self, submitter: str, limit: int, window_s: float, now: float) -> float:
+        """When ``submitter`` may next be granted ``acquire`` (``now`` if already)."""
+
     def close(self) -> None:
         """Release resources (flush pending pushes)."""
 
@@ -262,6 +266,13 @@ class SqliteStore(ResultsStore):
             con.execute("INSERT INTO attempts (submitter, at) VALUES (?, ?)", (submitter, now))
         return True
 
+    def retry_at(self, submitter, limit, window_s, now):
+        with self._connect() as con:
+            times = [at for (at,) in con.execute(
+                "SELECT at FROM attempts WHERE submitter = ? AND at > ? ORDER BY at DESC LIMIT ?", (submitter, now - window_s, limit)
+            )]
+        return now if len(times) < limit else times[-1] + window_s  # when the oldest of the last ``limit`` leaves the window
+
     def log_attempts(self, attempts: list[tuple[str, float]]) -> None:
         """Bulk-load past attempts (used to rebuild an index)."""
         with self._connect() as con, self._write(con):
@@ -395,6 +406,9 @@ class HubStore(ResultsStore):
             with self.scheduler.lock, open(self.folder / "attempts.jsonl", "a", encoding="utf-8") as log:
                 log.write(json.dumps({"submitter": submitter, "at": now}) + "\n")
         return True
+
+    def retry_at(self, submitter, limit, window_s, now):
+        return self.index.retry_at(submitter, limit, window_s, now)
 
     def close(self):
         """Push what is pending, then stop the scheduler (a failed push is logged, not raised)."""

@@ -13,6 +13,7 @@ import datetime as dt
 import html
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -187,12 +188,6 @@ class Submitter:
             if size > self.config.max_bytes:
                 return SubmitResult("invalid", "The file is too large.", [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"])
             data = Path(data).read_bytes()
-        if rate_limited and not self.store.acquire(user, self.config.rate_limit, self.config.rate_window_s, self.clock()):
-            return SubmitResult(
-                "rate_limited",
-                f"Rate limit reached: at most {self.config.rate_limit} submissions per "
-                f"{_duration(self.config.rate_window_s)} per user. Please try again later.",
-            )
         gold = self.gold(variant)
         try:
             sub = parse_submission(bytes(data), gold, max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
@@ -201,6 +196,8 @@ class Submitter:
         existing = self.store.find(variant, sub.sha256)
         if existing is not None:
             return _duplicate(existing)
+        if rate_limited and not self.store.acquire(user, self.config.rate_limit, self.config.rate_window_s, now := self.clock()):
+            return self._rate_limited(user, now)
         scores = score_submission(sub, gold, n_bootstrap=self.n_bootstrap, seed=0)
         record, created = self.store.add(
             variant=variant, sha256=sub.sha256, predictions=bytes(data), scores=scores, metadata=metadata,
@@ -209,6 +206,21 @@ class Submitter:
         if not created:
             return _duplicate(record)
         return SubmitResult("accepted", f"Accepted and scored on the {variant} variant; it is on the leaderboard now.", record=record)
+
+    def _rate_limited(self, user: str, now: float) -> SubmitResult:
+        limit, window = self.config.rate_limit, self.config.rate_window_s
+        retry = self.store.retry_at(user, limit, window, now)
+        when = dt.datetime.fromtimestamp(retry, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return SubmitResult(
+            "rate_limited",
+            f"Rate limit reached: at most {limit} accepted submissions per {_duration(window)} per user (invalid and "
+            f"duplicate files do not count). Your next submission is possible from {when}, in {_wait(retry - now)}.",
+        )
+
+
+def _wait(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    return f"{minutes} minute{'s' * (minutes != 1)}" if minutes < 120 else f"{minutes / 60:.1f} hours"
 
 
 def example_file(gold: Gold) -> bytes:
@@ -316,7 +328,7 @@ def build_submit_tab(submitter: Submitter):
     config = submitter.config
     gr.Markdown(
         f"Upload one predictions JSONL file for one variant (format in the About tab). Limits: "
-        f"{config.max_bytes / 1e6:g} MB, {config.max_lines:,} lines, {config.rate_limit} submissions per "
+        f"{config.max_bytes / 1e6:g} MB, {config.max_lines:,} lines, {config.rate_limit} accepted submissions per "
         f"{_duration(config.rate_window_s)} per user. The file is validated and scored at once; "
         f"an identical file submitted again is recognised."
     )

@@ -116,9 +116,25 @@ def test_rate_limit_per_oauth_user_and_local_identity(make, gold):
     assert submitter.submit(predictions(gold, 4), "main", FORM).status == "accepted"  # local identity
     submitters = {r.submitter for r in submitter.store.results()}
     assert submitters == {"hf:alice", "hf:bob", "local:local"}
-    # refused files count too: the limit protects the scorer, not only the leaderboard
-    assert submitter.submit(b"{bad", "main", FORM, bob).status == "invalid"
-    assert submitter.submit(predictions(gold, 5), "main", FORM, bob).status == "rate_limited"
+
+
+def test_only_accepted_submissions_count_and_the_refusal_says_when(make, gold):
+    submitter = make(rate_limit=2, rate_window_s=3600)
+    now = [1_000_000.0]
+    submitter.clock = lambda: now[0]
+    alice = profile("alice")
+    assert submitter.submit(b"{bad", "main", FORM, alice).status == "invalid"
+    assert submitter.submit(predictions(gold, 1), "main", FORM, alice).status == "accepted"
+    assert submitter.submit(predictions(gold, 1), "main", FORM, alice).status == "duplicate"
+    now[0] += 600
+    assert submitter.submit(predictions(gold, 2), "main", FORM, alice).status == "accepted"
+    now[0] += 60
+    refused = submitter.submit(predictions(gold, 3), "main", FORM, alice)
+    assert refused.status == "rate_limited", refused
+    # the first accepted one (at 1,000,000 s) leaves the hour's window at 1,003,600 s, 49 minutes on
+    assert "from 1970-01-12 14:46 UTC, in 49 minutes" in refused.message, refused.message
+    now[0] = 1_000_000.0 + 3600 + 1
+    assert submitter.submit(predictions(gold, 3), "main", FORM, alice).status == "accepted"
 
 
 def test_on_spaces_a_login_is_required(make, gold):

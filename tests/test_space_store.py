@@ -60,7 +60,9 @@ def test_rate_limit_window_is_atomic_and_persistent(tmp_path):
     assert not store.acquire("alice", 2, 10, now=2)
     assert store.acquire("bob", 2, 10, now=2)
     assert not SqliteStore(tmp_path).acquire("alice", 2, 10, now=9)  # survives a restart
+    assert store.retry_at("alice", 2, 10, now=9) == 10  # when the attempt at 0 leaves the window
     assert store.acquire("alice", 2, 10, now=10.5)  # the first attempt left the window
+    assert store.retry_at("alice", 2, 10, now=10.5) == 11 and store.retry_at("dave", 2, 10, now=10.5) == 10.5
     # 20 threads race for 5 slots: exactly 5 win
     wins = []
     threads = [threading.Thread(target=lambda: wins.append(store.acquire("carol", 5, 60, now=50))) for _ in range(20)]
@@ -160,6 +162,7 @@ def test_hub_store_files_restart_and_partial_writes(tmp_path):
     assert [r.id for r in again.results()] == [first.id]
     assert again.predictions(first.id) == entry(1)["predictions"]
     assert not again.acquire("alice", 1, 100, now=7)  # the rate-limit log came back too
+    assert again.retry_at("alice", 1, 100, now=7) == 105
 
 
 def test_open_store_picks_the_backend(tmp_path, monkeypatch):
