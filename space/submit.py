@@ -9,6 +9,7 @@ instead of a stack trace (the trace goes to the server log).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html
 import json
@@ -184,6 +185,8 @@ class Submitter:
         if errors:
             return SubmitResult("invalid", "The form is incomplete; nothing was scored.", errors)
         if not isinstance(data, (bytes, bytearray)):
+            if not os.path.isfile(data):
+                return SubmitResult("invalid", "The uploaded file is no longer on the server; upload it again.")
             size = os.path.getsize(data)
             if size > self.config.max_bytes:
                 return SubmitResult("invalid", "The file is too large.", [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"])
@@ -221,6 +224,17 @@ class Submitter:
 def _wait(seconds: float) -> str:
     minutes = max(1, math.ceil(seconds / 60))
     return f"{minutes} minute{'s' * (minutes != 1)}" if minutes < 120 else f"{minutes / 60:.1f} hours"
+
+
+def discard_upload(path: str | os.PathLike | None) -> None:
+    """Delete Gradio's temporary copy of an upload, and its folder once empty: after scoring, a
+    refusal or a duplicate it is never read again, and uploads left behind would fill the disk."""
+    if path is None:
+        return
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # the folder Gradio made for it; kept if anything else is in it
+        path.parent.rmdir()
 
 
 def example_file(gold: Gold) -> bytes:
@@ -356,12 +370,15 @@ def build_submit_tab(submitter: Submitter):
 
     def handle(file_path, variant_value, name, org, mtype, acc, url, date, profile: gr.OAuthProfile | None = None):
         form = {"model_name": name, "organisation": org, "model_type": mtype, "access": acc, "link": url, "model_date": date}
-        result = submitter.submit(file_path, variant_value, form, profile)
+        try:
+            result = submitter.submit(file_path, variant_value, form, profile)
+        finally:
+            discard_upload(file_path)
         frame = breakdown_frame(result.record.scores) if result.record else pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-        return result_html(result), frame
+        return result_html(result), frame, None  # the upload is gone from the server: clear its widget
 
     event = button.click(
         handle, [upload, variant, model_name, organisation, model_type, access, link, model_date],
-        [status, breakdown], api_name="submit", concurrency_limit=config.concurrency, concurrency_id="submit",
+        [status, breakdown, upload], api_name="submit", concurrency_limit=config.concurrency, concurrency_id="submit",
     )
     return event

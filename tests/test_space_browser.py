@@ -65,7 +65,7 @@ def upload(page, path, model_name: str) -> str:
         " return e && e.innerText !== before; }", arg=before,
     )
     text = page.locator("#ss-submit-status .ss-status").inner_text()
-    clear.click()  # empty the file slot for the next upload
+    clear.wait_for(state="detached")  # the app empties the file slot: the upload is gone from the server
     page.locator("#ss-upload input[type=file]").wait_for(state="attached")
     return text
 

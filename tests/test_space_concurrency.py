@@ -4,8 +4,10 @@ every one is stored once and the leaderboard shows exactly them."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from gradio.utils import get_upload_folder
 from gradio_client import Client, handle_file
 
 from metrics.submission import load_gold
@@ -57,3 +59,5 @@ def test_parallel_submissions_lose_nothing(served):
         assert by_name[r.metadata.model_name] == round(r.scores["detection"]["balanced_accuracy"], 1)
     again = client.predict(handle_file(str(files[0])), "main", "again", "org", "other", "open", "", "", api_name="/submit")
     assert "already submitted" in again[0] and len(app.store.results("main")) == N
+    # every upload (accepted or duplicate) was deleted from Gradio's upload folder after scoring
+    assert not any(Path(get_upload_folder()).rglob("upload-*.jsonl"))
