@@ -62,11 +62,24 @@ def _clean_text(value: Any, field_name: str, max_chars: int, errors: list[str], 
         errors.append(f"{field_name} is required")
     if len(text) > max_chars:
         errors.append(f"{field_name} is longer than {max_chars} characters")
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
+    if any(unicodedata.category(ch) in ("Cc", "Cf") and not _joins_emoji(text, i) for i, ch in enumerate(text)):
         errors.append(f"{field_name} contains control or invisible formatting characters")
     if any(unicodedata.category(ch) == "Cs" for ch in text):
         errors.append(f"{field_name} contains an unpaired surrogate (e.g. a lone \\ud800 escape), which is not text")
     return text
+
+
+def _joins_emoji(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is the zero-width joiner of an emoji sequence (e.g. 👩‍💻, 🏳️‍🌈, 👨🏽‍🚀): a
+    pictograph, optionally with its presentation selector or skin tone, before it and one after.
+
+    >>> _joins_emoji("👩\u200d💻", 1), _joins_emoji("a\u200db", 1)
+    (True, False)
+    """
+    if text[i] != "\u200d" or i + 1 >= len(text) or unicodedata.category(text[i + 1]) != "So":
+        return False
+    before = text[:i].rstrip("\ufe0f\U0001f3fb\U0001f3fc\U0001f3fd\U0001f3fe\U0001f3ff")
+    return bool(before) and unicodedata.category(before[-1]) == "So"
 
 
 def clean_metadata(

@@ -206,6 +206,18 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
     leaderboard.bias_figure(entries, "main")
 
 
+@pytest.mark.parametrize("name, accepted", [
+    ("👩\u200d💻 judge", True), ("🏳\ufe0f\u200d🌈 model", True), ("👨🏽\u200d🚀 pilot", True),  # emoji joined by ZWJ
+    ("judge\u200dA", False), ("\u200d👩", False), ("judge\u202eA", False),  # invisible joiner or bidi override in text
+])
+def test_emoji_sequences_are_names_but_invisible_characters_are_not(name, accepted):
+    if accepted:
+        assert submit.clean_metadata(name).model_name == name
+    else:
+        with pytest.raises(submit.FormError, match="control or invisible formatting characters"):
+            submit.clean_metadata(name)
+
+
 def test_submitted_strings_are_escaped_in_every_view(make, gold):
     submitter = make()
     result = submitter.submit(predictions(gold), "main", {**FORM, "model_name": XSS, "organisation": XSS})
