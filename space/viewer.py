@@ -199,7 +199,7 @@ def build_viewer_tab(index: InstanceIndex):
         source_dd = gr.Dropdown([ANY] + (index.sources(first) if first else []), value=ANY, label="Source dataset")
         scenario_dd = gr.Dropdown([ANY, *ssd.SCENARIOS], value=ANY, label="Scenario (detection/localization)")
         first_ids = index.ids(first) if first else []
-        id_dd = gr.Dropdown(first_ids, value=first_ids[0] if first_ids else None, label="Instance")
+        id_dd = gr.Dropdown(first_ids, value=first_ids[0] if first_ids else None, label="Instance", allow_custom_value=True)  # any config's id (the API); show() checks it
     with gr.Row():
         pasted = gr.Textbox(label="Or paste an instance id", max_lines=1, max_length=200, scale=4)
         go = gr.Button("Show", scale=1)

@@ -61,3 +61,16 @@ def test_parallel_submissions_lose_nothing(served):
     assert "already submitted" in again[0] and len(app.store.results("main")) == N
     # every upload (accepted or duplicate) was deleted from Gradio's upload folder after scoring
     assert not any(Path(get_upload_folder()).rglob("upload-*.jsonl"))
+
+
+def test_view_instance_api_shows_an_instance_of_any_config(served):
+    """The viewer's API took ids of the first config only (Gradio checked them against its choices)."""
+    import speakersleuth_dataset as ssd
+
+    app, url, gold, root = served
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": 120}, download_files=False, analytics_enabled=False)
+    instance_id = ssd.read_rows(root / "dataset", "discrimination", columns=["id"]).column("id")[0].as_py()
+    shown = client.predict("discrimination", instance_id, api_name="/view_instance")
+    assert f"discrimination / {instance_id}" in shown[0], shown[0]
+    unknown = client.predict("discrimination", "no-such-id", api_name="/view_instance")
+    assert "No instance" in unknown[0] and "no-such-id" in unknown[0] and "in config discrimination" in unknown[0], unknown[0]
