@@ -29,10 +29,9 @@ from tqdm import tqdm
 import speakersleuth_dataset as ssd
 from space.app import available_variants
 from space.config import SpaceConfig
-from space.store import open_store
+from space.store import BASELINE_SUBMITTER, open_store
 from space.submit import Submitter
 
-SEED_USER = "seed"
 ORGANISATION = "SpeakerSleuth baselines"
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")
 
@@ -86,7 +85,7 @@ def seed(submitter: Submitter, results: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for path in tqdm(files, desc="seeding", unit="file"):
         variant, form = describe(path, results)
-        result = submitter.submit(path.read_bytes(), variant, form, as_user=SEED_USER, rate_limited=False)
+        result = submitter.submit(path.read_bytes(), variant, form, as_user=BASELINE_SUBMITTER, rate_limited=False)
         counts[result.status] = counts.get(result.status, 0) + 1
         detail = "" if not result.errors else ": " + "; ".join(result.errors[:5])
         tqdm.write(f"{path.relative_to(results)} [{variant}] {result.status}{detail}")

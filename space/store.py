@@ -34,6 +34,8 @@ from typing import Any
 from space.text import encodable
 
 SCHEMA_VERSION = 1
+#: The identity ``space.seed`` stores the built-in baselines under; its rows are the verified ones.
+BASELINE_SUBMITTER = "seed"
 logger = logging.getLogger(__name__)
 
 
@@ -65,6 +67,11 @@ class StoredResult:
     created_at: float
     num_lines: int
     scores: dict[str, Any]
+
+    @property
+    def verified(self) -> bool:
+        """A built-in baseline, stored by the Space's own seeding, not by a submitter."""
+        return self.submitter == BASELINE_SUBMITTER
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "metadata": asdict(self.metadata)}
@@ -106,6 +113,10 @@ class ResultsStore(ABC):
     @abstractmethod
     def results(self, variant: str | None = None) -> list[StoredResult]:
         """Every accepted submission (of one variant), oldest first."""
+
+    @abstractmethod
+    def get(self, result_id: str) -> StoredResult:
+        """One stored submission by its id; ``KeyError`` if unknown."""
 
     @abstractmethod
     def predictions(self, result_id: str) -> bytes:
@@ -247,6 +258,13 @@ class SqliteStore(ResultsStore):
                     f"SELECT {_COLUMNS} FROM submissions WHERE variant = ? ORDER BY created_at, id", (variant,)
                 )
             return [_row_to_result(r) for r in rows.fetchall()]
+
+    def get(self, result_id):
+        with self._connect() as con:
+            row = con.execute(f"SELECT {_COLUMNS} FROM submissions WHERE id = ?", (result_id,)).fetchone()
+        if row is None:
+            raise KeyError(result_id)
+        return _row_to_result(row)
 
     def predictions(self, result_id):
         with self._connect() as con:
@@ -394,6 +412,9 @@ class HubStore(ResultsStore):
 
     def results(self, variant=None):
         return self.index.results(variant)
+
+    def get(self, result_id):
+        return self.index.get(result_id)
 
     def predictions(self, result_id):
         return self.index.predictions(result_id)

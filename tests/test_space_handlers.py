@@ -300,7 +300,7 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     assert seed.seed(submitter, results) == {"duplicate": 3}
     names = {r.metadata.model_name: r.metadata.model_type for r in submitter.store.results("main")}
     assert names == {"pairwise-resemblyzer": "embedding", "centroid-resemblyzer": "embedding", "Custom judge": "LALM"}
-    assert {r.submitter for r in submitter.store.results()} == {seed.SEED_USER}
+    assert {r.submitter for r in submitter.store.results()} == {seed.BASELINE_SUBMITTER}
 
 
 def test_docstring_examples():

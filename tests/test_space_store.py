@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from space.config import SpaceConfig
-from space.store import HubStore, Metadata, SqliteStore, open_store, result_id, write_atomic
+from space.store import BASELINE_SUBMITTER, HubStore, Metadata, SqliteStore, open_store, result_id, write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,9 +45,15 @@ def test_sqlite_roundtrip_duplicates_and_restart(tmp_path):
     assert store.find("main", first.sha256) == first and store.find("10turn", first.sha256) is None
     with pytest.raises(KeyError):
         store.predictions("main-unknown")
+    assert store.get(first.id) == first and not first.verified
+    with pytest.raises(KeyError):
+        store.get("main-unknown")
+    baseline, _ = store.add(**{**entry(3), "submitter": BASELINE_SUBMITTER}, now=500.0)
+    assert baseline.verified
 
     reopened = SqliteStore(tmp_path)  # a restart: a new process would see the same
     assert reopened.results() == store.results()
+    assert reopened.get(baseline.id).verified
     assert reopened.predictions(first.id) == entry(1)["predictions"]
     assert reopened.results("main")[0].scores == {"detection": {"balanced_accuracy": 51.0}}
     with sqlite3.connect(tmp_path / SqliteStore.FILENAME) as con:
@@ -161,6 +167,7 @@ def test_hub_store_files_restart_and_partial_writes(tmp_path):
     again = hub_store(tmp_path / "b", tmp_path / "index-b", remote=tmp_path / "a")
     assert [r.id for r in again.results()] == [first.id]
     assert again.predictions(first.id) == entry(1)["predictions"]
+    assert again.get(first.id) == first
     assert not again.acquire("alice", 1, 100, now=7)  # the rate-limit log came back too
     assert again.retry_at("alice", 1, 100, now=7) == 105
 
