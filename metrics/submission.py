@@ -86,6 +86,31 @@ class Submission:
     num_lines: int
     sha256: str
 
+    def canonical(self) -> bytes:
+        """The predictions in one normal form: a compact JSON line per instance, sorted by task and
+        id, localization positions sorted, a ``null`` ranking left out, UTF-8 without BOM. Files
+        that differ only in encoding, spacing, line endings or line order have the same form.
+
+        >>> gold = Gold("main", "test", {"detection": {"d1": {"id": "d1"}, "d2": {"id": "d2"}}})
+        >>> a = b'{"task":"detection","id":"d2","prediction":null}\\n{"task":"detection","id":"d1","prediction":"consistent"}'
+        >>> b = b'\\xef\\xbb\\xbf{ "id": "d1", "task": "detection", "prediction": "consistent" }\\r\\n\\r\\n{"prediction": null, "task": "detection", "id": "d2"}   \\n'
+        >>> parse_submission(a, gold).canonical() == parse_submission(b, gold).canonical()
+        True
+        >>> print(parse_submission(a, gold).canonical().decode(), end="")
+        {"task":"detection","id":"d1","prediction":"consistent"}
+        {"task":"detection","id":"d2","prediction":null}
+        """
+        lines = []
+        for task in sorted(self.predictions):
+            for rid in sorted(self.predictions[task]):
+                entry = self.predictions[task][rid]
+                prediction = entry["prediction"]
+                line = {"task": task, "id": rid, "prediction": sorted(prediction) if task == "localization" and prediction else prediction}
+                if entry.get("ranking") is not None:
+                    line["ranking"] = entry["ranking"]
+                lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        return "".join(lines).encode("utf-8")
+
 
 def parse_submission(
     source: bytes | str | os.PathLike,

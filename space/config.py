@@ -10,7 +10,7 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_RATE_WINDOW``  the window in seconds (default 3600)
 ``SPEAKERSLEUTH_MAX_BYTES``    largest predictions file accepted (default 20 MB)
 ``SPEAKERSLEUTH_MAX_LINES``    most lines accepted in one file (default 200,000)
-``SPEAKERSLEUTH_LOCAL_USER``   the identity submissions are counted against when not on Spaces
+``SPEAKERSLEUTH_STORE_BUDGET`` most bytes of (canonical) predictions the store keeps (default 1 GB)
 ``SPEAKERSLEUTH_CONCURRENCY``  submissions scored at once (default 2)
 ``SPACE_ID``                   set by Hugging Face Spaces: enables the login button and OAuth identity
 """
@@ -51,7 +51,7 @@ class SpaceConfig:
     rate_window_s: int = 3600
     max_bytes: int = 20_000_000
     max_lines: int = 200_000
-    local_user: str = "local"
+    store_budget_bytes: int = 1_000_000_000
     concurrency: int = 2
     space_id: str | None = None
 
@@ -70,7 +70,7 @@ class SpaceConfig:
             rate_window_s=_int(env, "RATE_WINDOW", 3600),
             max_bytes=_int(env, "MAX_BYTES", 20_000_000),
             max_lines=_int(env, "MAX_LINES", 200_000),
-            local_user=env.get(ENV_PREFIX + "LOCAL_USER") or "local",
+            store_budget_bytes=_int(env, "STORE_BUDGET", 1_000_000_000),
             concurrency=max(1, _int(env, "CONCURRENCY", 2)),
             space_id=env.get("SPACE_ID") or None,
         )
@@ -79,7 +79,8 @@ class SpaceConfig:
 
     @property
     def on_spaces(self) -> bool:
-        """True when running on Hugging Face Spaces (OAuth login available)."""
+        """True when running on Hugging Face Spaces (OAuth login available); elsewhere a submitter
+        is known by their network address."""
         return self.space_id is not None
 
     @property

@@ -12,12 +12,16 @@ One small interface, ``ResultsStore``, two implementations:
   start and indexed in a local ``SqliteStore``. Each file is written under a temporary name and
   renamed into place, the record last, so a crash leaves nothing that is read back.
 
-A submission is unique on ``(variant, sha256)`` of its raw bytes: storing an identical file again
-returns the first record instead of a new one.
+A submission is unique on ``(variant, sha256)`` of its canonical predictions (``Submission.
+canonical()``; the store keeps that form, not the upload): storing the same predictions again
+returns the first record instead of a new one. The stored predictions have a size budget
+(``StoreFull``). A withdrawn submission leaves the leaderboard but stays in the store with who
+withdrew it, when and why (the audit trail), and its predictions cannot be submitted again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,13 +31,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from space.text import encodable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: withdrawals
 #: The identity ``space.seed`` stores the built-in baselines under; its rows are the verified ones.
 BASELINE_SUBMITTER = "seed"
 logger = logging.getLogger(__name__)
@@ -56,6 +60,26 @@ class Metadata:
 
 
 @dataclass(frozen=True)
+class Withdrawal:
+    """Who withdrew a submission, when and why."""
+
+    submitter: str
+    at: float
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", encodable(self.reason))
+
+
+class StoreFull(RuntimeError):
+    """Storing a submission would take the stored predictions past the store's size budget."""
+
+    def __init__(self, used: int, size: int, budget: int):
+        self.used, self.size, self.budget = used, size, budget
+        super().__init__(f"the results store holds {used:,} bytes of predictions; {size:,} more would pass its budget of {budget:,}")
+
+
+@dataclass(frozen=True)
 class StoredResult:
     """One accepted submission as the leaderboard reads it (without the raw predictions)."""
 
@@ -67,6 +91,7 @@ class StoredResult:
     created_at: float
     num_lines: int
     scores: dict[str, Any]
+    withdrawal: Withdrawal | None = None
 
     @property
     def verified(self) -> bool:
@@ -74,7 +99,10 @@ class StoredResult:
         return self.submitter == BASELINE_SUBMITTER
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "metadata": asdict(self.metadata)}
+        """The record as the Hub store writes it (a withdrawal is a file of its own)."""
+        data = asdict(self)
+        del data["withdrawal"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StoredResult:
@@ -101,26 +129,38 @@ class ResultsStore(ABC):
         submitter: str,
         num_lines: int,
         now: float | None = None,
+        budget_bytes: int | None = None,
     ) -> tuple[StoredResult, bool]:
         """Store a scored submission atomically; returns ``(record, created)``. When the same
-        ``(variant, sha256)`` is already stored, nothing is written and the first record comes
-        back with ``created=False``."""
+        ``(variant, sha256)`` is already stored (withdrawn or not), nothing is written and the
+        first record comes back with ``created=False``. Raises ``StoreFull`` (nothing written)
+        when the stored predictions would pass ``budget_bytes``."""
 
     @abstractmethod
     def find(self, variant: str, sha256: str) -> StoredResult | None:
-        """The record of an identical earlier submission, if any."""
+        """The record of the same predictions submitted earlier (perhaps withdrawn), if any."""
 
     @abstractmethod
-    def results(self, variant: str | None = None) -> list[StoredResult]:
-        """Every accepted submission (of one variant), oldest first."""
+    def results(self, variant: str | None = None, *, include_withdrawn: bool = False) -> list[StoredResult]:
+        """Every accepted submission (of one variant) not withdrawn (unless asked), oldest first."""
 
     @abstractmethod
     def get(self, result_id: str) -> StoredResult:
-        """One stored submission by its id; ``KeyError`` if unknown."""
+        """One stored submission by its id, withdrawn or not; ``KeyError`` if unknown."""
 
     @abstractmethod
     def predictions(self, result_id: str) -> bytes:
-        """The raw predictions file of a stored submission; ``KeyError`` if unknown."""
+        """The canonical predictions of a stored submission; ``KeyError`` if unknown."""
+
+    @abstractmethod
+    def withdraw(self, result_id: str, submitter: str, reason: str = "", now: float | None = None) -> StoredResult:
+        """Take a submission off the leaderboard, recording ``Withdrawal(submitter, now, reason)``;
+        returns the withdrawn record. ``KeyError`` if unknown; ``PermissionError`` if
+        ``submitter`` did not submit it; ``ValueError`` if it is already withdrawn."""
+
+    @abstractmethod
+    def stored_bytes(self) -> int:
+        """The size of all stored predictions (what ``budget_bytes`` limits)."""
 
     @abstractmethod
     def acquire(self, submitter: str, limit: int, window_s: float, now: float | None = None) -> bool:
@@ -164,16 +204,24 @@ CREATE TABLE IF NOT EXISTS attempts (
     at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS attempts_by_submitter ON attempts (submitter, at);
+CREATE TABLE IF NOT EXISTS withdrawals (
+    id TEXT PRIMARY KEY REFERENCES submissions (id),
+    submitter TEXT NOT NULL,
+    at REAL NOT NULL,
+    reason TEXT NOT NULL
+);
 """
 
-_COLUMNS = "id, variant, sha256, metadata, submitter, created_at, num_lines, scores"
+_COLUMNS = "s.id, s.variant, s.sha256, s.metadata, s.submitter, s.created_at, s.num_lines, s.scores, w.submitter, w.at, w.reason"
+_SELECT = f"SELECT {_COLUMNS} FROM submissions s LEFT JOIN withdrawals w ON w.id = s.id"
 
 
 def _row_to_result(row: tuple) -> StoredResult:
-    rid, variant, sha, metadata, submitter, created_at, num_lines, scores = row
+    rid, variant, sha, metadata, submitter, created_at, num_lines, scores, w_submitter, w_at, w_reason = row
     return StoredResult(
         id=rid, variant=variant, sha256=sha, metadata=Metadata(**json.loads(metadata)),
         submitter=submitter, created_at=created_at, num_lines=num_lines, scores=json.loads(scores),
+        withdrawal=None if w_at is None else Withdrawal(w_submitter, w_at, w_reason),
     )
 
 
@@ -220,7 +268,7 @@ class SqliteStore(ResultsStore):
             raise
         con.execute("COMMIT")
 
-    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None):
+    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None):
         record = StoredResult(
             id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
             submitter=submitter, created_at=time.time() if now is None else now,
@@ -230,8 +278,12 @@ class SqliteStore(ResultsStore):
             existing = self._find(con, variant, sha256)
             if existing is not None:
                 return existing, False
+            used = self._stored_bytes(con)
+            if budget_bytes is not None and used + len(predictions) > budget_bytes:
+                raise StoreFull(used, len(predictions), budget_bytes)
             con.execute(
-                f"INSERT INTO submissions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO submissions (id, variant, sha256, metadata, submitter, created_at, num_lines, scores)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.id, variant, sha256, json.dumps(asdict(metadata)), submitter,
                  record.created_at, num_lines, json.dumps(scores)),
             )
@@ -240,31 +292,49 @@ class SqliteStore(ResultsStore):
 
     @staticmethod
     def _find(con: sqlite3.Connection, variant: str, sha256: str) -> StoredResult | None:
-        row = con.execute(
-            f"SELECT {_COLUMNS} FROM submissions WHERE variant = ? AND sha256 = ?", (variant, sha256)
-        ).fetchone()
+        row = con.execute(f"{_SELECT} WHERE s.variant = ? AND s.sha256 = ?", (variant, sha256)).fetchone()
         return _row_to_result(row) if row else None
 
     def find(self, variant, sha256):
         with self._connect() as con:
             return self._find(con, variant, sha256)
 
-    def results(self, variant=None):
+    def results(self, variant=None, *, include_withdrawn=False):
+        where = [] if include_withdrawn else ["w.id IS NULL"]
+        where += [] if variant is None else ["s.variant = ?"]
+        sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY s.created_at, s.id"
         with self._connect() as con:
-            if variant is None:
-                rows = con.execute(f"SELECT {_COLUMNS} FROM submissions ORDER BY created_at, id")
-            else:
-                rows = con.execute(
-                    f"SELECT {_COLUMNS} FROM submissions WHERE variant = ? ORDER BY created_at, id", (variant,)
-                )
-            return [_row_to_result(r) for r in rows.fetchall()]
+            return [_row_to_result(r) for r in con.execute(sql, () if variant is None else (variant,)).fetchall()]
 
     def get(self, result_id):
         with self._connect() as con:
-            row = con.execute(f"SELECT {_COLUMNS} FROM submissions WHERE id = ?", (result_id,)).fetchone()
+            return self._get(con, result_id)
+
+    @staticmethod
+    def _get(con: sqlite3.Connection, result_id: str) -> StoredResult:
+        row = con.execute(f"{_SELECT} WHERE s.id = ?", (result_id,)).fetchone()
         if row is None:
             raise KeyError(result_id)
         return _row_to_result(row)
+
+    def withdraw(self, result_id, submitter, reason="", now=None):
+        withdrawal = Withdrawal(submitter, time.time() if now is None else now, reason)
+        with self._connect() as con, self._write(con):
+            record = self._get(con, result_id)
+            _check_withdrawal(record, submitter)
+            con.execute(
+                "INSERT INTO withdrawals (id, submitter, at, reason) VALUES (?, ?, ?, ?)",
+                (result_id, withdrawal.submitter, withdrawal.at, withdrawal.reason),
+            )
+        return replace(record, withdrawal=withdrawal)
+
+    def stored_bytes(self):
+        with self._connect() as con:
+            return self._stored_bytes(con)
+
+    @staticmethod
+    def _stored_bytes(con: sqlite3.Connection) -> int:
+        return con.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM predictions").fetchone()[0]
 
     def predictions(self, result_id):
         with self._connect() as con:
@@ -302,6 +372,13 @@ class SqliteStore(ResultsStore):
             return con.execute("PRAGMA integrity_check").fetchone()[0]
 
 
+def _check_withdrawal(record: StoredResult, submitter: str) -> None:
+    if record.submitter != submitter:
+        raise PermissionError(f"{record.id} was submitted by another user; only its submitter can withdraw it")
+    if record.withdrawal is not None:
+        raise ValueError(f"{record.id} is already withdrawn")
+
+
 # --------------------------------------------------------------------------------------- Hub
 
 
@@ -325,12 +402,13 @@ class HubStore(ResultsStore):
     ``CommitScheduler`` every ``every_minutes``; indexed in a ``SqliteStore`` under ``index_dir``.
 
     Layout of the repo: ``submissions/<variant>/<id>.json`` (metadata and scores),
-    ``predictions/<variant>/<id>.jsonl`` (the raw file) and ``attempts.jsonl`` (the rate-limit log).
+    ``predictions/<variant>/<id>.jsonl`` (the canonical predictions), ``withdrawals/<variant>/<id>.json``
+    (who withdrew a submission, when, why) and ``attempts.jsonl`` (the rate-limit log).
     ``download`` and ``scheduler_factory`` default to huggingface_hub's ``snapshot_download`` and
     ``CommitScheduler``; tests pass local stand-ins because both need the network.
     """
 
-    ALLOW_PATTERNS = ["submissions/*/*.json", "predictions/*/*.jsonl", "attempts.jsonl"]
+    ALLOW_PATTERNS = ["submissions/*/*.json", "predictions/*/*.jsonl", "withdrawals/*/*.json", "attempts.jsonl"]
 
     def __init__(
         self,
@@ -377,6 +455,10 @@ class HubStore(ResultsStore):
                 metadata=record.metadata, submitter=record.submitter, num_lines=record.num_lines,
                 now=record.created_at,
             )
+        for path in sorted(self.folder.glob("withdrawals/*/*.json")):
+            withdrawal = Withdrawal(**json.loads(path.read_text(encoding="utf-8")))
+            with contextlib.suppress(KeyError, ValueError):  # a withdrawal of a record that did not complete
+                index.withdraw(path.stem, withdrawal.submitter, withdrawal.reason, withdrawal.at)
         log = self.folder / "attempts.jsonl"
         if log.is_file():
             entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -386,11 +468,14 @@ class HubStore(ResultsStore):
     def _predictions_path(self, variant: str, rid: str) -> Path:
         return self.folder / "predictions" / variant / f"{rid}.jsonl"
 
-    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None):
+    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None):
         with self._lock:
             existing = self.index.find(variant, sha256)
             if existing is not None:
                 return existing, False
+            used = self.index.stored_bytes()
+            if budget_bytes is not None and used + len(predictions) > budget_bytes:
+                raise StoreFull(used, len(predictions), budget_bytes)
             record = StoredResult(
                 id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
                 submitter=submitter, created_at=time.time() if now is None else now,
@@ -410,14 +495,29 @@ class HubStore(ResultsStore):
     def find(self, variant, sha256):
         return self.index.find(variant, sha256)
 
-    def results(self, variant=None):
-        return self.index.results(variant)
+    def results(self, variant=None, *, include_withdrawn=False):
+        return self.index.results(variant, include_withdrawn=include_withdrawn)
 
     def get(self, result_id):
         return self.index.get(result_id)
 
     def predictions(self, result_id):
         return self.index.predictions(result_id)
+
+    def withdraw(self, result_id, submitter, reason="", now=None):
+        with self._lock:
+            record = self.index.get(result_id)
+            _check_withdrawal(record, submitter)
+            withdrawal = Withdrawal(submitter, time.time() if now is None else now, reason)
+            with self.scheduler.lock:
+                write_atomic(
+                    self.folder / "withdrawals" / record.variant / f"{result_id}.json",
+                    json.dumps(asdict(withdrawal), indent=1).encode("utf-8"),
+                )
+            return self.index.withdraw(result_id, submitter, withdrawal.reason, withdrawal.at)
+
+    def stored_bytes(self):
+        return self.index.stored_bytes()
 
     def acquire(self, submitter, limit, window_s, now=None):
         now = time.time() if now is None else now

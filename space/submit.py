@@ -4,13 +4,15 @@
 tab's handler only adapts its result for display. Everything a submitter provides is untrusted:
 form fields are length-limited and checked, the file is size- and line-capped and never used as a
 path, every string shown back is HTML-escaped, and an unexpected failure shows a reference code
-instead of a stack trace (the trace goes to the server log).
+instead of a stack trace (the trace goes to the server log). The store receives the canonical form
+of the predictions, so the same answers however encoded are one submission.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import html
 import json
 import logging
@@ -34,7 +36,7 @@ from metrics.score import column_label, leaderboard_row, score_submission
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 
 from space.config import SpaceConfig
-from space.store import Metadata, ResultsStore, StoredResult
+from space.store import Metadata, ResultsStore, StoredResult, StoreFull
 from space.text import encodable
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ MAX_LINK_CHARS = 300
 MAX_ERRORS_SHOWN = 200
 N_BOOTSTRAP = 1000
 BREAKDOWN_COLUMNS = ["task", "metric", "value", "95% CI"]
+THIS_MACHINE = "127.0.0.1"
 
 
 class FormError(ValueError):
@@ -128,7 +131,8 @@ class SubmitResult:
     """The outcome of one submission attempt, as plain data.
 
     ``status`` is one of ``accepted``, ``duplicate``, ``invalid`` (form or file; see ``errors``),
-    ``rate_limited``, ``signin`` or ``error`` (unexpected; ``message`` carries a reference code).
+    ``rate_limited``, ``full`` (the store's size budget is spent), ``signin``, ``withdrawn`` (by
+    ``Submitter.withdraw``) or ``error`` (unexpected; ``message`` carries a reference code).
     """
 
     status: str
@@ -162,30 +166,64 @@ class Submitter:
         self.clock = clock
         self.gold = lru_cache(maxsize=None)(lambda variant: load_gold(self.dataset, variant=variant))
 
-    def identity(self, profile: gr.OAuthProfile | None) -> str | None:
-        """Who the rate limit counts against: the OAuth username, or the configured local
-        identity when not running on Spaces; ``None`` (must sign in) on Spaces without login."""
+    def identity(self, profile: gr.OAuthProfile | None, address: str | None = None) -> str | None:
+        """Who the rate limit counts against and who may withdraw: the OAuth username; when not
+        running on Spaces, the client's network address (``gr.Request.client.host``). ``None``
+        (cannot submit) on Spaces without login, or off Spaces without an address."""
         if profile is not None:
             return f"hf:{profile.username}"
-        return None if self.config.on_spaces else f"local:{self.config.local_user}"
+        if self.config.on_spaces or not address:
+            return None
+        return f"ip:{address}"
 
     def submit(
         self, data: bytes | str | os.PathLike | None, variant: str, form: dict[str, Any],
-        profile: gr.OAuthProfile | None = None, *, as_user: str | None = None, rate_limited: bool = True,
+        profile: gr.OAuthProfile | None = None, *, address: str | None = THIS_MACHINE, as_user: str | None = None,
+        rate_limited: bool = True,
     ) -> SubmitResult:
         """The whole path for one upload; never raises. ``data`` is the file's bytes or the path
-        of Gradio's temporary copy. ``as_user`` and ``rate_limited=False`` are for trusted local
-        callers (seeding) only."""
+        of Gradio's temporary copy; ``address`` the client's network address (a call from this
+        process comes from this machine). ``as_user`` and ``rate_limited=False`` are for trusted
+        local callers (seeding) only."""
         ref = uuid.uuid4().hex[:8]
         try:
-            return self._submit(data, variant, form, as_user or self.identity(profile), rate_limited)
+            return self._submit(data, variant, form, as_user or self.identity(profile, address), rate_limited)
         except Exception:
             logger.exception("submission %s failed unexpectedly", ref)
             return SubmitResult("error", f"Internal error while handling the submission (reference {ref}); nothing was stored.")
 
+    def withdraw(
+        self, result_id: str, reason: str = "", profile: gr.OAuthProfile | None = None, *,
+        address: str | None = THIS_MACHINE,
+    ) -> SubmitResult:
+        """Withdraw one's own submission (the identity that submitted it); never raises. The row
+        leaves the leaderboard; the store keeps the record and who withdrew it, when and why."""
+        user = self.identity(profile, address)
+        if user is None:
+            return SubmitResult("signin", _SIGNIN if self.config.on_spaces else _NO_ADDRESS)
+        errors: list[str] = []
+        result_id = _clean_text(result_id, "submission id", 64, errors, required=True)
+        reason = _clean_text(reason, "reason", MAX_LINK_CHARS, errors)
+        if errors:
+            return SubmitResult("invalid", "Nothing was withdrawn.", errors)
+        try:
+            record = self.store.withdraw(result_id, user, reason, now=self.clock())
+        except KeyError:
+            return SubmitResult("invalid", "Nothing was withdrawn.", [f"there is no submission with the id {result_id!r}"])
+        except (PermissionError, ValueError) as err:
+            return SubmitResult("invalid", "Nothing was withdrawn.", [str(err)])
+        except Exception:
+            ref = uuid.uuid4().hex[:8]
+            logger.exception("withdrawal %s failed unexpectedly", ref)
+            return SubmitResult("error", f"Internal error while withdrawing (reference {ref}); nothing was changed.")
+        return SubmitResult(
+            "withdrawn", f"Withdrawn: \u201c{record.metadata.model_name}\u201d is off the {record.variant} leaderboard. "
+            "The store keeps the record of it and of this withdrawal.", record=record,
+        )
+
     def _submit(self, data, variant, form, user, rate_limited) -> SubmitResult:
         if user is None:
-            return SubmitResult("signin", "Sign in with Hugging Face to submit.")
+            return SubmitResult("signin", _SIGNIN if self.config.on_spaces else _NO_ADDRESS)
         errors = []
         try:
             metadata = clean_metadata(**form)
@@ -209,16 +247,24 @@ class Submitter:
             sub = parse_submission(bytes(data), gold, max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
         except SubmissionError as err:
             return SubmitResult("invalid", "The file was refused; nothing was stored.", _capped(err.errors))
-        existing = self.store.find(variant, sub.sha256)
+        canonical = sub.canonical()
+        sha256 = hashlib.sha256(canonical).hexdigest()
+        existing = self.store.find(variant, sha256)
         if existing is not None:
             return _duplicate(existing)
+        budget = self.config.store_budget_bytes
+        if self.store.stored_bytes() + len(canonical) > budget:
+            return _store_full()
         if rate_limited and not self.store.acquire(user, self.config.rate_limit, self.config.rate_window_s, now := self.clock()):
             return self._rate_limited(user, now)
         scores = score_submission(sub, gold, n_bootstrap=self.n_bootstrap, seed=0)
-        record, created = self.store.add(
-            variant=variant, sha256=sub.sha256, predictions=bytes(data), scores=scores, metadata=metadata,
-            submitter=user, num_lines=sub.num_lines, now=self.clock(),
-        )
+        try:
+            record, created = self.store.add(
+                variant=variant, sha256=sha256, predictions=canonical, scores=scores, metadata=metadata,
+                submitter=user, num_lines=sub.num_lines, now=self.clock(), budget_bytes=budget,
+            )
+        except StoreFull:
+            return _store_full()
         if not created:
             return _duplicate(record)
         return SubmitResult("accepted", f"Accepted and scored on the {variant} variant; it is on the leaderboard now.", record=record)
@@ -226,7 +272,7 @@ class Submitter:
     def _rate_limited(self, user: str, now: float) -> SubmitResult:
         limit, window = self.config.rate_limit, self.config.rate_window_s
         retry = self.store.retry_at(user, limit, window, now)
-        when = dt.datetime.fromtimestamp(retry, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = _when(retry)
         return SubmitResult(
             "rate_limited",
             f"Rate limit reached: at most {limit} accepted submissions per {_duration(window)} per user (invalid and "
@@ -237,6 +283,13 @@ class Submitter:
 def _wait(seconds: float) -> str:
     minutes = max(1, math.ceil(seconds / 60))
     return f"{minutes} minute{'s' * (minutes != 1)}" if minutes < 120 else f"{minutes / 60:.1f} hours"
+
+
+def client_address(request: gr.Request | None) -> str | None:
+    """The network address a request came from (uvicorn takes it from X-Forwarded-For only when
+    the direct peer is a trusted proxy, by default 127.0.0.1)."""
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None) or None
 
 
 def discard_upload(path: str | os.PathLike | None) -> None:
@@ -274,13 +327,30 @@ def _capped(errors: list[str]) -> list[str]:
     return errors[:MAX_ERRORS_SHOWN] + [f"... and {len(errors) - MAX_ERRORS_SHOWN} more"]
 
 
+_SIGNIN = "Sign in with Hugging Face to submit."
+_NO_ADDRESS = "The server cannot tell who sent this request (no client address); nothing was done."
+
+
+def _when(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def _duplicate(record: StoredResult) -> SubmitResult:
-    when = dt.datetime.fromtimestamp(record.created_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    said = (f"These predictions (the same answers, however the file is written) were already submitted on the "
+            f"{record.variant} variant as \u201c{record.metadata.model_name}\u201d on {_when(record.created_at)}")
+    if record.withdrawal is not None:
+        return SubmitResult(
+            "duplicate", f"{said} and withdrawn on {_when(record.withdrawal.at)}; withdrawn predictions cannot be "
+            "submitted again. Nothing was stored.",
+        )
+    return SubmitResult("duplicate", f"{said}; nothing new was stored. Its scores:", record=record)
+
+
+def _store_full() -> SubmitResult:
+    logger.warning("the results store has reached its size budget; submissions are refused")
     return SubmitResult(
-        "duplicate",
-        f"This exact file was already submitted on the {record.variant} variant as "
-        f"\u201c{record.metadata.model_name}\u201d on {when}; nothing new was stored. Its scores:",
-        record=record,
+        "full", "The leaderboard's store is full (its size budget is spent), so no new submission can be stored now; "
+        "nothing was stored. Please tell the maintainers.",
     )
 
 
@@ -362,7 +432,7 @@ def build_submit_tab(submitter: Submitter):
     if config.on_spaces:
         gr.LoginButton()
     else:
-        gr.Markdown(f"Running locally: submissions count against the identity `{html.escape(config.local_user)}`.")
+        gr.Markdown("Running outside Hugging Face Spaces: submissions count against your network address.")
     with gr.Row():
         with gr.Column():
             model_name = gr.Textbox(label="Model name (required)", max_length=MAX_NAME_CHARS, max_lines=1)
@@ -381,10 +451,10 @@ def build_submit_tab(submitter: Submitter):
         label="Per-task breakdown", elem_id="ss-breakdown", max_height=700,
     )
 
-    def handle(file_path, variant_value, name, org, mtype, acc, url, date, profile: gr.OAuthProfile | None = None):
+    def handle(file_path, variant_value, name, org, mtype, acc, url, date, request: gr.Request, profile: gr.OAuthProfile | None = None):
         form = {"model_name": name, "organisation": org, "model_type": mtype, "access": acc, "link": url, "model_date": date}
         try:
-            result = submitter.submit(file_path, variant_value, form, profile)
+            result = submitter.submit(file_path, variant_value, form, profile, address=client_address(request))
         finally:
             discard_upload(file_path)
         frame = breakdown_frame(result.record.scores) if result.record else pd.DataFrame(columns=BREAKDOWN_COLUMNS)

@@ -10,7 +10,7 @@ import pytest
 from gradio.utils import get_upload_folder
 from gradio_client import Client, handle_file
 
-from metrics.submission import load_gold
+from metrics.submission import load_gold, parse_submission
 from space.config import SpaceConfig
 from tests.space_support import build_dataset, free_port, predictions, running_app
 
@@ -49,7 +49,7 @@ def test_parallel_submissions_lose_nothing(served):
     assert sorted(r.metadata.model_name for r in stored) == [f"parallel-{i:02d}" for i in range(N)]
     assert len({r.sha256 for r in stored}) == N
     for r, path in zip(sorted(stored, key=lambda r: r.metadata.model_name), files):
-        assert app.store.predictions(r.id) == path.read_bytes()
+        assert app.store.predictions(r.id) == parse_submission(path.read_bytes(), gold).canonical()
 
     table = client.predict([], [], [], api_name="/leaderboard")[0]["value"]
     assert sorted(row[0] for row in table["data"]) == [f"parallel-{i:02d}" for i in range(N)]

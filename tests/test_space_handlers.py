@@ -60,8 +60,8 @@ def test_accepted_submission_is_scored_and_stored(make, gold):
     assert result.status == "accepted", result
     expected = score_submission(parse_submission(data, gold), gold, n_bootstrap=200, seed=0)
     assert result.record.scores == expected
-    assert submitter.store.predictions(result.record.id) == data
-    assert result.record.submitter == "local:local" and result.record.metadata.model_name == "judge A"
+    assert submitter.store.predictions(result.record.id) == parse_submission(data, gold).canonical()
+    assert result.record.submitter == "ip:127.0.0.1" and result.record.metadata.model_name == "judge A"
     frame = submit.breakdown_frame(result.record.scores)
     row = leaderboard_row(expected)
     assert dict(zip(frame["metric"], frame["value"]))["Det Bal Acc"] == f"{row['det_bal_acc']:.1f}"
@@ -115,7 +115,7 @@ def test_rate_limit_per_oauth_user_and_local_identity(make, gold):
     assert submitter.submit(predictions(gold, 3), "main", FORM, bob).status == "accepted"
     assert submitter.submit(predictions(gold, 4), "main", FORM).status == "accepted"  # local identity
     submitters = {r.submitter for r in submitter.store.results()}
-    assert submitters == {"hf:alice", "hf:bob", "local:local"}
+    assert submitters == {"hf:alice", "hf:bob", "ip:127.0.0.1"}
 
 
 def test_only_accepted_submissions_count_and_the_refusal_says_when(make, gold):

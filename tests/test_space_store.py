@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from space.config import SpaceConfig
-from space.store import BASELINE_SUBMITTER, HubStore, Metadata, SqliteStore, open_store, result_id, write_atomic
+from space.store import (
+    BASELINE_SUBMITTER, HubStore, Metadata, SqliteStore, StoreFull, Withdrawal, open_store, result_id, write_atomic,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -206,3 +208,55 @@ def test_write_atomic_failing_mid_write_keeps_the_old_file(tmp_path, monkeypatch
         write_atomic(path, b"new content")
     assert path.read_bytes() == b"old content"
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "hub"])
+def test_budget_and_withdrawal_on_each_backend(tmp_path, backend):
+    def open_backend(n: int):
+        if backend == "sqlite":
+            return SqliteStore(tmp_path / "db")
+        return hub_store(tmp_path / f"hub-{n}", tmp_path / f"index-{n}", remote=tmp_path / f"hub-{n - 1}")
+
+    store = open_backend(1)
+    one = len(entry(1)["predictions"])
+    first, _ = store.add(**entry(1), now=1.0, budget_bytes=2 * one)
+    store.add(**entry(2), now=2.0, budget_bytes=2 * one)
+    with pytest.raises(StoreFull, match="budget of"):
+        store.add(**entry(3), now=3.0, budget_bytes=2 * one)
+    assert store.stored_bytes() == 2 * one and len(store.results()) == 2  # nothing of the refused one
+    assert store.add(**entry(1), budget_bytes=0)[1] is False  # a duplicate needs no room
+
+    with pytest.raises(PermissionError):
+        store.withdraw(first.id, "local:someone-else", "mine now", now=4.0)
+    with pytest.raises(KeyError):
+        store.withdraw("main-unknown", "local:test")
+    withdrawn = store.withdraw(first.id, "local:test", "scored the wrong split", now=5.0)
+    assert withdrawn.withdrawal == Withdrawal("local:test", 5.0, "scored the wrong split")
+    with pytest.raises(ValueError, match="already withdrawn"):
+        store.withdraw(first.id, "local:test", now=6.0)
+    assert [r.metadata.model_name for r in store.results()] == ["model 2"]
+    assert store.find("main", first.sha256) == withdrawn and store.add(**entry(1))[1] is False
+
+    store.close()
+    reopened = open_backend(2)  # a restart (for the Hub store: the folder comes back from the "Hub")
+    assert [r.id for r in reopened.results()] == [r.id for r in store.results()]
+    assert reopened.get(first.id).withdrawal == withdrawn.withdrawal
+    assert [r.id for r in reopened.results(include_withdrawn=True)] == [first.id, store.results()[0].id]
+
+
+def test_a_schema_1_store_opens_and_gains_withdrawals(tmp_path):
+    with sqlite3.connect(tmp_path / SqliteStore.FILENAME) as con:  # the tables as schema 1 made them
+        con.executescript(
+            "CREATE TABLE submissions (id TEXT PRIMARY KEY, variant TEXT NOT NULL, sha256 TEXT NOT NULL,"
+            " metadata TEXT NOT NULL, submitter TEXT NOT NULL, created_at REAL NOT NULL, num_lines INTEGER NOT NULL,"
+            " scores TEXT NOT NULL, UNIQUE (variant, sha256));"
+            "CREATE TABLE predictions (id TEXT PRIMARY KEY REFERENCES submissions (id), data BLOB NOT NULL);"
+            "CREATE TABLE attempts (submitter TEXT NOT NULL, at REAL NOT NULL);"
+            "INSERT INTO submissions VALUES ('main-00', 'main', '00', '{\"model_name\": \"old\"}', 'local:local', 1, 1, '{}');"
+            "INSERT INTO predictions VALUES ('main-00', x'7b7d');"
+            "PRAGMA user_version=1;"
+        )
+    store = SqliteStore(tmp_path)
+    assert [r.metadata.model_name for r in store.results()] == ["old"] and store.stored_bytes() == 2
+    store.withdraw("main-00", "local:local", "moved", now=2.0)
+    assert store.results() == [] and store.get("main-00").withdrawal.reason == "moved"

@@ -211,3 +211,18 @@ def test_load_gold_from_a_built_folder(tmp_path_factory):
     assert row["num_target_turns"] == 5 and row["inconsistent_turns"] == []
     with pytest.raises(FileNotFoundError):
         load_gold(folder, "4vc")
+
+
+def test_canonical_form_is_the_answers_not_the_encoding():
+    gold = Gold("main", "test", {
+        "localization": {"l1": {"id": "l1", "num_target_turns": 3}},
+        "discrimination": {"c1": {"id": "c1", "candidate_labels": ["A", "B"]}},
+    })
+    a = (b'{"task": "localization", "id": "l1", "prediction": [3, 1]}\n'
+         b'{"task": "discrimination", "id": "c1", "prediction": "B", "ranking": null}\n')
+    b = (b'{"task":"discrimination","id":"c1","prediction":"B"}\r\n'
+         b'{"prediction":[1,3],"id":"l1","task":"localization"}')
+    assert parse_submission(a, gold).canonical() == parse_submission(b, gold).canonical() == (
+        b'{"task":"discrimination","id":"c1","prediction":"B"}\n{"task":"localization","id":"l1","prediction":[1,3]}\n')
+    ranked = b'{"task":"discrimination","id":"c1","prediction":"B","ranking":["B","A"]}\n'
+    assert parse_submission(ranked, gold).canonical() == ranked  # a ranking is an answer: kept, in its order
