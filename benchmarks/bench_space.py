@@ -1,59 +1,362 @@
-"""Benchmark of the leaderboard Space: submission round trip and leaderboard load time.
+"""Benchmark of the leaderboard Space: submit -> visible latency, leaderboard load, padded duplicates.
 
-    PYTHONPATH=. HF_HUB_OFFLINE=1 python benchmarks/bench_space.py [--dataset FOLDER] [--rounds 20]
+What padded duplicate uploads cost is measured in the store and in Gradio's upload cache.
 
-- Round trip: a full-size predictions file (1,818 detection + 1,818 localization + 606
-  discrimination lines for 606 dialogues) uploaded through the running app's HTTP API with
-  gradio_client, validated, scored (1,000 bootstrap resamples), stored, and read back from the
-  leaderboard endpoint until its row is there; p50/p95 over distinct files.
-- Leaderboard load: the ``/leaderboard`` endpoint (all three variant tables and scatters), and,
-  when Debian's chromium is installed, a fresh browser page until the main table shows its rows.
-- In-process split of one submission: parse+validate, score, store.
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_space.py [--dataset FOLDER] [--parts latency,load,duplicates]
 
-Without ``--dataset`` a synthetic full-size folder (``tests/synthetic.py``, main variant only) is
-built once under ``--work`` and reused. The app runs on 127.0.0.1 with the SQLite store.
+Each part serves the real app (``space.app.build_app``, launched on 127.0.0.1 at a free port) over a
+fresh SQLite store, with the rate limit raised out of the way; other settings come from the
+``SPEAKERSLEUTH_*`` environment as in the Space. Offline: nothing leaves the machine.
+
+- ``latency``: a distinct valid predictions file is submitted through gradio_client (``/submit``),
+  then ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
+  sequential submissions, and over ``--concurrent`` submitters at once (threads, each with its own
+  client and file).
+- ``load``: ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed``
+  uses), then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
+  chromium (Playwright): navigation until the main table shows rows, in fresh browser contexts
+  (first load) and on reloads of the same page.
+- ``duplicates``: one valid file, then ``--duplicates`` files with the same predictions re-encoded
+  (CRLF, BOM, blank lines, shuffled lines, compact or spaced JSON, reordered keys, indentation) and
+  padded with whitespace up to ``--pad-mb``; reports rows stored, the SQLite file and WAL on disk,
+  uploads left in Gradio's upload folder, and the bytes uploaded.
+
+Without ``--dataset`` a synthetic folder (``tests/synthetic.py``, main variant, ``--dialogues``
+dialogues: 3 detection, 3 localization and 1 discrimination instance each) is built once under
+``--work`` and reused. Gradio's temporary folder is set to ``--work``/gradio, so the upload cache
+counted is this run's alone; the stores, files and that folder are removed at the end. The machine's
+load average is printed: other work on it inflates every figure.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
+import json
+import os
+import random
 import shutil
 import statistics
 import tempfile
+import threading
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
 
+PARTS = ("latency", "load", "duplicates")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+STATUS_CLASSES = {"ss-ok": "accepted", "ss-info": "duplicate", "ss-bad": "refused"}
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+# ------------------------------------------------------------------------------------- figures
 
 
-def describe(name: str, seconds: list[float]) -> str:
-    return (f"{name}: n={len(seconds)} p50={1000 * statistics.median(seconds):.0f} ms "
-            f"p95={1000 * percentile(seconds, 95):.0f} ms max={1000 * max(seconds):.0f} ms")
+def summary(label: str, seconds: list[float], failures: int = 0) -> str:
+    """One line: count, p50, p95, max (milliseconds) and failures."""
+    if not seconds:
+        return f"{label}: n=0 failures={failures}"
+    p95 = statistics.quantiles(seconds, n=100, method="inclusive")[94] if len(seconds) > 1 else seconds[0]
+    return (f"{label}: n={len(seconds)} p50={1000 * statistics.median(seconds):.0f} ms p95={1000 * p95:.0f} ms "
+            f"max={1000 * max(seconds):.0f} ms failures={failures}")
+
+
+def at_least(minimum: int):
+    """An argparse type: an integer of at least ``minimum``."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
+# ------------------------------------------------------------------------------------- the app
+
+
+class Bench:
+    """The dataset, its gold, and how to serve the app and talk to it."""
+
+    def __init__(self, dataset: Path, work: Path, timeout_s: float):
+        from metrics.submission import load_gold
+
+        self.dataset = dataset
+        self.work = work
+        self.timeout_s = timeout_s
+        self.gold = load_gold(dataset, "main")
+        self.files = work / "files"
+        self.files.mkdir(parents=True, exist_ok=True)
+
+    @contextmanager
+    def serve(self, part: str):
+        """The app over a fresh SQLite store in ``work/<part>``, its rate limit out of the way;
+        yields ``(app, url)``."""
+        from space.config import ENV_PREFIX, SpaceConfig
+        from tests.space_support import free_port, running_app
+
+        data_dir = self.work / part
+        shutil.rmtree(data_dir, ignore_errors=True)
+        settings = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
+        config = replace(SpaceConfig.from_env(settings, dataset=str(self.dataset), data_dir=data_dir),
+                         host="127.0.0.1", port=free_port(), rate_limit=1_000_000, space_id=None)
+        started = time.perf_counter()
+        try:
+            with running_app(config) as (app, url):
+                print(f"[{part}] app built and serving in {time.perf_counter() - started:.1f} s at {url}")
+                yield app, url
+        finally:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+    def client(self, url: str):
+        from gradio_client import Client
+
+        return Client(url, verbose=False, httpx_kwargs={"timeout": self.timeout_s}, download_files=False,
+                      analytics_enabled=False)
+
+    def write(self, name: str, data: bytes) -> Path:
+        path = self.files / f"{name}.jsonl"
+        path.write_bytes(data)
+        return path
+
+    @staticmethod
+    def submit(client, path: Path, name: str) -> str:
+        """Submit ``path`` as model ``name`` on the main variant; the outcome's class (see STATUS_CLASSES)."""
+        from gradio_client import handle_file
+
+        status = client.predict(file_path=handle_file(str(path)), variant_value="main", name=name, org="bench",
+                                mtype="other", acc="open", url="", date="", api_name="/submit")[0]
+        return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
+
+    @staticmethod
+    def visible(client, name: str) -> bool:
+        """Whether ``/leaderboard`` (every table, default columns) shows ``name``."""
+        return name in json.dumps(client.predict(api_name="/leaderboard"))
+
+    def round_trip(self, client, path: Path, name: str) -> tuple[float, float] | None:
+        """Seconds from submitting until the submission is acknowledged, and until the
+        leaderboard shows ``name``; ``None`` if it is not accepted or never shows."""
+        start = time.perf_counter()
+        outcome = self.submit(client, path, name)
+        if outcome != "accepted":
+            tqdm.write(f"{name}: {outcome}")
+            return None
+        acknowledged = time.perf_counter() - start
+        while not self.visible(client, name):
+            if time.perf_counter() - start > self.timeout_s:
+                tqdm.write(f"{name}: accepted but not on the leaderboard after {self.timeout_s:g} s")
+                return None
+            time.sleep(0.05)
+        return acknowledged, time.perf_counter() - start
+
+
+def print_round_trips(label: str, timings: list[tuple[float, float] | None], suffix: str = "") -> None:
+    done = [t for t in timings if t is not None]
+    print(summary(f"submit -> visible, {label}", [visible for _, visible in done], len(timings) - len(done)) + suffix)
+    print(summary(f"  of which submit -> acknowledged, {label}", [ack for ack, _ in done]))
+
+
+# ------------------------------------------------------------------------------------- parts
+
+
+def measure_latency(bench: Bench, alone: int, concurrent: int) -> None:
+    from tests.space_support import predictions
+
+    alone_names = [f"alone-{i:04d}" for i in range(alone)]
+    names = [f"crowd-{i:04d}" for i in range(concurrent)]
+    paths = {name: bench.write(name, predictions(bench.gold, pattern))  # distinct files: none is a duplicate
+             for pattern, name in enumerate(alone_names + names, start=1)}
+    with bench.serve("latency") as (_, url):
+        client = bench.client(url)
+        timings = [bench.round_trip(client, paths[name], name) for name in tqdm(alone_names, desc="alone", unit="submission")]
+        print_round_trips("one submitter at a time", timings)
+        if not names:
+            return
+        clients = [bench.client(url) for _ in tqdm(names, desc="clients", unit="client")]
+        start_together = threading.Barrier(len(names))
+        progress = tqdm(total=len(names), desc=f"{len(names)} at once", unit="submission")
+
+        def one(name, client):
+            start_together.wait()
+            try:
+                return bench.round_trip(client, paths[name], name)
+            finally:
+                progress.update()
+
+        wall = time.perf_counter()
+        with ThreadPoolExecutor(len(names)) as pool:
+            timings = list(pool.map(one, names, clients))
+        wall = time.perf_counter() - wall
+        progress.close()
+        print_round_trips(f"{len(names)} concurrent submitters", timings, f" (all done in {wall:.1f} s)")
+
+
+def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, reloads: int) -> None:
+    from space.submit import ACCESS, MODEL_TYPES
+    from tests.space_support import predictions
+
+    prefix = "lb"
+    with bench.serve("load") as (app, url):
+        kinds = Counter()
+        rng = random.Random(0)
+        for i in tqdm(range(rows), desc="filling the store", unit="row"):
+            form = {"model_name": f"{prefix}-{i:04d}", "organisation": f"org {i % 37}",
+                    "model_type": rng.choice(MODEL_TYPES), "access": rng.choice(ACCESS),
+                    "link": f"https://example.org/model/{i}", "model_date": f"20{20 + i % 6}-0{1 + i % 9}"}
+            result = app.submitter.submit(predictions(bench.gold, 100_000 + i), "main", form,
+                                          as_user=f"bench:{i % 50}", rate_limited=False)
+            kinds[result.status] += 1
+        stored = len(app.store.results("main"))
+        print(f"[load] stored {stored} rows on main ({dict(kinds)})")
+        client = bench.client(url)
+        seconds = []
+        for _ in tqdm(range(api_calls), desc="/leaderboard", unit="call"):
+            start = time.perf_counter()
+            client.predict(api_name="/leaderboard")
+            seconds.append(time.perf_counter() - start)
+        print(summary(f"/leaderboard round trip with {stored} rows, first call (draws the scatter)", seconds[:1]))
+        print(summary(f"/leaderboard round trip with {stored} rows, later calls", seconds[1:]))
+        if not (first_loads or reloads):
+            return
+        if not shutil.which(CHROMIUM):
+            print(f"[load] browser figures skipped: {CHROMIUM} is not installed")
+            return
+        firsts, again = browser_loads(url, prefix, first_loads, reloads, bench.timeout_s)
+        print(summary(f"browser, navigation -> main table shows rows ({stored} rows), first load (fresh context)", firsts))
+        print(summary(f"browser, reload -> main table shows rows ({stored} rows), after the first load", again))
+
+
+def browser_loads(url: str, prefix: str, first_loads: int, reloads: int, timeout_s: float) -> tuple[list[float], list[float]]:
+    """Seconds until ``#ss-leaderboard-main`` shows a row whose text starts with ``prefix``: each of
+    ``first_loads`` fresh browser contexts (empty cache), then ``reloads`` reloads of the last page."""
+    from playwright.sync_api import sync_playwright
+
+    shown = "p => (document.querySelector('#ss-leaderboard-main')?.innerText || '').includes(p)"
+    firsts, again = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = None
+        for _ in tqdm(range(max(1, first_loads)), desc="browser first loads", unit="load"):
+            if page is not None:
+                page.context.close()
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            start = time.perf_counter()
+            page.goto(url)
+            page.wait_for_function(shown, arg=f"{prefix}-", timeout=timeout_s * 1000)
+            firsts.append(time.perf_counter() - start)
+        for _ in tqdm(range(reloads), desc="browser reloads", unit="load"):
+            start = time.perf_counter()
+            page.reload()
+            page.wait_for_function(shown, arg=f"{prefix}-", timeout=timeout_s * 1000)
+            again.append(time.perf_counter() - start)
+        browser.close()
+    return firsts[:first_loads], again
+
+
+def padded_variants(data: bytes, count: int, pad_bytes: int) -> list[bytes]:
+    """``count`` re-encodings of the JSONL ``data`` (same predictions), each padded with whitespace
+    to its own size between the original's and ``pad_bytes``."""
+    objects = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+    variants = []
+    for k in range(count):
+        rng = random.Random(k)
+        rows = list(objects)
+        if rng.random() < 0.5:
+            rng.shuffle(rows)
+        separators = rng.choice([(", ", ": "), (",", ":"), ("  ,  ", " :\t")])
+        keys_reversed = rng.random() < 0.3
+        indent = rng.choice(["", "", "  ", "\t"])
+        lines = [indent + json.dumps(dict(reversed(r.items())) if keys_reversed else r, separators=separators)
+                 for r in rows]
+        newline = "\r\n" if rng.random() < 0.4 else "\n"
+        separator = newline * rng.choice([1, 1, 2, 3])  # blank lines between records
+        bom = b"\xef\xbb\xbf" if rng.random() < 0.3 else b""
+        unpadded = len(bom) + len((separator.join(lines) + newline).encode())
+        target = len(data) + (pad_bytes - len(data)) * (k + 1) // count
+        padding = " " * (max(0, target - unpadded) // len(lines))  # trailing spaces on every line
+        variants.append(bom + (separator.join(line + padding for line in lines) + newline).encode())
+    return variants
+
+
+def measure_duplicates(bench: Bench, count: int, pad_mb: float) -> None:
+    from gradio.utils import get_upload_folder
+
+    from metrics.submission import parse_submission
+    from tests.space_support import predictions
+
+    base = predictions(bench.gold, 777)
+    variants = padded_variants(base, count, int(pad_mb * 1e6))
+    expected = parse_submission(base, bench.gold).predictions
+    for i, data in enumerate(variants):  # each must be a true duplicate, or the figures mean nothing
+        if parse_submission(data, bench.gold).predictions != expected:
+            raise SystemExit(f"padded variant {i} does not hold the same predictions")
+    paths = [bench.write("dup-base", base)] + [bench.write(f"dup-{i:04d}", d) for i, d in enumerate(variants)]
+    with bench.serve("duplicates") as (app, url):
+        client = bench.client(url)
+        kinds, seconds = Counter(), []
+        for path in tqdm(paths, desc="padded duplicates", unit="file"):
+            start = time.perf_counter()
+            kinds[bench.submit(client, path, path.stem)] += 1
+            seconds.append(time.perf_counter() - start)
+        rows = len(app.store.results("main"))
+        store_sizes = {suffix: Path(f"{app.store.path}{suffix}").stat().st_size
+                       if Path(f"{app.store.path}{suffix}").exists() else 0 for suffix in ("", "-wal")}
+        leftovers = [p for p in Path(get_upload_folder()).rglob("dup-*.jsonl") if p.is_file()]
+    uploaded = sum(p.stat().st_size for p in paths)
+    print(f"[duplicates] 1 valid file + {count} padded re-encodings of it ({megabytes(min(map(len, variants)))} to "
+          f"{megabytes(max(map(len, variants)))} each); outcomes {dict(kinds)}")
+    print(summary("submit round trip of a padded duplicate", seconds[1:]))
+    print(f"rows stored: {rows}")
+    print(f"store on disk: {megabytes(sum(store_sizes.values()))} (SQLite file {megabytes(store_sizes[''])}, "
+          f"WAL {megabytes(store_sizes['-wal'])})")
+    print(f"upload cache leftovers: {len(leftovers)} files, {megabytes(sum(p.stat().st_size for p in leftovers))} "
+          f"in {get_upload_folder()}")
+    print(f"bytes uploaded in total: {megabytes(uploaded)} ({len(paths)} files)")
+
+
+# ------------------------------------------------------------------------------------- main
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", type=Path, help="a built dataset folder (default: synthetic full size)")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "speakersleuth-bench-space")
-    parser.add_argument("--dialogues", type=int, default=606, help="dialogues of the synthetic folder")
-    parser.add_argument("--rounds", type=int, default=20, help="submissions to time")
-    parser.add_argument("--page-loads", type=int, default=5, help="browser page loads to time (0: skip)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--dataset", type=Path, help="a built dataset folder (default: a synthetic one)")
+    parser.add_argument("--dialogues", type=at_least(1), default=60, help="dialogues of the synthetic folder")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "speakersleuth-bench-space",
+                        help="folder for the synthetic dataset (kept) and the stores, files and Gradio cache of a run (removed)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    parser.add_argument("--alone", type=at_least(0), default=20, help="sequential submissions timed")
+    parser.add_argument("--concurrent", type=at_least(0), default=50, help="submitters at once (0: skip)")
+    parser.add_argument("--rows", type=at_least(1), default=1000, help="leaderboard rows for the load figures")
+    parser.add_argument("--api-calls", type=at_least(1), default=10, help="/leaderboard round trips timed")
+    parser.add_argument("--first-loads", type=at_least(0), default=3, help="browser loads in fresh contexts (0 with --reloads 0: no browser)")
+    parser.add_argument("--reloads", type=at_least(0), default=5, help="browser reloads after the first load")
+    parser.add_argument("--duplicates", type=at_least(1), default=100, help="padded duplicates submitted")
+    parser.add_argument("--pad-mb", type=float, default=4.0, help="size of the largest padded duplicate (MB)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one submission or page load may take")
     args = parser.parse_args()
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"--parts: unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    if not 0 < args.pad_mb < 20:
+        parser.error(f"--pad-mb must be above 0 and under the Space's 20 MB upload limit, got {args.pad_mb:g}")
 
-    from gradio_client import Client, handle_file
+    args.work.mkdir(parents=True, exist_ok=True)
+    os.environ["GRADIO_TEMP_DIR"] = str(args.work / "gradio")  # before gradio is imported: this run's cache only
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    shutil.rmtree(args.work / "gradio", ignore_errors=True)
+    shutil.rmtree(args.work / "files", ignore_errors=True)
 
-    from metrics.score import score_submission
-    from metrics.submission import load_gold, parse_submission
-    from space.config import SpaceConfig
-    from space.store import Metadata, SqliteStore
-    from tests.space_support import free_port, predictions, running_app
     from tests.synthetic import build_synthetic_dataset
 
     dataset = args.dataset
@@ -63,73 +366,20 @@ def main() -> None:
             print(f"building a synthetic folder of {args.dialogues} dialogues (main) in {dataset} ...")
             shutil.rmtree(dataset, ignore_errors=True)
             build_synthetic_dataset(dataset, dialogues=args.dialogues, variants=("main",))
-    gold = load_gold(dataset, "main")
-    print("gold:", {task: len(rows) for task, rows in gold.tasks.items()})
+    bench = Bench(dataset, args.work, args.timeout)
+    print(f"dataset {dataset}: main gold {({task: len(rows) for task, rows in bench.gold.tasks.items()})}")
 
-    # in-process split of one submission
-    data = predictions(gold, 12345)
-    t0 = time.perf_counter()
-    sub = parse_submission(data, gold)
-    t1 = time.perf_counter()
-    scores = score_submission(sub, gold, n_bootstrap=1000, seed=0)
-    t2 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        SqliteStore(tmp).add(variant="main", sha256=hashlib.sha256(data).hexdigest(), predictions=data, scores=scores,
-                             metadata=Metadata("bench"), submitter="bench", num_lines=sub.num_lines)
-    t3 = time.perf_counter()
-    print(f"in-process: {len(data) / 1e6:.2f} MB, {sub.num_lines} lines; parse+validate {1000 * (t1 - t0):.0f} ms, "
-          f"score (1000 bootstrap) {1000 * (t2 - t1):.0f} ms, store {1000 * (t3 - t2):.0f} ms")
-
-    data_dir = args.work / f"data-{int(time.time())}"
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=data_dir), port=free_port(),
-                     rate_limit=10 * args.rounds)
     started = time.perf_counter()
-    with running_app(config) as (app, url):
-        print(f"app built and serving in {time.perf_counter() - started:.1f} s at {url}")
-        client = Client(url, verbose=False, httpx_kwargs={"timeout": 300}, download_files=False, analytics_enabled=False)
-        groups = [[], [], []]
-        round_trips = []
-        for i in tqdm(range(args.rounds), desc="round trips", unit="submission"):
-            path = data_dir / f"bench-{i}.jsonl"
-            path.write_bytes(predictions(gold, 1000 + i))
-            name = f"bench-model-{i:03d}"
-            start = time.perf_counter()
-            status = client.predict(handle_file(str(path)), "main", name, "bench", "other", "open", "", "",
-                                    api_name="/submit")[0]
-            if "Accepted" not in status:
-                raise SystemExit(f"submission {i} was not accepted: {status}")
-            while name not in {row[0] for row in client.predict(*groups, api_name="/leaderboard")[0]["value"]["data"]}:
-                pass
-            round_trips.append(time.perf_counter() - start)
-        print(describe(f"submission round trip (upload -> scored -> visible), {len(data) / 1e6:.2f} MB file", round_trips))
-
-        loads = []
-        for _ in range(10):
-            start = time.perf_counter()
-            client.predict(*groups, api_name="/leaderboard")
-            loads.append(time.perf_counter() - start)
-        print(describe(f"/leaderboard endpoint with {len(app.store.results('main'))} rows (3 tables + 3 scatters)", loads))
-
-        if args.page_loads and shutil.which("/usr/bin/chromium"):
-            from playwright.sync_api import sync_playwright
-
-            page_loads = []
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                    "--disable-component-update", "--no-first-run"])
-                for _ in range(args.page_loads):
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    start = time.perf_counter()
-                    page.goto(url)
-                    page.wait_for_function(
-                        "() => (document.querySelector('#ss-leaderboard-main')?.innerText || '').includes('bench-model-000')",
-                        timeout=120_000)
-                    page_loads.append(time.perf_counter() - start)
-                    page.close()
-                browser.close()
-            print(describe("leaderboard tab in a fresh browser page (navigation -> rows shown)", page_loads))
-    shutil.rmtree(data_dir, ignore_errors=True)
+    print("load average at start: {:.1f} {:.1f} {:.1f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
+    if "latency" in parts:
+        measure_latency(bench, args.alone, args.concurrent)
+    if "load" in parts:
+        measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads)
+    if "duplicates" in parts:
+        measure_duplicates(bench, args.duplicates, args.pad_mb)
+    print("load average at end: {:.1f} {:.1f} {:.1f}; total {:.0f} s".format(*os.getloadavg(), time.perf_counter() - started))
+    for folder in (bench.files, args.work / "gradio"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
