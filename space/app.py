@@ -91,7 +91,8 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
     examples = _write_examples(submitter, public_dir(config) / "examples")
     index = InstanceIndex(dataset)
 
-    with gr.Blocks(title=about.TITLE) as blocks:
+    # uploads never submitted (and cached outputs) are deleted once older than the TTL
+    with gr.Blocks(title=about.TITLE, delete_cache=(config.upload_ttl_s, config.upload_ttl_s)) as blocks:
         gr.Markdown(f"# {about.TITLE}\n\n{about.INTRODUCTION}")
         with gr.Tabs():
             with gr.Tab("Leaderboard", id="leaderboard"):

@@ -11,6 +11,7 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_MAX_BYTES``    largest predictions file accepted (default 20 MB)
 ``SPEAKERSLEUTH_MAX_LINES``    most lines accepted in one file (default 200,000)
 ``SPEAKERSLEUTH_STORE_BUDGET`` most bytes of (canonical) predictions the store keeps (default 1 GB)
+``SPEAKERSLEUTH_UPLOAD_TTL``   seconds an upload that was never submitted stays on disk (default 3600)
 ``SPEAKERSLEUTH_CONCURRENCY``  submissions scored at once (default 2)
 ``SPACE_ID``                   set by Hugging Face Spaces: enables the login button and OAuth identity
 """
@@ -52,6 +53,7 @@ class SpaceConfig:
     max_bytes: int = 20_000_000
     max_lines: int = 200_000
     store_budget_bytes: int = 1_000_000_000
+    upload_ttl_s: int = 3600
     concurrency: int = 2
     space_id: str | None = None
 
@@ -71,6 +73,7 @@ class SpaceConfig:
             max_bytes=_int(env, "MAX_BYTES", 20_000_000),
             max_lines=_int(env, "MAX_LINES", 200_000),
             store_budget_bytes=_int(env, "STORE_BUDGET", 1_000_000_000),
+            upload_ttl_s=max(1, _int(env, "UPLOAD_TTL", 3600)),
             concurrency=max(1, _int(env, "CONCURRENCY", 2)),
             space_id=env.get("SPACE_ID") or None,
         )

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import gradio as gr
+import httpx
 import pytest
 from gradio_client import Client, handle_file
 
@@ -154,3 +157,23 @@ def test_over_http_each_client_address_has_its_own_quota(dataset, gold, tmp_path
         assert "Accepted" in send(3, "10.1.0.2")
         assert "Accepted" in send(4, None)
         assert {r.submitter for r in app.store.results()} == {"ip:10.1.0.1", "ip:10.1.0.2", "ip:127.0.0.1"}
+
+
+def test_an_upload_never_submitted_is_deleted_after_the_ttl(dataset, tmp_path):
+    """Gradio keeps what reaches /gradio_api/upload; one never submitted (nothing deletes it after
+    scoring) goes once older than SPEAKERSLEUTH_UPLOAD_TTL, while the app's own files stay."""
+    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"),
+                     port=free_port(), upload_ttl_s=1)
+    with running_app(config, n_bootstrap=20) as (app, url):
+        reply = httpx.post(f"{url.rstrip('/')}/gradio_api/upload", files={"files": ("abandoned.jsonl", b"x" * 100_000)}, timeout=30)
+        (path,) = reply.json()
+        assert Path(path).is_file()
+        deadline = time.monotonic() + 20
+        while Path(path).exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not Path(path).exists()
+        components = httpx.get(f"{url.rstrip('/')}/config", timeout=30).json()["components"]
+        (button,) = [c["props"]["value"] for c in components if c["type"] == "downloadbutton"
+                     and (c["props"].get("value") or {}).get("orig_name", "").startswith("example-predictions")]
+        example = httpx.get(button["url"], timeout=30)  # the About tab's example file, cached at start
+        assert example.status_code == 200 and b'"task"' in example.content
