@@ -29,10 +29,11 @@ from tqdm import tqdm
 import speakersleuth_dataset as ssd
 from space.app import available_variants
 from space.config import SpaceConfig
+from space.names import BASELINE_ORGANISATION
 from space.store import BASELINE_SUBMITTER, open_store
 from space.submit import Submitter
 
-ORGANISATION = "SpeakerSleuth baselines"
+ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")
 
 
