@@ -36,6 +36,7 @@ from metrics.score import column_label, leaderboard_row, score_submission
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 
 from space.config import SpaceConfig
+from space.names import name_conflicts
 from space.store import Metadata, ResultsStore, StoredResult, StoreFull
 from space.text import encodable
 
@@ -235,6 +236,8 @@ class Submitter:
             errors.append("choose a predictions file (.jsonl) to upload")
         if errors:
             return SubmitResult("invalid", "The form is incomplete; nothing was scored.", errors)
+        if taken := name_conflicts(metadata, user, self.store.results(include_withdrawn=True)):
+            return SubmitResult("invalid", "The model name or organisation is taken; nothing was scored.", taken)
         if not isinstance(data, (bytes, bytearray)):
             if not os.path.isfile(data):
                 return SubmitResult("invalid", "The uploaded file is no longer on the server; upload it again.")

@@ -112,8 +112,9 @@ def test_rate_limit_per_oauth_user_and_local_identity(make, gold):
     alice, bob = profile("alice"), profile("bob")
     outcomes = [submitter.submit(predictions(gold, i), "main", FORM, alice).status for i in range(3)]
     assert outcomes == ["accepted", "accepted", "rate_limited"]
-    assert submitter.submit(predictions(gold, 3), "main", FORM, bob).status == "accepted"
-    assert submitter.submit(predictions(gold, 4), "main", FORM).status == "accepted"  # local identity
+    # each identity under its own name: a name belongs to whoever used it first (space.names)
+    assert submitter.submit(predictions(gold, 3), "main", {**FORM, "model_name": "judge B"}, bob).status == "accepted"
+    assert submitter.submit(predictions(gold, 4), "main", {**FORM, "model_name": "judge C"}).status == "accepted"  # local identity
     submitters = {r.submitter for r in submitter.store.results()}
     assert submitters == {"hf:alice", "hf:bob", "ip:127.0.0.1"}
 
