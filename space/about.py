@@ -85,6 +85,9 @@ One JSONL file (UTF-8) per submission and variant, one JSON object per line:
   type, position out of range, ranking that is not a permutation) is refused as a whole, with
   every error named by its line number; nothing of it is stored.
 - Submitting the identical file again is recognised and returns the first submission's scores.
+- Every submission has a page (the Submission tab, or a link `?submission=<id>`): its per-task
+  breakdown with 95% CIs, the SHA-256 of its canonical predictions and those predictions to
+  download. Its submitter can withdraw it there; withdrawn predictions cannot be submitted again.
 - Limits: file size and line count are capped, and each user may submit a limited number of
   files per time window (see the Submit tab).
 

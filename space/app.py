@@ -1,4 +1,4 @@
-"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Viewer and About tabs.
+"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer and About tabs.
 
 Run locally (listens on 127.0.0.1 unless told otherwise)::
 
@@ -27,12 +27,13 @@ from space import about
 from space.config import SpaceConfig
 from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
 from space.store import ResultsStore, write_atomic, open_store
+from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
 from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file
 from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
 
 logger = logging.getLogger(__name__)
 
-CSS = LEADERBOARD_CSS + SUBMIT_CSS + VIEWER_CSS
+CSS = LEADERBOARD_CSS + SUBMIT_CSS + SUBMISSION_CSS + VIEWER_CSS
 
 
 @dataclass
@@ -94,7 +95,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
     # uploads never submitted (and cached outputs) are deleted once older than the TTL
     with gr.Blocks(title=about.TITLE, delete_cache=(config.upload_ttl_s, config.upload_ttl_s)) as blocks:
         gr.Markdown(f"# {about.TITLE}\n\n{about.INTRODUCTION}")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Leaderboard", id="leaderboard"):
                 refresh, toggles, lb_outputs = build_leaderboard_tab(
                     store, list(ssd.VARIANTS), variants, public_dir(config) / "figures"
@@ -102,6 +103,8 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
                 refresh_button = gr.Button("Refresh", size="sm")
             with gr.Tab("Submit", id="submit"):
                 submit_event = build_submit_tab(submitter)
+            with gr.Tab("Submission", id=SUBMISSION_TAB) as submission_tab:
+                submission = build_submission_tab(submitter, public_dir(config) / "predictions")
             with gr.Tab("Viewer", id="viewer") as viewer_tab:
                 show, viewer_inputs, viewer_outputs = build_viewer_tab(index)
             with gr.Tab("About", id="about"):
@@ -117,6 +120,9 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         refresh_button.click(refresh, toggles, lb_outputs, api_name="leaderboard")
         submit_event.then(refresh, toggles, lb_outputs, api_name=False)
         blocks.load(refresh, toggles, lb_outputs, api_name=False)
+        submission.withdrawn.then(refresh, toggles, lb_outputs, api_name=False)
+        submission_tab.select(submission.page.choices, None, submission.chooser, api_name=False)
+        blocks.load(submission.page.open_link, None, [tabs, submission.chooser, *submission.outputs], api_name=False)
         viewer_tab.select(show, list(viewer_inputs), viewer_outputs, api_name=False)  # not on page load
     blocks.queue(default_concurrency_limit=max(2, config.concurrency))
     return SpaceApp(config, dataset, store, submitter, blocks)

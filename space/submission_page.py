@@ -1,0 +1,217 @@
+"""The Submission tab: one submission's page and its withdrawal by the identity that submitted it.
+
+The page shows a submission's metadata (the link only when it is a plain http(s) address), the
+number of lines and the SHA-256 of its canonical predictions, its full per-task breakdown with
+95% CIs, and a download of those canonical predictions. It opens from the id box, or from a
+link ``?submission=<id>``. A submission id is checked against the shape of ids
+(``space.store.result_id``) before anything is read; only the store's own id names a file.
+Withdrawn submissions keep their page, marked withdrawn with when and why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+
+import speakersleuth_dataset as ssd
+from space.leaderboard import safe_link
+from space.store import StoredResult, write_atomic
+from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, breakdown_frame, client_address, result_html
+
+#: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256.
+ID_PATTERN = re.compile(rf"(?:{'|'.join(map(re.escape, ssd.VARIANTS))})-[0-9a-f]{{16}}")
+ID_EXAMPLE = "main-0123456789abcdef"
+MAX_ID_CHARS = 64
+QUERY_PARAMETER = "submission"
+TAB_ID = "submission"
+VERIFIED_NOTE = "verified: a built-in baseline scored by the Space itself"
+
+SUBMISSION_CSS = """
+.ss-submission { overflow-wrap: anywhere; }
+.ss-submission dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.25em 1em; margin: 0.5em 0; }
+.ss-submission dt { font-weight: 600; }
+.ss-submission dd { margin: 0; }
+.ss-submission .ss-verified { color: var(--color-accent); }
+.ss-submission .ss-withdrawn { border-left: 4px solid #c62828; padding-left: 0.6em; }
+"""
+
+
+def parse_id(text: object) -> str:
+    """The submission id in ``text`` (surrounding spaces ignored); ``ValueError`` with one message
+    when it is empty or not shaped like an id (nothing of ``text`` is echoed: it may be anything).
+
+    >>> parse_id(" main-0123456789abcdef ")
+    'main-0123456789abcdef'
+    >>> parse_id("../x")
+    Traceback (most recent call last):
+    ...
+    ValueError: The submission id is not an id: an id is a variant (main, 4vc or 10turn), a dash and 16 hexadecimal digits, e.g. main-0123456789abcdef.
+    """
+    value = "" if text is None else str(text)
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(f"The submission id is longer than {MAX_ID_CHARS} characters; an id looks like {ID_EXAMPLE}.")
+    value = value.strip()
+    if not value:
+        raise ValueError(f"Enter a submission id (e.g. {ID_EXAMPLE}): it is shown after submitting and in the "
+                         "leaderboard's \u201cDate, link, submission\u201d columns.")
+    if not ID_PATTERN.fullmatch(value):
+        variants = ", ".join(ssd.VARIANTS[:-1]) + f" or {ssd.VARIANTS[-1]}"
+        raise ValueError(f"The submission id is not an id: an id is a variant ({variants}), a dash and 16 "
+                         f"hexadecimal digits, e.g. {ID_EXAMPLE}.")
+    return value
+
+
+def _utc(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _message_html(text: str) -> str:
+    return f'<div class="ss-status ss-bad"><p>{html.escape(text)}</p></div>'
+
+
+def _link_html(url: str) -> str:
+    if not url:
+        return "none"
+    if safe_link(url):
+        escaped = html.escape(url, quote=True)
+        return f'<a href="{escaped}" target="_blank" rel="noopener noreferrer nofollow ugc">{escaped}</a>'
+    return f"{html.escape(url)} (not linked: not a plain http(s) address)"
+
+
+def details_html(record: StoredResult) -> str:
+    """The page's head: the model's metadata, verified mark, withdrawal notice, lines and hash;
+    every submitted string escaped."""
+    m = record.metadata
+    esc = html.escape
+    title = f"<h3>{esc(m.model_name)}"
+    if record.verified:
+        title += f' <span class="ss-verified" title="{VERIFIED_NOTE}">\u2713 {VERIFIED_NOTE}</span>'
+    parts = ['<div class="ss-submission">', title + "</h3>"]
+    if record.withdrawal is not None:
+        reason = f"Reason: \u201c{esc(record.withdrawal.reason)}\u201d." if record.withdrawal.reason else "No reason was given."
+        parts.append(f'<p class="ss-withdrawn"><b>Withdrawn</b> by its submitter on {_utc(record.withdrawal.at)}; '
+                     f"it is no longer on the leaderboard. {reason}</p>")
+    fields = {
+        "Submission id": f'<code>{esc(record.id)}</code> (<a href="?{QUERY_PARAMETER}={esc(record.id)}">link to this page</a>)',
+        "Variant": esc(record.variant),
+        "Organisation": esc(m.organisation) or "none given",
+        "Model type": esc(m.model_type),
+        "Weights": esc(m.access),
+        "Model date": esc(m.model_date) or "none given",
+        "Link": _link_html(m.link),
+        "Submitted": _utc(record.created_at),
+        "Lines": f"{record.num_lines:,}",
+        "SHA-256 of the canonical predictions": f"<code>{esc(record.sha256)}</code>",
+    }
+    parts.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields.items()) + "</dl></div>")
+    return "".join(parts)
+
+
+@dataclass
+class SubmissionPage:
+    """The tab's handlers: the page of a submission, its withdrawal, the chooser's list."""
+
+    submitter: Submitter
+    download_dir: Path
+
+    def show(self, text: object):
+        """The page of the submission ``text`` names: details, breakdown, predictions download.
+        An odd or unknown id gives one message, and nothing is written."""
+        try:
+            record = self.submitter.store.get(parse_id(text))
+        except ValueError as err:
+            return self._nothing(str(err))
+        except KeyError as err:
+            return self._nothing(f"There is no submission with the id {err.args[0]}.")
+        path = self.download_dir / f"{record.id}.jsonl"  # the store's id, checked by parse_id
+        if not path.is_file():
+            write_atomic(path, self.submitter.store.predictions(record.id))
+        download = gr.DownloadButton(f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True)
+        return details_html(record), breakdown_frame(record.scores), download
+
+    @staticmethod
+    def _nothing(message: str):
+        return _message_html(message), pd.DataFrame(columns=BREAKDOWN_COLUMNS), gr.DownloadButton(value=None, visible=False)
+
+    def open_link(self, request: gr.Request):
+        """On page load: with ``?submission=<id>``, the Submission tab showing it; else nothing.
+        Outputs: the ``gr.Tabs``, then ``SubmissionTab.chooser`` and ``SubmissionTab.outputs``."""
+        text = dict(request.query_params).get(QUERY_PARAMETER)
+        if text is None:
+            return [gr.skip()] * 5
+        try:
+            chosen = parse_id(text)
+        except ValueError:
+            chosen = None
+        return [gr.Tabs(selected=TAB_ID), gr.Dropdown(value=chosen, allow_custom_value=True), *self.show(text)]
+
+    def choices(self):
+        """The chooser's list: every submission on the leaderboard, newest first."""
+        results = reversed(self.submitter.store.results())
+        return gr.Dropdown(choices=[(f"{r.metadata.model_name} \u00b7 {r.variant} \u00b7 {r.id}", r.id) for r in results])
+
+    def withdraw(self, text: object, reason: str, confirmed: bool, request: gr.Request,
+                 profile: gr.OAuthProfile | None = None):
+        """Withdraw the shown submission as the requesting identity; returns the status and the
+        page again (marked withdrawn when it was)."""
+        try:
+            rid = parse_id(text)
+        except ValueError as err:
+            return [_message_html(str(err)), *[gr.skip()] * 3]
+        if not confirmed:
+            return [_message_html("Tick the box to confirm the withdrawal (it cannot be undone); nothing was withdrawn."),
+                    *[gr.skip()] * 3]
+        result = self.submitter.withdraw(rid, reason, profile, address=client_address(request))
+        return [result_html(result), *self.show(rid)]
+
+
+@dataclass
+class SubmissionTab:
+    """What the app wires: ``page.open_link`` on page load (outputs: the ``gr.Tabs``, ``chooser``,
+    ``outputs``), ``page.choices`` when the tab is selected, a leaderboard refresh after ``withdrawn``."""
+
+    page: SubmissionPage
+    chooser: gr.Dropdown
+    outputs: list[gr.components.Component]
+    withdrawn: gr.events.Dependency
+
+
+def build_submission_tab(submitter: Submitter, download_dir: Path) -> SubmissionTab:
+    """The Submission tab's components and events (api names ``submission`` and ``withdraw``);
+    ``download_dir``'s files are served as they are (static paths), not copied into Gradio's cache."""
+    gr.set_static_paths([download_dir])
+    gr.Markdown(f"One submission: its metadata, the SHA-256 of its canonical predictions (one compact JSON line per "
+                f"instance, sorted), its full per-task breakdown with 95% CIs, and those predictions to download. "
+                f"Link to a submission with `?{QUERY_PARAMETER}=<id>`.")
+    with gr.Row():
+        chooser = gr.Dropdown([], value=None, label="Submission (choose, or paste an id)", allow_custom_value=True,
+                              filterable=True, scale=4, elem_id="ss-submission-id")
+        show_button = gr.Button("Show", scale=1, elem_id="ss-submission-show")
+    details = gr.HTML(elem_id="ss-submission-details")
+    download = gr.DownloadButton("Download the canonical predictions", visible=False, size="sm",
+                                 elem_id="ss-submission-download")
+    breakdown = gr.Dataframe(value=pd.DataFrame(columns=BREAKDOWN_COLUMNS), datatype="str", interactive=False,
+                             label="Per-task breakdown", elem_id="ss-submission-breakdown", max_height=700)
+    with gr.Accordion("Withdraw this submission", open=False):
+        gr.Markdown("Only the identity that submitted it can withdraw a submission (the Hugging Face user on Spaces, "
+                    "elsewhere the network address it came from). It leaves the leaderboard; its record, and who "
+                    "withdrew it, when and why, stay in the store, and the same predictions cannot be submitted again.")
+        if submitter.config.on_spaces:
+            gr.LoginButton()
+        reason = gr.Textbox(label="Reason (optional, shown on the page)", max_length=MAX_LINK_CHARS, max_lines=1)
+        confirmed = gr.Checkbox(label="I want to withdraw this submission; this cannot be undone")
+        withdraw_button = gr.Button("Withdraw", variant="stop", elem_id="ss-withdraw")
+        status = gr.HTML(elem_id="ss-withdraw-status")
+
+    page = SubmissionPage(submitter, download_dir)
+    outputs = [details, breakdown, download]
+    show_button.click(page.show, chooser, outputs, api_name="submission")
+    chooser.input(page.show, chooser, outputs, api_name=False)
+    withdrawn = withdraw_button.click(page.withdraw, [chooser, reason, confirmed], [status, *outputs], api_name="withdraw")
+    return SubmissionTab(page, chooser, outputs, withdrawn)

@@ -1,0 +1,91 @@
+"""The Submission tab in a real browser (Playwright driving Debian's headless Chromium): a link
+``?submission=<id>`` opens the page with its breakdown and downloads the canonical predictions;
+a submission chosen from the list and withdrawn leaves the leaderboard without a reload.
+Screenshots go to /tmp/space_submission*.png."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from metrics.submission import load_gold
+from space.config import SpaceConfig
+from tests.space_support import build_dataset, free_port, predictions, running_app
+from tests.test_space_browser import ARGS, CHROMIUM, TIMEOUT_MS, XSS, open_tab, wait_for_row
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")
+FORM = {"organisation": "browser lab", "model_type": "LALM", "access": "open", "link": "", "model_date": ""}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("space-submission-browser")
+    dataset = build_dataset(root)
+    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"), port=free_port())
+    with running_app(config, n_bootstrap=100) as (app, url):
+        yield app, url, load_gold(dataset, "main")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    page.close()
+
+
+def test_a_link_opens_the_page_with_its_breakdown_and_predictions(page, served):
+    app, url, gold = served
+    record = app.submitter.submit(predictions(gold, 0b0110), "main", {**FORM, "model_name": XSS}).record
+    page.goto(f"{url}?submission={record.id}")
+    details = page.locator("#ss-submission-details")
+    details.get_by_text(record.sha256).wait_for()
+    assert page.get_by_role("tab", name="Submission", exact=True).get_attribute("aria-selected") == "true"
+    assert XSS in details.inner_text() and page.locator("img[src='x']").count() == 0
+    breakdown = page.locator("#ss-submission-breakdown")
+    breakdown.get_by_text("Det Bal Acc").wait_for()
+    assert " to " in breakdown.inner_text()  # the 95% CIs are shown
+    page.screenshot(path="/tmp/space_submission.png", full_page=True)
+    with page.expect_download() as info:
+        page.locator("#ss-submission-download").click()
+    download = info.value
+    assert download.suggested_filename == f"{record.id}.jsonl"
+    assert Path(download.path()).read_bytes() == app.store.predictions(record.id)
+    assert page.dialogs == []
+
+
+def test_a_withdrawn_submission_leaves_the_leaderboard(page, served):
+    app, url, gold = served
+    record = app.submitter.submit(predictions(gold, 0b1001), "main", {**FORM, "model_name": "to-withdraw"}).record
+    page.goto(url)
+    wait_for_row(page, "to-withdraw")
+    open_tab(page, "Submission")
+    page.locator("#ss-submission-id input").click()
+    page.get_by_role("option", name=f"to-withdraw \u00b7 main \u00b7 {record.id}").click()
+    page.locator("#ss-submission-details").get_by_text(record.sha256).wait_for()
+    page.get_by_text("Withdraw this submission").click()
+    page.get_by_label("Reason (optional, shown on the page)").fill("scored the wrong file")
+    page.get_by_label("I want to withdraw this submission; this cannot be undone").check()
+    page.locator("#ss-withdraw").click()
+    page.locator("#ss-withdraw-status").get_by_text("Withdrawn:").wait_for()
+    page.locator("#ss-submission-details").get_by_text("Reason: \u201cscored the wrong file\u201d").wait_for()
+    page.screenshot(path="/tmp/space_submission_withdrawn.png", full_page=True)
+    open_tab(page, "Leaderboard")
+    page.wait_for_function(  # the app refreshed the leaderboard itself: no Refresh click, no reload
+        "() => !(document.querySelector('#ss-leaderboard-main')?.innerText || 'to-withdraw').includes('to-withdraw')"
+    )
+    assert record.id not in {r.id for r in app.store.results("main")}
