@@ -1,43 +1,47 @@
-"""The Leaderboard tab: one table per variant (the paper's Table-2 columns, headline first, the
-rest behind toggles), the detection-bias scatter, and the paper's reported numbers apart.
+"""The Leaderboard tab: one table per variant (rank, model, the paper's headline Table-2 columns
+and the model's metadata; the rest behind toggles), its CSV download, the detection-bias chart,
+and the paper's reported numbers apart.
 
-Tables hold only plain text and numbers (``datatype`` "str"/"number"), so a submitted name is
-shown as text whatever it contains; the one markdown column is the link, built from a URL that
-must match ``SAFE_URL`` (anything else is left out).
+Nothing a submitter typed is ever parsed as HTML or markdown: the table reaches the browser as
+JSON (``table_payload``) and ``leaderboard_table.js`` writes every cell with ``textContent``
+(a link only when it is http(s)); the chart is a Vega-Lite spec whose names are text marks and
+tooltip values. Long names are cut by the browser (CSS ellipsis, Vega's ``limit``) and shown in
+full on hover, so one name cannot widen a column or push the chart's axes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import io
 import math
 import re
+import threading
+import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
+import altair as alt
 import gradio as gr
-import matplotlib
+import pandas as pd
+from gradio.components.plot import PlotData
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from metrics.score import LEADERBOARD_COLUMNS, column_label, leaderboard_row
 
-from metrics.score import LEADERBOARD_COLUMNS, column_label, leaderboard_row  # noqa: E402
-
-from space import about  # noqa: E402
-from space.store import ResultsStore, StoredResult, write_atomic  # noqa: E402
+from space import about
+from space.store import ResultsStore, StoredResult, write_atomic
 
 PAPER_DIR = Path(__file__).with_name("data") / "paper"
 PAPER_TABLES = {"main": "table2_main.tsv", "4vc": "table9_4vc.tsv", "10turn": "table11_10turn.tsv"}
 SAFE_URL = re.compile(r"https?://[^\s<>\"'`\\()\[\]]+")
+TABLE_JS = Path(__file__).with_name("leaderboard_table.js")
 
-META_FRONT = ["Model", "Organisation", "Type", "Weights"]
+RANK, MODEL, VERIFIED = "Rank", "Model", "Verified"
+META = ["Organisation", "Type", "Weights"]
 META_BACK = ["Date", "Link", "Submitted", "Submission id"]
 HEADLINE = [key for key, _, headline in LEADERBOARD_COLUMNS if headline]
 
-#: Toggleable column groups (label -> predicate on a metric key); the headline metrics and the
-#: front metadata are always shown.
+#: Toggleable column groups; rank, model, the headline metrics and the metadata are always shown
+#: (together they fit a 1,200 px wide view).
 GROUP_DETECTION = "Detection per scenario"
 GROUP_LOCALIZATION = "Localization per scenario"
 GROUP_DISCRIMINATION = "Discrimination per source, N@1"
@@ -45,7 +49,10 @@ GROUP_COVERAGE = "Coverage"
 GROUP_CI = "95% CI"
 GROUP_DETAILS = "Date, link, submission"
 GROUPS = [GROUP_CI, GROUP_DETECTION, GROUP_LOCALIZATION, GROUP_DISCRIMINATION, GROUP_COVERAGE, GROUP_DETAILS]
-DEFAULT_GROUPS = [GROUP_DETAILS]
+DEFAULT_GROUPS: list[str] = []
+
+#: A spreadsheet runs a cell starting with one of these as a formula (OWASP's CSV injection list).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _group_of(key: str) -> str | None:
@@ -60,23 +67,24 @@ def _group_of(key: str) -> str | None:
     return GROUP_DISCRIMINATION
 
 
-def _link_cell(url: str) -> str:
-    return f"[link](<{url}>)" if SAFE_URL.fullmatch(url or "") else ""
+def safe_link(url: str) -> str:
+    """``url`` when it is a plain http(s) address the table may link to, else ``""``."""
+    return url if SAFE_URL.fullmatch(url or "") else ""
 
 
 Scored = list[tuple[StoredResult, dict]]
 
 
 def scored(results: Iterable[StoredResult]) -> Scored:
-    """Each result with its flat leaderboard row (computed once per refresh)."""
+    """Each result with its flat leaderboard row (computed once per change of the results)."""
     return [(r, leaderboard_row(r.scores)) for r in results]
 
 
 def _row(result: StoredResult, flat: dict) -> dict:
     m = result.metadata
     row = {
-        "Model": m.model_name, "Organisation": m.organisation, "Type": m.model_type, "Weights": m.access,
-        "Date": m.model_date, "Link": _link_cell(m.link),
+        MODEL: m.model_name, VERIFIED: result.verified, "Organisation": m.organisation, "Type": m.model_type,
+        "Weights": m.access, "Date": m.model_date, "Link": safe_link(m.link),
         "Submitted": dt.datetime.fromtimestamp(result.created_at, dt.UTC).strftime("%Y-%m-%d"),
         "Submission id": result.id,
     }
@@ -95,9 +103,10 @@ def metric_keys(entries: Scored) -> list[str]:
     seen: set[str] = set()
     for _, flat in entries:
         for key, value in flat.items():
-            if key.endswith("_ci") or key in order:
+            if key.endswith("_ci"):
                 continue
-            order.append(key)
+            if key not in order:
+                order.append(key)
             if value is not None:
                 seen.add(key)
     reference = [k for k, _, _ in LEADERBOARD_COLUMNS]
@@ -111,57 +120,186 @@ def metric_keys(entries: Scored) -> list[str]:
 
 
 def leaderboard_frame(entries: Scored, groups: Iterable[str] = DEFAULT_GROUPS) -> tuple[pd.DataFrame, list[str]]:
-    """The table for one variant (``scored(results)``) and the Dataframe datatypes of its
-    columns; sorted by the first headline metric present (best first)."""
+    """The table for one variant (``scored(results)``) and the kind of each column ("rank",
+    "number", "str", "bool" or "link"), best first by the first headline metric present.
+
+    ``Rank`` orders by that metric, ties sharing a rank (1, 2, 2, 4); rows without it have none
+    and come last. ``Verified`` marks the built-in baselines.
+    """
     groups = set(groups)
     keys = metric_keys(entries)
     headline = [k for k in HEADLINE if k in keys]
     detail = [k for k in keys if k not in HEADLINE and _group_of(k) in groups]
     ci = [f"{column_label(k)} 95% CI" for k in headline] if GROUP_CI in groups else []
     back = META_BACK if GROUP_DETAILS in groups else []
-    rows = [_row(r, flat) for r, flat in entries]
-    frame = pd.DataFrame.from_records(rows, columns=META_FRONT + headline + ci + detail + back)
+    columns = [MODEL, VERIFIED] + headline + META + ci + detail + back
+    frame = pd.DataFrame.from_records([_row(r, flat) for r, flat in entries], columns=columns)
+    ranks = pd.Series(pd.NA, index=frame.index, dtype="Int64")
     if headline and len(frame):
         frame = frame.sort_values(headline[0], ascending=False, na_position="last", kind="stable")
-    frame = frame.rename(columns={k: column_label(k) for k in headline + detail})
-    datatypes = [
-        "markdown" if c == "Link" else "number" if c in {column_label(k) for k in headline + detail} else "str"
-        for c in frame.columns
-    ]
-    return frame.reset_index(drop=True), datatypes
+        ranks = frame[headline[0]].rank(method="min", ascending=False).astype("Int64")
+    frame.insert(0, RANK, ranks)
+    numbers = {column_label(k) for k in headline + detail}
+    frame = frame.rename(columns={k: column_label(k) for k in headline + detail}).reset_index(drop=True)
+    kinds = {RANK: "rank", VERIFIED: "bool", "Link": "link"}
+    return frame, [kinds.get(c, "number" if c in numbers else "str") for c in frame.columns]
 
 
-def bias_figure(entries: Scored, variant: str):
-    """Detection bias (the paper's Figure 5): S1 accuracy against the mean of S2 and S3
-    accuracy, one point per submission, with the diagonal of an unbiased judge."""
-    fig, ax = plt.subplots(figsize=(6.4, 5.2), dpi=100)
-    ax.plot([0, 100], [0, 100], color="0.6", linestyle="--", linewidth=1, label="no bias (S1 = mean S2/S3)")
-    markers = {"LALM": "o", "embedding": "s", "other": "^"}
-    plotted = 0
-    for result, row in entries:
-        s1, s2, s3 = row.get("det_s1_acc"), row.get("det_s2_acc"), row.get("det_s3_acc")
-        if None in (s1, s2, s3):
+def _cell(value):
+    """A frame value as JSON: missing values (NaN, NA) become ``None``."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def table_payload(frame: pd.DataFrame, datatypes: list[str], label: str) -> dict:
+    """What ``leaderboard_table.js`` draws: the columns (``Verified`` becomes a mark on the model's
+    cell), their kinds, the rows as plain values and ``verified`` per row."""
+    shown = [i for i, c in enumerate(frame.columns) if c != VERIFIED]
+    return {
+        "label": label,
+        "headers": [frame.columns[i] for i in shown],
+        "datatypes": [datatypes[i] for i in shown],
+        "data": [[_cell(row[i]) for i in shown] for row in frame.itertuples(index=False)],
+        "verified": [bool(v) for v in frame[VERIFIED]] if VERIFIED in frame else [],
+    }
+
+
+def _spreadsheet_safe(value):
+    """A text cell a spreadsheet shows as text: one starting like a formula gets a leading ``'``."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+
+def leaderboard_csv(entries: Scored) -> bytes:
+    """The whole leaderboard of a variant as CSV: every column, full names, ``Verified`` as
+    yes/no, text that a spreadsheet would run as a formula prefixed with ``'``; UTF-8 with a
+    byte-order mark (so spreadsheets read non-Latin names right)."""
+    frame, _ = leaderboard_frame(entries, GROUPS)
+    frame[VERIFIED] = frame[VERIFIED].map({True: "yes", False: "no"})
+    frame = frame.map(_spreadsheet_safe)
+    return frame.to_csv(index=False, lineterminator="\r\n").encode("utf-8-sig")
+
+
+# ---------------------------------------------------------------------------- detection bias chart
+
+CHART_WIDTH, CHART_HEIGHT = 520, 440
+AXIS_DOMAIN = (-4, 104)  # room around 0 and 100 so markers there are drawn whole
+LABEL_FONT_PX, LABEL_LIMIT_PX, MAX_LABELS = 11, 120, 30
+TYPE_COLOURS = {"LALM": "#4c78a8", "embedding": "#f58518", "other": "#54a24b"}
+TYPE_SHAPES = {"LALM": "circle", "embedding": "square", "other": "triangle-up"}
+#: Where a label may sit around its point: name -> (dx, dy, align, baseline, box offset from the point).
+LABEL_SIDES = {
+    "right": (7, 0, "left", "middle", lambda w, h: (7, -h / 2)),
+    "left": (-7, 0, "right", "middle", lambda w, h: (-7 - w, -h / 2)),
+    "above": (0, -8, "center", "bottom", lambda w, h: (-w / 2, -8 - h)),
+    "below": (0, 8, "center", "top", lambda w, h: (-w / 2, 8)),
+}
+
+
+#: Fixed notes on the chart: (S1, mean S2/S3, text, align), kept clear of the labels.
+NOTES = [
+    (100, 25, "biased towards 'consistent'", "right"),
+    (0, 75, "biased towards 'inconsistent'", "left"),
+    (72, 76, "no bias (S1 = mean S2/S3)", "right"),
+]
+NOTE_FONT_PX = 10
+
+
+def _label_width(text: str, font_px: float = LABEL_FONT_PX) -> float:
+    """A generous width in pixels of ``text`` (wide CJK glyphs count double), capped where Vega
+    cuts a label."""
+    em = sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.62 for ch in text)
+    return min(LABEL_LIMIT_PX, em * font_px)
+
+
+def _position(s1: float, s23: float) -> tuple[float, float]:
+    """Where a point is drawn, in pixels from the plot's top left corner."""
+    low, high = AXIS_DOMAIN
+    return (s1 - low) / (high - low) * CHART_WIDTH, (high - s23) / (high - low) * CHART_HEIGHT
+
+
+def place_labels(points: list[dict]) -> None:
+    """Give up to ``MAX_LABELS`` points (in the given order) a ``side`` where their label overlaps
+    no other label and stays inside the plot; the rest are named on hover only (``side`` "")."""
+    placed: list[tuple[float, float, float, float]] = []
+    for s1, s23, text, align in NOTES:
+        (px, py), w, h = _position(s1, s23), _label_width(text, NOTE_FONT_PX), NOTE_FONT_PX + 3
+        left = px - w if align == "right" else px
+        placed.append((left, py - h / 2, left + w, py + h / 2))
+    labelled = 0
+    for point in points:
+        point["side"] = ""
+        if labelled >= MAX_LABELS:
             continue
-        y = (s2 + s3) / 2
-        ax.scatter([s1], [y], marker=markers.get(result.metadata.model_type, "^"), s=40, zorder=3)
-        ax.annotate(
-            result.metadata.model_name[:40], (s1, y), xytext=(4, 4), textcoords="offset points",
-            fontsize=8, parse_math=False,
-        )
-        plotted += 1
-    ax.set_xlim(0, 100)
-    ax.set_ylim(0, 100)
-    ax.set_aspect("equal")
-    ax.set_xlabel("S1 accuracy (%)  [says 'consistent' on consistent dialogues]")
-    ax.set_ylabel("mean of S2 and S3 accuracy (%)")
-    ax.set_title(f"Detection bias on this build ({variant}); {plotted} submission(s)", fontsize=10)
-    ax.text(97, 4, "biased towards\n'consistent'", ha="right", va="bottom", fontsize=8, color="0.4")
-    ax.text(3, 96, "biased towards\n'inconsistent'", ha="left", va="top", fontsize=8, color="0.4")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+        (px, py), w, h = _position(point["s1"], point["s23"]), _label_width(point["model"]), LABEL_FONT_PX + 3
+        for side, (*_, offset) in LABEL_SIDES.items():
+            ox, oy = offset(w, h)
+            box = (px + ox, py + oy, px + ox + w, py + oy + h)
+            inside = box[0] >= 0 and box[1] >= 0 and box[2] <= CHART_WIDTH and box[3] <= CHART_HEIGHT
+            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                point["side"] = side
+                placed.append(box)
+                labelled += 1
+                break
+
+
+def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
+    """Detection bias (the paper's Figure 5): S1 accuracy against the mean of S2 and S3 accuracy,
+    one point per submission (best ranked labelled first), with the diagonal of an unbiased judge.
+
+    Drawn by the browser as SVG in the page's text colour (``currentColor``), so it follows the
+    light or dark theme and writes names in the browser's fonts.
+    """
+    frame, _ = leaderboard_frame(entries, [GROUP_DETECTION])
+    points = []
+    for row in frame.itertuples(index=False):
+        row = dict(zip(frame.columns, row))
+        s1, s2, s3 = (row.get(column_label(f"det_{s}_acc")) for s in ("s1", "s2", "s3"))
+        if any(v is None or pd.isna(v) for v in (s1, s2, s3)):
+            continue
+        points.append({
+            "model": row[MODEL], "organisation": row["Organisation"], "type": row["Type"],
+            "verified": "yes" if row[VERIFIED] else "no", "rank": _cell(row[RANK]),
+            "s1": s1, "s23": round((s2 + s3) / 2, 1),
+        })
+    place_labels(points)
+    x = alt.X("s1:Q", title="S1 accuracy (%), says 'consistent' on consistent dialogues",
+              scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
+    y = alt.Y("s23:Q", title="mean of S2 and S3 accuracy (%)",
+              scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
+    data = pd.DataFrame(points, columns=["model", "organisation", "type", "verified", "rank", "s1", "s23", "side"])
+    diagonal = alt.Chart(alt.Data(values=[{"s1": 0, "s23": 0}, {"s1": 100, "s23": 100}])).mark_line(
+        strokeDash=[5, 4], color="#888", strokeWidth=1, aria=False).encode(x, y)
+    notes = alt.Chart(pd.DataFrame(NOTES, columns=["s1", "s23", "text", "align"]))
+    layers = [diagonal] + [
+        notes.transform_filter(alt.datum.align == align).mark_text(align=align, fontSize=NOTE_FONT_PX, color="#888", aria=False)
+        .encode(x, y, text="text:N") for align in ("left", "right")
+    ]
+    types = list(TYPE_COLOURS)
+    tooltip = [alt.Tooltip("model:N", title="Model"), alt.Tooltip("organisation:N", title="Organisation"),
+               alt.Tooltip("type:N", title="Type"), alt.Tooltip("verified:N", title="Verified"),
+               alt.Tooltip("rank:Q", title="Rank"), alt.Tooltip("s1:Q", title="S1 accuracy", format=".1f"),
+               alt.Tooltip("s23:Q", title="mean S2/S3 accuracy", format=".1f")]
+    layers.append(alt.Chart(data).mark_point(filled=True, size=70, opacity=0.85).encode(
+        x, y, tooltip=tooltip, description="model:N",  # what a screen reader says of a point: its name
+        color=alt.Color("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_COLOURS.values()))),
+        shape=alt.Shape("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_SHAPES.values()))),
+    ))
+    for side, (dx, dy, align, baseline, _) in LABEL_SIDES.items():
+        layers.append(alt.Chart(data).transform_filter(alt.datum.side == side).mark_text(
+            align=align, baseline=baseline, dx=dx, dy=dy, fontSize=LABEL_FONT_PX, limit=LABEL_LIMIT_PX,
+            color="currentColor", aria=False).encode(x, y, text="model:N", tooltip=tooltip))
+    return alt.layer(*layers).properties(
+        width=CHART_WIDTH, height=CHART_HEIGHT, background="transparent",
+        title=f"Detection bias on this build ({variant}); {len(points)} submission(s)",
+        usermeta={"embedOptions": {"renderer": "svg", "actions": {"export": True, "source": False,
+                                                                  "compiled": False, "editor": False}}},
+    ).configure(font="ui-sans-serif, system-ui, sans-serif").configure_axis(
+        labelColor="currentColor", titleColor="currentColor", tickColor="currentColor",
+        domainColor="currentColor", gridColor="currentColor", gridOpacity=0.15,
+    ).configure_legend(labelColor="currentColor", titleColor="currentColor", orient="bottom").configure_title(
+        color="currentColor", fontSize=13, fontWeight="normal",
+    ).configure_view(stroke="currentColor", strokeOpacity=0.3)
 
 
 def paper_frame(variant: str) -> pd.DataFrame:
@@ -186,30 +324,71 @@ def one_decimal(frame: pd.DataFrame, datatypes: list[str]):
 
 LEADERBOARD_CSS = """
 .ss-leaderboard table td, .ss-leaderboard table th { font-variant-numeric: tabular-nums; }
+.ss-lb-bar { display: flex; flex-wrap: wrap; gap: 0.5em 1em; align-items: center; justify-content: space-between;
+  margin-bottom: 0.4em; color: var(--body-text-color); }
+.ss-lb-bar .ss-lb-label { font-weight: 600; }
+.ss-lb-bar input { padding: 0.25em 0.5em; border: 1px solid var(--border-color-primary); border-radius: var(--radius-sm);
+  background: var(--input-background-fill); color: var(--body-text-color); min-width: 12em; }
+.ss-lb-scroll { max-height: 600px; overflow: auto; border: 1px solid var(--border-color-primary);
+  border-radius: var(--radius-lg); }
+.ss-lb-scroll table { border-collapse: separate; border-spacing: 0; width: max-content; min-width: 100%;
+  font-size: var(--text-sm); margin: 0; }
+.ss-lb-scroll th, .ss-lb-scroll td { padding: 5px 6px; border: 0; border-bottom: 1px solid var(--border-color-primary);
+  text-align: left; white-space: nowrap; background: var(--background-fill-primary); color: var(--body-text-color); }
+.ss-lb-scroll tbody tr:nth-child(even) td { background: var(--table-even-background-fill, var(--background-fill-secondary)); }
+.ss-lb-scroll thead th { position: sticky; top: 0; z-index: 3; background: var(--background-fill-secondary); }
+.ss-lb-scroll th button { all: unset; display: block; width: 100%; cursor: pointer; font-weight: 600; }
+.ss-lb-scroll th button:focus-visible { outline: 2px solid var(--color-accent); }
+.ss-lb-scroll .ss-num { text-align: right; }
+.ss-lb-scroll .ss-clip { display: block; max-width: 8em; overflow: hidden; text-overflow: ellipsis; }
+.ss-lb-scroll .ss-model .ss-clip { display: inline-block; vertical-align: bottom; max-width: 12em; }
+.ss-lb-scroll .ss-verified { color: var(--color-accent); font-weight: 700; margin-right: 0.3em; }
+.ss-lb-scroll .ss-rank { position: sticky; left: 0; z-index: 2; box-sizing: border-box; width: 3.6em; min-width: 3.6em; }
+.ss-lb-scroll .ss-model { position: sticky; left: 3.6em; z-index: 2; }
+.ss-lb-scroll thead .ss-rank, .ss-lb-scroll thead .ss-model { z-index: 4; }
+@media (max-width: 640px) {
+  .ss-lb-scroll .ss-model .ss-clip { max-width: 7.5em; }
+  .ss-lb-scroll th, .ss-lb-scroll td { padding: 4px 5px; }
+  .ss-lb-scroll table { width: auto; }
+  .ss-lb-scroll thead th.ss-num { white-space: normal; min-width: 3.2em; }
+}
+.ss-bias { color: var(--body-text-color); }
+.ss-bias svg { max-width: 100%; height: auto; }
 """
 
 
-def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], figure_dir: Path):
-    """One sub-tab per variant with its table, column toggles, scatter and the paper's table.
-    The scatter is drawn once per change of the results, as a PNG in ``figure_dir``.
+@dataclass(frozen=True)
+class VariantView:
+    """What one set of results shows: the scored entries, the chart and the CSV file."""
+
+    ids: tuple[str, ...]
+    entries: Scored
+    chart: PlotData
+    csv_path: Path
+
+
+def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], export_dir: Path):
+    """One sub-tab per variant with its table, column toggles, CSV download, chart and the paper's
+    table. Entries, chart and CSV (``export_dir/speakersleuth-<variant>.csv``) are made again only
+    when the results change.
 
     Returns ``refresh(*groups_per_variant)`` and its inputs/outputs, so the app refreshes the tab
     on page load and after a submission.
     """
-    tables, toggles, plots = [], [], []
+    tables, toggles, plots, downloads = [], [], [], []
     for variant in variants:
         with gr.Tab(variant, id=f"lb-{variant}"):
             if variant not in available:
                 gr.Markdown(f"The dataset this Space serves has no `{variant}` variant; submissions for it are not possible.")
             toggle = gr.CheckboxGroup(GROUPS, value=DEFAULT_GROUPS, label="Show more columns")
-            table = gr.Dataframe(
-                value=pd.DataFrame(columns=META_FRONT), interactive=False, show_search="search", pinned_columns=1,
-                label=f"Submissions on this build ({variant})", elem_id=f"ss-leaderboard-{variant}",
-                elem_classes="ss-leaderboard", max_height=600,
+            table = gr.HTML(
+                None, html_template='<div class="ss-lb"></div>', js_on_load=TABLE_JS.read_text(encoding="utf-8"),
+                elem_id=f"ss-leaderboard-{variant}", elem_classes="ss-leaderboard", padding=False,
             )
+            with gr.Row():
+                download = gr.DownloadButton(f"Download CSV ({variant}): all columns", size="sm", elem_id=f"ss-csv-{variant}")
             with gr.Accordion("Detection bias (S1 vs mean S2/S3 accuracy)", open=True):
-                plot = gr.Image(show_label=False, type="filepath", format="png", interactive=False,
-                                buttons=["download"], elem_id=f"ss-bias-{variant}")
+                plot = gr.Plot(show_label=False, elem_id=f"ss-bias-{variant}", elem_classes="ss-bias")
             with gr.Accordion("Reported in the paper, on the original data (not this build)", open=False):
                 gr.Markdown(f"{about.PAPER_NOTE}\n*{paper_caption(variant)}*")
                 paper = paper_frame(variant)
@@ -220,24 +399,29 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
             tables.append(table)
             toggles.append(toggle)
             plots.append(plot)
+            downloads.append(download)
 
-    figures: dict[str, tuple[tuple[str, ...], str]] = {}  # variant -> (result ids, PNG path)
+    views: dict[str, VariantView] = {}
+    lock = threading.Lock()
+
+    def view_of(variant: str) -> VariantView:
+        results = store.results(variant)
+        ids = tuple(r.id for r in results)
+        with lock:
+            view = views.get(variant)
+            if view is None or view.ids != ids:
+                entries = scored(results)
+                chart = PlotData(type="altair", plot=bias_figure(entries, variant).to_json(indent=None))
+                csv_path = export_dir / f"speakersleuth-{variant}.csv"
+                write_atomic(csv_path, leaderboard_csv(entries))
+                view = views[variant] = VariantView(ids, entries, chart, csv_path)
+        return view
 
     def refresh_variant(variant: str, groups: list[str]):
-        entries = scored(store.results(variant))
-        frame, datatypes = leaderboard_frame(entries, groups)
-        shown = one_decimal(frame, datatypes)
-        ids = tuple(r.id for r, _ in entries)
-        if variant not in figures or figures[variant][0] != ids:  # redraw only when results changed
-            buffer = io.BytesIO()
-            bias_figure(entries, variant).savefig(buffer, format="png")
-            digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]
-            path = figure_dir / f"bias-{variant}-{digest}.png"
-            write_atomic(path, buffer.getvalue())
-            if variant in figures and figures[variant][1] != str(path):
-                Path(figures[variant][1]).unlink(missing_ok=True)  # served from Gradio's cache by now
-            figures[variant] = (ids, str(path))
-        return gr.update(value=shown, datatype=datatypes), figures[variant][1]
+        view = view_of(variant)
+        frame, datatypes = leaderboard_frame(view.entries, groups)
+        payload = table_payload(frame, datatypes, f"Submissions on this build ({variant}): {len(frame)}")
+        return gr.update(value=payload), view.chart, str(view.csv_path)
 
     def refresh(*groups):
         out = []
@@ -245,7 +429,7 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
             out += refresh_variant(variant, selected)
         return out
 
-    outputs = [c for pair in zip(tables, plots) for c in pair]
-    for variant, toggle, table, plot in zip(variants, toggles, tables, plots):
-        toggle.change(lambda g, v=variant: refresh_variant(v, g), toggle, [table, plot], api_name=False)
+    outputs = [c for triple in zip(tables, plots, downloads) for c in triple]
+    for variant, toggle, table, plot, download in zip(variants, toggles, tables, plots, downloads):
+        toggle.change(lambda g, v=variant: refresh_variant(v, g), toggle, [table, plot, download], api_name=False)
     return refresh, toggles, outputs

@@ -428,7 +428,9 @@ def build_submit_tab(submitter: Submitter):
     config = submitter.config
     gr.Markdown(
         f"Upload one predictions JSONL file for one variant (format in the About tab). Limits: "
-        f"{config.max_bytes / 1e6:g} MB, {config.max_lines:,} lines, {config.rate_limit} accepted submissions per "
+        # the size as Gradio's upload box words its refusal (1024-based, one decimal, "Mb"), and exact
+        f"{config.max_bytes / 2**20:.1f} Mb ({config.max_bytes:,} bytes), {config.max_lines:,} lines, "
+        f"{config.rate_limit} accepted submissions per "
         f"{_duration(config.rate_window_s)} per user. The file is validated and scored at once; "
         f"an identical file submitted again is recognised."
     )

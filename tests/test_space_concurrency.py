@@ -52,9 +52,9 @@ def test_parallel_submissions_lose_nothing(served):
         assert app.store.predictions(r.id) == parse_submission(path.read_bytes(), gold).canonical()
 
     table = client.predict([], [], [], api_name="/leaderboard")[0]["value"]
-    assert sorted(row[0] for row in table["data"]) == [f"parallel-{i:02d}" for i in range(N)]
-    balanced = table["headers"].index("Det Bal Acc")
-    by_name = {row[0]: row[balanced] for row in table["data"]}
+    model, balanced = table["headers"].index("Model"), table["headers"].index("Det Bal Acc")
+    assert sorted(row[model] for row in table["data"]) == [f"parallel-{i:02d}" for i in range(N)]
+    by_name = {row[model]: row[balanced] for row in table["data"]}
     for r in stored:
         assert by_name[r.metadata.model_name] == round(r.scores["detection"]["balanced_accuracy"], 1)
     again = client.predict(handle_file(str(files[0])), "main", "again", "org", "other", "open", "", "", api_name="/submit")
