@@ -58,7 +58,7 @@ class SpaceApp:
 
     @property
     def public_dir(self) -> Path:
-        """Files the server may send to browsers (example submissions, rendered figures)."""
+        """Files the server may send to browsers (example submissions, leaderboard CSV files)."""
         return public_dir(self.config)
 
 
@@ -98,7 +98,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         with gr.Tabs() as tabs:
             with gr.Tab("Leaderboard", id="leaderboard"):
                 refresh, toggles, lb_outputs = build_leaderboard_tab(
-                    store, list(ssd.VARIANTS), variants, public_dir(config) / "figures"
+                    store, list(ssd.VARIANTS), variants, public_dir(config) / "exports"
                 )
                 refresh_button = gr.Button("Refresh", size="sm")
             with gr.Tab("Submit", id="submit"):
