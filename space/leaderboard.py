@@ -121,7 +121,7 @@ def metric_keys(entries: Scored) -> list[str]:
 
 def leaderboard_frame(entries: Scored, groups: Iterable[str] = DEFAULT_GROUPS) -> tuple[pd.DataFrame, list[str]]:
     """The table for one variant (``scored(results)``) and the kind of each column ("rank",
-    "number", "str", "bool" or "link"), best first by the first headline metric present.
+    "number", "str", "bool", "link" or "submission"), best first by the first headline metric present.
 
     ``Rank`` orders by that metric, ties sharing a rank (1, 2, 2, 4); rows without it have none
     and come last. ``Verified`` marks the built-in baselines.
@@ -141,7 +141,7 @@ def leaderboard_frame(entries: Scored, groups: Iterable[str] = DEFAULT_GROUPS) -
     frame.insert(0, RANK, ranks)
     numbers = {column_label(k) for k in headline + detail}
     frame = frame.rename(columns={k: column_label(k) for k in headline + detail}).reset_index(drop=True)
-    kinds = {RANK: "rank", VERIFIED: "bool", "Link": "link"}
+    kinds = {RANK: "rank", VERIFIED: "bool", "Link": "link", "Submission id": "submission"}
     return frame, [kinds.get(c, "number" if c in numbers else "str") for c in frame.columns]
 
 

@@ -2,7 +2,8 @@
 // ({label, headers, datatypes, data, verified}); run by gr.HTML's js_on_load with `element`,
 // `props` and `watch`.
 // Every value is written with textContent or as an attribute, never parsed as HTML; a link cell
-// links only to an http(s) address. Text cells are cut by CSS and carry their full text in `title`.
+// links only to an http(s) address, a submission id to its page (?submission=<id>). Text cells
+// are cut by CSS and carry their full text in `title`.
 // A click on a column header sorts by it (numbers best first, then the other way); empty cells
 // stay last in both directions, ties keep the server's order (the rank). Rows are added PAGE at
 // a time as the table scrolls, so a long leaderboard draws (and sorts) as fast as a short one.
@@ -64,6 +65,12 @@ function cell(table, row, col) {
       a.rel = "noopener noreferrer nofollow ugc";
       td.append(a);
     }
+  } else if (kind === "submission") {
+    const a = document.createElement("a");
+    a.href = `?submission=${encodeURIComponent(value)}`;
+    a.textContent = value;
+    a.title = "This submission's page: its breakdown, metadata and predictions";
+    td.append(a);
   } else {
     const text = document.createElement("span");
     text.className = "ss-clip";

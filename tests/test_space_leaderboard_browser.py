@@ -135,7 +135,7 @@ def test_narrow_screen_shows_rank_model_and_headline_metrics(browser, served):
     page.screenshot(path="/tmp/space_lb_390.png", full_page=True)
     rights = page.evaluate("t => Array.from(document.querySelectorAll(t + ' thead th')).map(th => th.getBoundingClientRect().right)", TABLE)
     visible = [h for h, right in zip(DEFAULT_HEADERS, rights) if right <= 390]
-    assert visible[:4] == ["Rank", "Model", "Det Bal Acc", "Loc Bal F1"], visible  # two columns showed before
+    assert visible == DEFAULT_HEADERS[:6], visible  # two columns showed before; the headline metrics come first
     page.close()
 
 
@@ -233,3 +233,16 @@ def test_the_form_states_the_upload_limit_as_the_upload_refusal_does(page, serve
     stated = refusal.inner_text().split("maximum allowed size of ")[1].split(":")[0]  # Gradio's words: "1.4 Mb"
     assert stated == "1.4 Mb"
     assert page.get_by_text(f"Limits: {stated} (1,500,000 bytes)").count() == 1
+
+
+def test_a_submission_id_links_to_its_page(browser, served):
+    url, _ = served
+    page = open_page(browser, url)
+    page.get_by_label("Date, link, submission").first.check()
+    link = page.locator(f"{TABLE} tbody tr", has_text="baseline").get_by_role("link", name="main-")
+    submission_id = link.inner_text()
+    link.click()
+    page.locator("#ss-submission-details").get_by_text("baseline").first.wait_for()
+    assert page.url.endswith(f"?submission={submission_id}")
+    assert page.get_by_role("tab", name="Submission", exact=True).get_attribute("aria-selected") == "true"
+    page.close()
