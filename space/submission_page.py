@@ -143,14 +143,8 @@ class SubmissionPage:
         """On page load: with ``?submission=<id>``, the Submission tab showing it; else nothing.
         Outputs: the ``gr.Tabs``, then ``SubmissionTab.chooser`` and ``SubmissionTab.outputs``."""
         text = dict(request.query_params).get(QUERY_PARAMETER)
-        return [gr.skip()] * 5 if text is None else self._open(text)
-
-    def open_selected(self, event: gr.SelectData):
-        """A leaderboard row clicked (its submission id as the event's value): the Submission tab
-        showing it; outputs as ``open_link``."""
-        return self._open(event.value)
-
-    def _open(self, text: object):
+        if text is None:
+            return [gr.skip()] * 5
         try:
             chosen = parse_id(text)
         except ValueError:

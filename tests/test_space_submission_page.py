@@ -105,7 +105,7 @@ def test_parse_id_names_what_is_wrong():
     assert parse_id("10turn-0123456789abcdef") == "10turn-0123456789abcdef"
 
 
-def test_a_link_or_a_clicked_row_opens_the_tab_on_its_id_and_a_plain_load_changes_nothing(page, gold):
+def test_a_link_with_an_id_opens_the_tab_on_it_and_a_plain_load_changes_nothing(page, gold):
     record = page.submitter.submit(predictions(gold, 2), "main", FORM).record
     tabs, chooser, details, _, download = page.open_link(request(submission=record.id))
     assert tabs.selected == "submission" and chooser.value == record.id
@@ -113,8 +113,6 @@ def test_a_link_or_a_clicked_row_opens_the_tab_on_its_id_and_a_plain_load_change
     tabs, chooser, details, *_ = page.open_link(request(submission="../x"))
     assert tabs.selected == "submission" and chooser.value is None and "not an id" in details
     assert page.open_link(request()) == [gr.skip()] * 5
-    tabs, chooser, details, *_ = page.open_selected(gr.SelectData(None, {"index": [0, 1], "value": record.id}))
-    assert tabs.selected == "submission" and chooser.value == record.id and record.sha256 in details
 
 
 def test_the_chooser_lists_the_leaderboard_newest_first(page, gold):
