@@ -398,7 +398,7 @@ def breakdown_frame(scores: dict[str, Any]) -> pd.DataFrame:
 
 def result_html(result: SubmitResult) -> str:
     """The status box: the message and every error, all escaped."""
-    css = {"accepted": "ss-ok", "duplicate": "ss-info"}.get(result.status, "ss-bad")
+    css = {"accepted": "ss-ok", "withdrawn": "ss-ok", "duplicate": "ss-info"}.get(result.status, "ss-bad")
     parts = [f'<div class="ss-status {css}"><p>{html.escape(result.message)}</p>']
     if result.errors:
         items = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)

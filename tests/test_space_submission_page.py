@@ -127,12 +127,12 @@ def test_only_the_submitting_address_withdraws_and_the_page_says_so(page, gold):
     status, *_ = page.withdraw(record.id, "typo", False, request("10.0.0.1"))
     assert "Tick the box" in status and page.submitter.store.results() == [record]
     status, details, *_ = page.withdraw(record.id, "not mine", True, request("10.0.0.2"))
-    assert "only its submitter can withdraw it" in status and "Withdrawn" not in details
+    assert "only its submitter can withdraw it" in status and "ss-bad" in status and "Withdrawn" not in details
     assert page.submitter.store.results() == [record]
     status, *_ = page.withdraw("../x", "", True, request("10.0.0.1"))
     assert "not an id" in status
     status, details, breakdown, _ = page.withdraw(f" {record.id}", "wrong <variant>", True, request("10.0.0.1"))
-    assert "Withdrawn:" in status and page.submitter.store.results() == []
+    assert "Withdrawn:" in status and "ss-ok" in status and page.submitter.store.results() == []
     assert "<b>Withdrawn</b> by its submitter on " in details and "Reason: \u201cwrong &lt;variant&gt;\u201d" in details
     assert breakdown.equals(breakdown_frame(record.scores))  # the page and its scores stay
     status, *_ = page.withdraw(record.id, "", True, request("10.0.0.1"))
