@@ -17,7 +17,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import altair as alt
@@ -359,12 +359,14 @@ LEADERBOARD_CSS = """
 
 @dataclass(frozen=True)
 class VariantView:
-    """What one set of results shows: the scored entries, the chart and the CSV file."""
+    """What one set of results shows: the scored entries, the chart, the CSV file and the table
+    payload per choice of column groups (made on first use)."""
 
     ids: tuple[str, ...]
     entries: Scored
     chart: PlotData
     csv_path: Path
+    tables: dict[tuple[str, ...], dict] = field(default_factory=dict)
 
 
 def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], export_dir: Path):
@@ -419,9 +421,11 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
 
     def refresh_variant(variant: str, groups: list[str]):
         view = view_of(variant)
-        frame, datatypes = leaderboard_frame(view.entries, groups)
-        payload = table_payload(frame, datatypes, f"Submissions on this build ({variant}): {len(frame)}")
-        return gr.update(value=payload), view.chart, str(view.csv_path)
+        key = tuple(sorted(groups))
+        if key not in view.tables:
+            frame, datatypes = leaderboard_frame(view.entries, groups)
+            view.tables[key] = table_payload(frame, datatypes, f"Submissions on this build ({variant}): {len(frame)}")
+        return gr.update(value=view.tables[key]), view.chart, str(view.csv_path)
 
     def refresh(*groups):
         out = []
