@@ -10,6 +10,7 @@
 const PAGE = 100;
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 const VERIFIED_TITLE = "Verified: a built-in baseline scored by the Space itself";
+let sortName = null; // the sorted column's header, kept when a refresh adds or removes columns
 let sortColumn = null;
 let descending = false;
 let query = "";
@@ -121,6 +122,7 @@ function sortBy(table, col) {
   if (sortColumn === col) descending = !descending;
   else descending = kind === "number";
   sortColumn = col;
+  sortName = table.headers[col];
   drawBody(table);
 }
 
@@ -132,7 +134,8 @@ function draw() {
     parts = null;
     return;
   }
-  if (sortColumn !== null && sortColumn >= table.headers.length) sortColumn = null;
+  sortColumn = table.headers.indexOf(sortName);
+  if (sortColumn < 0) sortColumn = null;
   const bar = document.createElement("div");
   bar.className = "ss-lb-bar";
   const label = document.createElement("span");
@@ -153,6 +156,7 @@ function draw() {
   const scroll = document.createElement("div");
   scroll.className = "ss-lb-scroll";
   const grid = document.createElement("table");
+  grid.setAttribute("aria-label", table.label || "");
   const head = document.createElement("thead");
   const headRow = document.createElement("tr");
   const heads = table.headers.map((name, col) => {

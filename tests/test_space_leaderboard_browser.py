@@ -153,6 +153,19 @@ def test_a_header_click_sorts_with_empty_values_last_both_ways(page):
     assert names.index("baseline") < names.index("partial") < names.index(LONG)
 
 
+def test_the_sort_stays_on_its_column_when_more_columns_are_shown(browser, served):
+    url, _ = served
+    page = open_page(browser, url)
+    page.get_by_label("Date, link, submission").first.check()
+    header = page.locator(f"{TABLE} thead th", has_text="Submission id")
+    header.click()
+    page.get_by_label("95% CI").first.check()  # its columns come before the submission id
+    page.locator(f"{TABLE} thead th", has_text="Det Bal Acc 95% CI").wait_for()
+    assert header.get_attribute("aria-sort") == "ascending"
+    assert page.locator(f"{TABLE} thead th[aria-sort=ascending]").count() == 1
+    page.close()
+
+
 def test_ranks_and_the_verified_mark(page):
     page.locator(f"{TABLE} thead th", has_text="Rank").click()
     ranks = column(page, "Rank")
