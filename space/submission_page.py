@@ -24,8 +24,9 @@ from space.leaderboard import safe_link
 from space.store import StoredResult, write_atomic
 from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, breakdown_frame, client_address, result_html
 
-#: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256.
-ID_PATTERN = re.compile(rf"(?:{'|'.join(map(re.escape, ssd.VARIANTS))})-[0-9a-f]{{16}}")
+#: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256
+#: (lower case in the store; any case is accepted, ASCII letters only).
+ID_PATTERN = re.compile(rf"(?:{'|'.join(map(re.escape, ssd.VARIANTS))})-[0-9a-f]{{16}}", re.ASCII | re.IGNORECASE)
 ID_EXAMPLE = "main-0123456789abcdef"
 MAX_ID_CHARS = 64
 QUERY_PARAMETER = "submission"
@@ -43,10 +44,11 @@ SUBMISSION_CSS = """
 
 
 def parse_id(text: object) -> str:
-    """The submission id in ``text`` (surrounding spaces ignored); ``ValueError`` with one message
-    when it is empty or not shaped like an id (nothing of ``text`` is echoed: it may be anything).
+    """The submission id in ``text`` in lower case, as the store writes it (surrounding spaces
+    ignored, any case accepted); ``ValueError`` with one message when it is empty or not shaped like
+    an id (nothing of ``text`` is echoed: it may be anything).
 
-    >>> parse_id(" main-0123456789abcdef ")
+    >>> parse_id(" main-0123456789ABCDEF ")
     'main-0123456789abcdef'
     >>> parse_id("../x")
     Traceback (most recent call last):
@@ -64,7 +66,7 @@ def parse_id(text: object) -> str:
         variants = ", ".join(ssd.VARIANTS[:-1]) + f" or {ssd.VARIANTS[-1]}"
         raise ValueError(f"The submission id is not an id: an id is a variant ({variants}), a dash and 16 "
                          f"hexadecimal digits, e.g. {ID_EXAMPLE}.")
-    return value
+    return value.lower()
 
 
 def _utc(timestamp: float) -> str:
@@ -140,10 +142,11 @@ class SubmissionPage:
         return _message_html(message), pd.DataFrame(columns=BREAKDOWN_COLUMNS), gr.DownloadButton(value=None, visible=False)
 
     def open_link(self, request: gr.Request):
-        """On page load: with ``?submission=<id>``, the Submission tab showing it; else nothing.
-        Outputs: the ``gr.Tabs``, then ``SubmissionTab.chooser`` and ``SubmissionTab.outputs``."""
-        text = dict(request.query_params).get(QUERY_PARAMETER)
-        if text is None:
+        """On page load: with ``?submission=<id>``, the Submission tab showing it; without it, or
+        with an empty value, nothing. Outputs: the ``gr.Tabs``, then ``SubmissionTab.chooser`` and
+        ``SubmissionTab.outputs``."""
+        text = dict(request.query_params).get(QUERY_PARAMETER) or ""
+        if not text.strip():
             return [gr.skip()] * 5
         try:
             chosen = parse_id(text)

@@ -26,7 +26,7 @@ XSS = "<img src=x onerror=alert(1)>"
 FORM = {"model_name": XSS, "organisation": "lab & co", "model_type": "embedding", "access": "proprietary",
         "link": "https://example.org/a?b=1&c=2", "model_date": "2025-06"}
 ODD_IDS = ["", "   ", None, "x" * 100_000, "main-\x00123456789abcdef", "../x", "..\\x", "/etc/passwd",
-           "main-0123456789ABCDEF", "main-0123456789abcdeg", "other-0123456789abcdef", "main-\ud800",
+           "main-0123456789abcdeg", "other-0123456789abcdef", "main-\ud800",
            "main-0123456789abcdef/../../x", "main-0123456789abcdef\n<b>"]
 
 
@@ -103,6 +103,9 @@ def test_parse_id_names_what_is_wrong():
     with pytest.raises(ValueError, match="Enter a submission id"):
         parse_id(" ")
     assert parse_id("10turn-0123456789abcdef") == "10turn-0123456789abcdef"
+    assert parse_id("Main-0123456789ABCDEF") == "main-0123456789abcdef"  # ids are lower case; any case is accepted
+    with pytest.raises(ValueError, match="not an id"):
+        parse_id("ma\u0131n-0123456789abcdef")  # a dotless i matches "i" in Unicode's case folding
 
 
 def test_a_link_with_an_id_opens_the_tab_on_it_and_a_plain_load_changes_nothing(page, gold):
@@ -113,6 +116,15 @@ def test_a_link_with_an_id_opens_the_tab_on_it_and_a_plain_load_changes_nothing(
     tabs, chooser, details, *_ = page.open_link(request(submission="../x"))
     assert tabs.selected == "submission" and chooser.value is None and "not an id" in details
     assert page.open_link(request()) == [gr.skip()] * 5
+
+
+def test_a_link_takes_an_id_in_any_case_and_an_empty_one_is_no_link(page, gold):
+    record = page.submitter.submit(predictions(gold, 5), "main", FORM).record
+    tabs, chooser, details, _, download = page.open_link(request(submission=record.id.upper()))
+    assert tabs.selected == "submission" and chooser.value == record.id
+    assert record.sha256 in details and download.visible
+    for empty in ("", "  "):
+        assert page.open_link(request(submission=empty)) == [gr.skip()] * 5
 
 
 def test_the_chooser_lists_the_leaderboard_newest_first(page, gold):
