@@ -2,16 +2,17 @@
 
 Two names are *confusable* when they read alike: after Unicode NFKC, case folding and the
 confusable (homoglyph) mapping of Unicode TR39, computed as ICU's skeleton (which also drops
-invisible default-ignorable characters), with any run of spaces and punctuation counted as one
-separator. So "pairwise-resemblyzer", "Pairwise_Resemblyzer", "ｐａｉｒｗｉｓｅ resemblyzer" and
+invisible default-ignorable characters such as U+3164 HANGUL FILLER), with any run of spaces,
+punctuation and symbols that draw as blank (U+2800 BRAILLE PATTERN BLANK) counted as one separator. So "pairwise-resemblyzer", "Pairwise_Resemblyzer", "ｐａｉｒｗｉｓｅ resemblyzer" and
 "раirwise‐resemblyzer" (Cyrillic р and а, a Unicode hyphen) are one name; "pairwise-ecapa",
 "model v1.5" and "model v15" are not.
 
 Who may use a (model name, organisation), ``name_conflicts``:
 
 - the built-in baselines (stored by ``space.seed`` under ``BASELINE_SUBMITTER``, the verified
-  rows) own their model names, whatever the organisation, and the organisation
-  ``BASELINE_ORGANISATION``; their own seeding is never refused;
+  rows) own their model names, whatever the organisation, and any organisation that reads as
+  beginning with "SpeakerSleuth"; their own seeding is never refused;
+- no name may carry a check mark (✓ ✔ ☑ ✅ 🗸 🗹 √), the look of the verified mark;
 - any other pair belongs to the identity that stored it first: that identity may use it again
   (another file, another variant), no other may.
 """
@@ -30,6 +31,10 @@ from space.store import BASELINE_SUBMITTER, Metadata, StoredResult
 BASELINE_ORGANISATION = "SpeakerSleuth baselines"
 
 _SPOOF_CHECKER = icu.SpoofChecker()  # its skeleton is safe to compute from many threads at once
+#: Characters that draw as blank space: White_Space and symbols that look like it (Braille blank,
+#: a null notehead); invisible default-ignorable ones (ZWSP, U+3164) the skeleton drops.
+_BLANK = icu.UnicodeSet(r"[[:White_Space:]\u2800\U0001D159]")
+CHECK_MARKS = frozenset("\u2713\u2714\u2611\u2705\U0001F5F8\U0001F5F9\u221A")
 
 
 def _skeleton(text: str) -> str:
@@ -37,10 +42,11 @@ def _skeleton(text: str) -> str:
 
 
 def _separators_as_one(text: str) -> str:
-    """Every run of spaces and punctuation as one space, none at the ends; a name of nothing
-    else is kept as it is."""
-    words = "".join(" " if unicodedata.category(ch)[0] in "PZ" else ch for ch in text).split()
-    return " ".join(words) or text
+    """Every run of blanks, spaces and punctuation as one space, none at the ends; a name of
+    punctuation only is kept as it is, one of blanks only becomes empty."""
+    spaced = "".join(" " if _BLANK.contains(ch) else ch for ch in text)
+    words = "".join(" " if unicodedata.category(ch)[0] in "PZ" else ch for ch in spaced).split()
+    return " ".join(words) or spaced.strip()
 
 
 @lru_cache(maxsize=8192)
@@ -75,19 +81,21 @@ def name_conflicts(metadata: Metadata, user: str, entries: Iterable[StoredResult
     if user == BASELINE_SUBMITTER:
         return []
     name, organisation = metadata.model_name, metadata.organisation
-    invisible = [f"{field} shows no visible character" for field, text in (("model name", name), ("organisation", organisation))
-                 if text and fold(text) == {""}]
-    if invisible:
-        return invisible
+    fields = (("model name", name), ("organisation", organisation))
+    unusable = [f"{field} shows no visible character" for field, text in fields if text and fold(text) == {""}]
+    unusable += [f"{field} contains a check mark ({' '.join(sorted(CHECK_MARKS & set(text)))}), which looks like the "
+                 "leaderboard's mark of a verified baseline" for field, text in fields if CHECK_MARKS & set(text)]
+    if unusable:
+        return unusable
     entries = list(entries)
     errors = []
     baseline = next((e.metadata.model_name for e in entries if e.verified and confusable(name, e.metadata.model_name)), None)
     if baseline is not None:
         errors.append(f"model name \u201c{name}\u201d reads as the built-in baseline \u201c{baseline}\u201d; "
                       "the baselines' names are reserved")
-    if organisation and confusable(organisation, BASELINE_ORGANISATION):
-        errors.append(f"organisation \u201c{organisation}\u201d reads as \u201c{BASELINE_ORGANISATION}\u201d, "
-                      "which is reserved for the built-in baselines")
+    if organisation and any(form.replace(" ", "").startswith(_RESERVED_ORGANISATION_START) for form in fold(organisation)):
+        errors.append(f"organisation \u201c{organisation}\u201d reads as beginning with \u201cSpeakerSleuth\u201d, "
+                      f"which is reserved for the built-in baselines (\u201c{BASELINE_ORGANISATION}\u201d)")
     owner = min(
         (e for e in entries if not e.verified and confusable(name, e.metadata.model_name)
          and confusable(organisation, e.metadata.organisation)),
@@ -100,6 +108,9 @@ def name_conflicts(metadata: Metadata, user: str, entries: Iterable[StoredResult
             "used first; choose another model name or organisation"
         )
     return errors
+
+
+_RESERVED_ORGANISATION_START = next(iter(fold("SpeakerSleuth")))
 
 
 def _shown(organisation: str) -> str:

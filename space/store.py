@@ -79,6 +79,19 @@ class StoreFull(RuntimeError):
         super().__init__(f"the results store holds {used:,} bytes of predictions; {size:,} more would pass its budget of {budget:,}")
 
 
+class Refused(ValueError):
+    """``add``'s ``admit`` check found reasons (``errors``) not to store a submission."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+#: A check run on every stored record (withdrawn too) under the store's write lock, so what it
+#: decides cannot race another submission; returns the reasons to refuse (none: store it).
+Admit = Callable[[list["StoredResult"]], list[str]]
+
+
 @dataclass(frozen=True)
 class StoredResult:
     """One accepted submission as the leaderboard reads it (without the raw predictions)."""
@@ -130,11 +143,12 @@ class ResultsStore(ABC):
         num_lines: int,
         now: float | None = None,
         budget_bytes: int | None = None,
+        admit: Admit | None = None,
     ) -> tuple[StoredResult, bool]:
         """Store a scored submission atomically; returns ``(record, created)``. When the same
         ``(variant, sha256)`` is already stored (withdrawn or not), nothing is written and the
-        first record comes back with ``created=False``. Raises ``StoreFull`` (nothing written)
-        when the stored predictions would pass ``budget_bytes``."""
+        first record comes back with ``created=False``. Nothing is written either when the stored
+        predictions would pass ``budget_bytes`` (``StoreFull``) or ``admit`` refuses (``Refused``)."""
 
     @abstractmethod
     def find(self, variant: str, sha256: str) -> StoredResult | None:
@@ -268,7 +282,8 @@ class SqliteStore(ResultsStore):
             raise
         con.execute("COMMIT")
 
-    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None):
+    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None,
+            admit=None):
         record = StoredResult(
             id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
             submitter=submitter, created_at=time.time() if now is None else now,
@@ -281,6 +296,8 @@ class SqliteStore(ResultsStore):
             used = self._stored_bytes(con)
             if budget_bytes is not None and used + len(predictions) > budget_bytes:
                 raise StoreFull(used, len(predictions), budget_bytes)
+            if admit is not None and (errors := admit([_row_to_result(r) for r in con.execute(_SELECT)])):
+                raise Refused(errors)
             con.execute(
                 "INSERT INTO submissions (id, variant, sha256, metadata, submitter, created_at, num_lines, scores)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -468,7 +485,8 @@ class HubStore(ResultsStore):
     def _predictions_path(self, variant: str, rid: str) -> Path:
         return self.folder / "predictions" / variant / f"{rid}.jsonl"
 
-    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None):
+    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None,
+            admit=None):
         with self._lock:
             existing = self.index.find(variant, sha256)
             if existing is not None:
@@ -476,6 +494,8 @@ class HubStore(ResultsStore):
             used = self.index.stored_bytes()
             if budget_bytes is not None and used + len(predictions) > budget_bytes:
                 raise StoreFull(used, len(predictions), budget_bytes)
+            if admit is not None and (errors := admit(self.index.results(include_withdrawn=True))):
+                raise Refused(errors)
             record = StoredResult(
                 id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
                 submitter=submitter, created_at=time.time() if now is None else now,

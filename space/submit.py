@@ -37,7 +37,7 @@ from metrics.submission import Gold, SubmissionError, load_gold, parse_submissio
 
 from space.config import SpaceConfig
 from space.names import name_conflicts
-from space.store import Metadata, ResultsStore, StoredResult, StoreFull
+from space.store import Metadata, Refused, ResultsStore, StoredResult, StoreFull
 from space.text import encodable
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ MAX_ERRORS_SHOWN = 200
 N_BOOTSTRAP = 1000
 BREAKDOWN_COLUMNS = ["task", "metric", "value", "95% CI"]
 THIS_MACHINE = "127.0.0.1"
+NAME_REFUSED = "The model name or organisation cannot be used; nothing was scored."
 
 
 class FormError(ValueError):
@@ -236,8 +237,11 @@ class Submitter:
             errors.append("choose a predictions file (.jsonl) to upload")
         if errors:
             return SubmitResult("invalid", "The form is incomplete; nothing was scored.", errors)
-        if taken := name_conflicts(metadata, user, self.store.results(include_withdrawn=True)):
-            return SubmitResult("invalid", "The model name or organisation is taken; nothing was scored.", taken)
+        def admit(stored: list[StoredResult]) -> list[str]:  # again under the store's lock: two identities racing
+            return name_conflicts(metadata, user, stored)    # for one new name cannot both get it
+
+        if taken := admit(self.store.results(include_withdrawn=True)):
+            return SubmitResult("invalid", NAME_REFUSED, taken)
         if not isinstance(data, (bytes, bytearray)):
             if not os.path.isfile(data):
                 return SubmitResult("invalid", "The uploaded file is no longer on the server; upload it again.")
@@ -264,10 +268,12 @@ class Submitter:
         try:
             record, created = self.store.add(
                 variant=variant, sha256=sha256, predictions=canonical, scores=scores, metadata=metadata,
-                submitter=user, num_lines=sub.num_lines, now=self.clock(), budget_bytes=budget,
+                submitter=user, num_lines=sub.num_lines, now=self.clock(), budget_bytes=budget, admit=admit,
             )
         except StoreFull:
             return _store_full()
+        except Refused as refused:
+            return SubmitResult("invalid", NAME_REFUSED, refused.errors)
         if not created:
             return _duplicate(record)
         return SubmitResult("accepted", f"Accepted and scored on the {variant} variant; it is on the leaderboard now.", record=record)

@@ -69,7 +69,10 @@ class InstanceIndex:
         return next((c for c in order if any(r.id == instance_id for r in self.refs(c))), None)
 
     def load(self, config: str, instance_id: str) -> dict[str, Any]:
-        """One instance with its audio (still encoded); ``KeyError`` when the id is not there."""
+        """One instance with its audio (still encoded); ``KeyError`` when the id is not there
+        (checked against the index first: an id is untrusted text, e.g. a lone surrogate)."""
+        if not any(r.id == instance_id for r in self.refs(config)):
+            raise KeyError(instance_id)
         rows = ssd.read_rows(self.root, config, self.split, ids=[instance_id]).to_pylist()
         if not rows:
             raise KeyError(instance_id)

@@ -3,9 +3,11 @@ every one is stored once and the leaderboard shows exactly them."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 from gradio.utils import get_upload_folder
 from gradio_client import Client, handle_file
@@ -74,3 +76,9 @@ def test_view_instance_api_shows_an_instance_of_any_config(served):
     assert f"discrimination / {instance_id}" in shown[0], shown[0]
     unknown = client.predict("discrimination", "no-such-id", api_name="/view_instance")
     assert "No instance" in unknown[0] and "no-such-id" in unknown[0] and "in config discrimination" in unknown[0], unknown[0]
+    # a lone surrogate (the raw JSON escape; gradio_client cannot even encode it) once crashed in pyarrow
+    base = url.rstrip("/")
+    body = json.dumps({"data": ["discrimination", "x\ud800"]})
+    event = httpx.post(f"{base}/gradio_api/call/view_instance", content=body, headers={"Content-Type": "application/json"})
+    stream = httpx.get(f"{base}/gradio_api/call/view_instance/{event.json()['event_id']}", timeout=60).text
+    assert "event: complete" in stream and "No instance" in stream, stream

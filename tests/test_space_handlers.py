@@ -285,8 +285,9 @@ def test_viewer_reads_one_instance_and_escapes_text(dataset):
     assert len(turns) == 4 and len(candidates) == 3 and "gold ranking" in facts
     evil = dict(row, turns=[{**row["turns"][0], "text": "<script>alert(1)</script>"}] + row["turns"][1:])
     assert "<script>" not in viewer.dialogue_html(evil, "detection")
-    with pytest.raises(KeyError):
-        index.load("detection", "missing-id")
+    for missing in ("missing-id", "\ud800"):  # a lone surrogate once reached pyarrow and raised UnicodeEncodeError
+        with pytest.raises(KeyError):
+            index.load("detection", missing)
 
 
 def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import doctest
 import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import gradio as gr
@@ -75,6 +77,7 @@ def seed_baseline(submitter, gold, form, pattern=1):
     "pairwise_resemblyzer", "pairwise resemblyzer", " pairwise -- resemblyzer ",
     "pairwise\ufe0f-resemblyzer", "pair\u3164wise-resemblyzer",  # invisible variation selector, Hangul filler
     "pa\u0131rw\u0131se-resemblyzer",  # dotless i
+    "pairwise-resemblyzer\u2800", "pairwise\u2800resemblyzer\u3000",  # Braille blank, ideographic space
 ])
 def test_look_alikes_fold_to_one_name(look_alike):
     assert names.confusable(look_alike, "pairwise-resemblyzer")
@@ -104,11 +107,13 @@ def test_different_names_stay_different(a, b):
     ({**BASELINE, "organisation": "my lab"}, ["model name"]),  # a baseline's name is reserved whatever the organisation
     ({**FORM, "organisation": "SpeakerSleuth Baselines"}, ["organisation"]),
     ({**FORM, "organisation": "Speaker\u0405leuth_baselines"}, ["organisation"]),  # Cyrillic Ѕ
+    ({**FORM, "organisation": "SpeakerSleuthBaselines"}, ["organisation"]),  # anything starting "SpeakerSleuth"
+    ({**FORM, "organisation": "Speaker Sleuth team\u2800"}, ["organisation"]),
 ])
 def test_baselines_names_and_organisation_are_reserved(seeded, gold, form, fields):
     result = seeded.submit(predictions(gold, 2), "main", form, MALLORY)
     assert result.status == "invalid", result
-    assert result.message == "The model name or organisation is taken; nothing was scored."
+    assert result.message == submit.NAME_REFUSED
     assert len(result.errors) == len(fields)
     for field, error in zip(fields, result.errors):
         assert error.startswith(f"{field} \u201c{form[field.replace(' ', '_')]}\u201d reads as"), error
@@ -163,6 +168,11 @@ def test_a_withdrawn_submission_keeps_its_name(make, gold):
 @pytest.mark.parametrize("form, error", [
     ({**FORM, "model_name": "\u3164"}, "model name shows no visible character"),
     ({**FORM, "organisation": "\u3164\ufe0f"}, "organisation shows no visible character"),
+    ({**FORM, "model_name": "\u2800\u2800"}, "model name shows no visible character"),  # Braille blanks
+    ({**FORM, "model_name": "\u2713 judge"}, "model name contains a check mark (\u2713), which looks like the "
+                                             "leaderboard's mark of a verified baseline"),
+    ({**FORM, "organisation": "lab \u2705"}, "organisation contains a check mark (\u2705), which looks like the "
+                                             "leaderboard's mark of a verified baseline"),
     ({**FORM, "model_name": "j" * 101}, "model name is longer than 100 characters"),
     ({**FORM, "organisation": "o" * 101}, "organisation is longer than 100 characters"),
     ({**FORM, "model_name": "\u0440" * 5_000_000}, "model name is longer than 100 characters"),  # 10 MB of UTF-8
@@ -202,3 +212,23 @@ def test_through_the_api_a_multi_megabyte_name_is_one_refusal_and_a_look_alike_i
 def test_docstring_examples():
     result = doctest.testmod(names)
     assert result.attempted and result.failed == 0
+
+
+def test_identities_racing_for_one_new_name_get_it_once(make, gold, monkeypatch):
+    """Both pass the first check before either is stored (a barrier in scoring holds them there);
+    the check under the store's lock gives the name to one."""
+    submitter = make()
+    barrier = threading.Barrier(2, timeout=30)
+    scorer = submit.score_submission
+
+    def score_together(*args, **kwargs):
+        barrier.wait()
+        return scorer(*args, **kwargs)
+
+    monkeypatch.setattr(submit, "score_submission", score_together)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda i: submitter.submit(predictions(gold, i + 1), "main", FORM, address=f"10.9.0.{i}"), range(2)))
+    assert sorted(r.status for r in results) == ["accepted", "invalid"], results
+    (refused,) = [r for r in results if r.status == "invalid"]
+    assert refused.message == submit.NAME_REFUSED and "another submitter used first" in refused.errors[0]
+    assert len(submitter.store.results()) == 1

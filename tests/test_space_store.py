@@ -18,7 +18,7 @@ import pytest
 
 from space.config import SpaceConfig
 from space.store import (
-    BASELINE_SUBMITTER, HubStore, Metadata, SqliteStore, StoreFull, Withdrawal, open_store, result_id, write_atomic,
+    BASELINE_SUBMITTER, HubStore, Metadata, Refused, SqliteStore, StoreFull, Withdrawal, open_store, result_id, write_atomic,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,6 +236,11 @@ def test_budget_and_withdrawal_on_each_backend(tmp_path, backend):
         store.withdraw(first.id, "local:test", now=6.0)
     assert [r.metadata.model_name for r in store.results()] == ["model 2"]
     assert store.find("main", first.sha256) == withdrawn and store.add(**entry(1))[1] is False
+    seen = []
+    with pytest.raises(Refused, match="name taken"):  # admit sees every record, withdrawn too, and can refuse
+        store.add(**entry(4), admit=lambda stored: seen.extend(stored) or ["name taken"])
+    assert {r.id for r in seen} == {r.id for r in store.results(include_withdrawn=True)} and len(seen) == 2
+    assert store.find("main", entry(4)["sha256"]) is None and len(store.results(include_withdrawn=True)) == 2
 
     store.close()
     reopened = open_backend(2)  # a restart (for the Hub store: the folder comes back from the "Hub")
