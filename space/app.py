@@ -29,6 +29,7 @@ from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
 from space.store import ResultsStore, write_atomic, open_store
 from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
 from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file
+from space.uploads import upload_guard
 from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
 
 logger = logging.getLogger(__name__)
@@ -47,9 +48,10 @@ class SpaceApp:
     blocks: gr.Blocks
 
     def launch(self, **overrides):
-        """``Blocks.launch`` with the Space's settings (caps, CSS, host/port); returns its result."""
+        """``Blocks.launch`` with the Space's settings (caps, upload guard, CSS, host/port); returns its result."""
         kwargs = dict(
             server_name=self.config.host, server_port=self.config.port, max_file_size=self.config.max_bytes,
+            app_kwargs={"middleware": [upload_guard(self.config)]},
             css=CSS, theme=gr.themes.Soft(), allowed_paths=[str(self.public_dir)], show_error=False,
             footer_links=["api"],
         )

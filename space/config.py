@@ -12,6 +12,8 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_MAX_LINES``    most lines accepted in one file (default 200,000)
 ``SPEAKERSLEUTH_STORE_BUDGET`` most bytes of (canonical) predictions the store keeps (default 1 GB)
 ``SPEAKERSLEUTH_UPLOAD_TTL``   seconds an upload that was never submitted stays on disk (default 3600)
+``SPEAKERSLEUTH_UPLOAD_BUDGET`` bytes one network address may upload per UPLOAD_TTL (default 10 x MAX_BYTES)
+``SPEAKERSLEUTH_UPLOAD_CAP``   most bytes Gradio's upload folder may hold; uploads past it are refused (default 2 GB)
 ``SPEAKERSLEUTH_CONCURRENCY``  submissions scored at once (default 2)
 ``SPACE_ID``                   set by Hugging Face Spaces: enables the login button and OAuth identity
 """
@@ -54,6 +56,8 @@ class SpaceConfig:
     max_lines: int = 200_000
     store_budget_bytes: int = 1_000_000_000
     upload_ttl_s: int = 3600
+    upload_budget_bytes: int = 200_000_000
+    upload_cap_bytes: int = 2_000_000_000
     concurrency: int = 2
     space_id: str | None = None
 
@@ -74,6 +78,8 @@ class SpaceConfig:
             max_lines=_int(env, "MAX_LINES", 200_000),
             store_budget_bytes=_int(env, "STORE_BUDGET", 1_000_000_000),
             upload_ttl_s=max(1, _int(env, "UPLOAD_TTL", 3600)),
+            upload_budget_bytes=_int(env, "UPLOAD_BUDGET", 10 * _int(env, "MAX_BYTES", 20_000_000)),
+            upload_cap_bytes=_int(env, "UPLOAD_CAP", 2_000_000_000),
             concurrency=max(1, _int(env, "CONCURRENCY", 2)),
             space_id=env.get("SPACE_ID") or None,
         )

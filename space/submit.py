@@ -39,6 +39,7 @@ from space.config import SpaceConfig
 from space.names import name_conflicts
 from space.store import Metadata, Refused, ResultsStore, StoredResult, StoreFull
 from space.text import encodable
+from space.uploads import SubmissionFile
 
 logger = logging.getLogger(__name__)
 
@@ -454,7 +455,7 @@ def build_submit_tab(submitter: Submitter):
             link = gr.Textbox(label="Link (paper, model card or code; http(s))", max_length=MAX_LINK_CHARS, max_lines=1)
             model_date = gr.Textbox(label="Model date (YYYY-MM-DD or YYYY-MM)", max_length=10, max_lines=1)
             variant = gr.Dropdown(submitter.variants, value=submitter.variants[0] if submitter.variants else None, label="Variant")
-            upload = gr.File(label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload")
+            upload = SubmissionFile(label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload")
     button = gr.Button("Submit", variant="primary")
     status = gr.HTML(elem_id="ss-submit-status")
     breakdown = gr.Dataframe(
