@@ -12,6 +12,7 @@ full on hover, so one name cannot widen a column or push the chart's axes.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 import re
 import threading
@@ -153,7 +154,7 @@ def _cell(value):
 
 
 def table_payload(frame: pd.DataFrame, datatypes: list[str], label: str) -> dict:
-    """What ``leaderboard_table.js`` draws: the columns (``Verified`` becomes a mark on the model's
+    """What ``leaderboard_table.js`` draws: the columns (``Verified`` becomes a badge in the model's
     cell), their kinds, the rows as plain values and ``verified`` per row."""
     shown = [i for i, c in enumerate(frame.columns) if c != VERIFIED]
     return {
@@ -187,12 +188,16 @@ AXIS_DOMAIN = (-4, 104)  # room around 0 and 100 so markers there are drawn whol
 LABEL_FONT_PX, LABEL_LIMIT_PX, MAX_LABELS = 11, 120, 30
 TYPE_COLOURS = {"LALM": "#4c78a8", "embedding": "#f58518", "other": "#54a24b"}
 TYPE_SHAPES = {"LALM": "circle", "embedding": "square", "other": "triangle-up"}
-#: Where a label may sit around its point: name -> (dx, dy, align, baseline, box offset from the point).
+#: A verified row's point is ringed (in the text colour) and its label bold: marks no name can draw.
+VERIFIED_YES, VERIFIED_NO = "yes: a built-in baseline scored by the Space", "no: a submission"
+VERIFIED_RING_SIZE, VERIFIED_RING_WIDTH = 180, 1.5
+#: Where a label may sit around its point, clear of a verified point's ring: name -> (dx, dy, align,
+#: baseline, box offset from the point).
 LABEL_SIDES = {
-    "right": (7, 0, "left", "middle", lambda w, h: (7, -h / 2)),
-    "left": (-7, 0, "right", "middle", lambda w, h: (-7 - w, -h / 2)),
-    "above": (0, -8, "center", "bottom", lambda w, h: (-w / 2, -8 - h)),
-    "below": (0, 8, "center", "top", lambda w, h: (-w / 2, 8)),
+    "right": (10, 0, "left", "middle", lambda w, h: (10, -h / 2)),
+    "left": (-10, 0, "right", "middle", lambda w, h: (-10 - w, -h / 2)),
+    "above": (0, -10, "center", "bottom", lambda w, h: (-w / 2, -10 - h)),
+    "below": (0, 10, "center", "top", lambda w, h: (-w / 2, 10)),
 }
 
 
@@ -245,7 +250,8 @@ def place_labels(points: list[dict]) -> None:
 
 def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
     """Detection bias (the paper's Figure 5): S1 accuracy against the mean of S2 and S3 accuracy,
-    one point per submission (best ranked labelled first), with the diagonal of an unbiased judge.
+    one point per submission (best ranked labelled first), with the diagonal of an unbiased judge;
+    a verified row's point is ringed and its label bold (the legend and the tooltip say so).
 
     Drawn by the browser as SVG in the page's text colour (``currentColor``), so it follows the
     light or dark theme and writes names in the browser's fonts.
@@ -259,15 +265,16 @@ def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
             continue
         points.append({
             "model": row[MODEL], "organisation": row["Organisation"], "type": row["Type"],
-            "verified": "yes" if row[VERIFIED] else "no", "rank": _cell(row[RANK]),
+            "verified": VERIFIED_YES if row[VERIFIED] else VERIFIED_NO, "rank": _cell(row[RANK]),
             "s1": s1, "s23": round((s2 + s3) / 2, 1),
+            "description": f"{row[MODEL]} (verified baseline)" if row[VERIFIED] else row[MODEL],
         })
     place_labels(points)
     x = alt.X("s1:Q", title="S1 accuracy (%), says 'consistent' on consistent dialogues",
               scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
     y = alt.Y("s23:Q", title="mean of S2 and S3 accuracy (%)",
               scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
-    data = pd.DataFrame(points, columns=["model", "organisation", "type", "verified", "rank", "s1", "s23", "side"])
+    data = pd.DataFrame(points, columns=["model", "organisation", "type", "verified", "rank", "s1", "s23", "description", "side"])
     diagonal = alt.Chart(alt.Data(values=[{"s1": 0, "s23": 0}, {"s1": 100, "s23": 100}])).mark_line(
         strokeDash=[5, 4], color="#888", strokeWidth=1, aria=False).encode(x, y)
     notes = alt.Chart(pd.DataFrame(NOTES, columns=["s1", "s23", "text", "align"]))
@@ -280,14 +287,20 @@ def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
                alt.Tooltip("type:N", title="Type"), alt.Tooltip("verified:N", title="Verified"),
                alt.Tooltip("rank:Q", title="Rank"), alt.Tooltip("s1:Q", title="S1 accuracy", format=".1f"),
                alt.Tooltip("s23:Q", title="mean S2/S3 accuracy", format=".1f")]
+    ring = alt.Stroke("verified:N", title="Verified (ringed, name in bold)", legend=alt.Legend(labelLimit=320, titleLimit=320),
+                      scale=alt.Scale(domain=[VERIFIED_YES], range=["currentColor"]))
+    layers.append(alt.Chart(data).transform_filter(alt.datum.verified == VERIFIED_YES).mark_point(
+        shape="circle", filled=False, size=VERIFIED_RING_SIZE, strokeWidth=VERIFIED_RING_WIDTH, opacity=1, aria=False,
+    ).encode(x, y, tooltip=tooltip, stroke=ring))
     layers.append(alt.Chart(data).mark_point(filled=True, size=70, opacity=0.85).encode(
-        x, y, tooltip=tooltip, description="model:N",  # what a screen reader says of a point: its name
+        x, y, tooltip=tooltip, description="description:N",  # what a screen reader says of a point
         color=alt.Color("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_COLOURS.values()))),
         shape=alt.Shape("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_SHAPES.values()))),
     ))
-    for side, (dx, dy, align, baseline, _) in LABEL_SIDES.items():
-        layers.append(alt.Chart(data).transform_filter(alt.datum.side == side).mark_text(
+    for (side, (dx, dy, align, baseline, _)), verified in itertools.product(LABEL_SIDES.items(), (VERIFIED_YES, VERIFIED_NO)):
+        layers.append(alt.Chart(data).transform_filter((alt.datum.side == side) & (alt.datum.verified == verified)).mark_text(
             align=align, baseline=baseline, dx=dx, dy=dy, fontSize=LABEL_FONT_PX, limit=LABEL_LIMIT_PX,
+            fontWeight="bold" if verified == VERIFIED_YES else "normal",
             color="currentColor", aria=False).encode(x, y, text="model:N", tooltip=tooltip))
     return alt.layer(*layers).properties(
         width=CHART_WIDTH, height=CHART_HEIGHT, background="transparent",
@@ -342,7 +355,10 @@ LEADERBOARD_CSS = """
 .ss-lb-scroll .ss-num { text-align: right; }
 .ss-lb-scroll .ss-clip { display: block; max-width: 8em; overflow: hidden; text-overflow: ellipsis; }
 .ss-lb-scroll .ss-model .ss-clip { display: inline-block; vertical-align: bottom; max-width: 12em; }
-.ss-lb-scroll .ss-verified { color: var(--color-accent); font-weight: 700; margin-right: 0.3em; }
+/* the verified badge (table, submission page): a filled pill, which no submitted text can draw */
+.ss-verified { display: inline-block; margin-left: 0.4em; padding: 0 0.5em; border-radius: 999px; vertical-align: middle;
+  background: var(--button-primary-background-fill); color: var(--button-primary-text-color);
+  font-size: 0.75em; font-weight: 700; line-height: 1.6; letter-spacing: 0.03em; white-space: nowrap; }
 .ss-lb-scroll .ss-rank { position: sticky; left: 0; z-index: 2; box-sizing: border-box; width: 3.6em; min-width: 3.6em; }
 .ss-lb-scroll .ss-model { position: sticky; left: 3.6em; z-index: 2; }
 .ss-lb-scroll thead .ss-rank, .ss-lb-scroll thead .ss-model { z-index: 4; }

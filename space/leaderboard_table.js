@@ -3,7 +3,8 @@
 // `props` and `watch`.
 // Every value is written with textContent or as an attribute, never parsed as HTML; a link cell
 // links only to an http(s) address, a submission id to its page (?submission=<id>). Text cells
-// are cut by CSS and carry their full text in `title`.
+// are cut by CSS and carry their full text in `title`. A verified row's model name is followed by
+// a badge element (.ss-verified: a filled pill), which no submitted text can draw.
 // A click on a column header sorts by it (numbers best first, then the other way); empty cells
 // stay last in both directions, ties keep the server's order (the rank). Rows are added PAGE at
 // a time as the table scrolls, so a long leaderboard draws (and sorts) as fast as a short one.
@@ -77,15 +78,14 @@ function cell(table, row, col) {
     text.className = "ss-clip";
     text.textContent = shown(value, kind);
     if (!isEmpty(value)) text.title = String(value);
-    if (header === "Model" && table.verified[row]) {
-      const mark = document.createElement("span");
-      mark.className = "ss-verified";
-      mark.textContent = "✓";
-      mark.title = VERIFIED_TITLE;
-      mark.setAttribute("aria-label", "verified");
-      td.append(mark);
-    }
     td.append(text);
+    if (header === "Model" && table.verified[row]) {
+      const badge = document.createElement("span");
+      badge.className = "ss-verified";
+      badge.textContent = "verified";
+      badge.title = VERIFIED_TITLE;
+      td.append(badge);
+    }
   }
   if (header === "Rank") td.classList.add("ss-rank");
   if (header === "Model") td.classList.add("ss-model");

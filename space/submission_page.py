@@ -31,14 +31,13 @@ ID_EXAMPLE = "main-0123456789abcdef"
 MAX_ID_CHARS = 64
 QUERY_PARAMETER = "submission"
 TAB_ID = "submission"
-VERIFIED_NOTE = "verified: a built-in baseline scored by the Space itself"
+VERIFIED_NOTE = "Verified: a built-in baseline scored by the Space itself"
 
 SUBMISSION_CSS = """
 .ss-submission { overflow-wrap: anywhere; }
 .ss-submission dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.25em 1em; margin: 0.5em 0; }
 .ss-submission dt { font-weight: 600; }
 .ss-submission dd { margin: 0; }
-.ss-submission .ss-verified { color: var(--color-accent); }
 .ss-submission .ss-withdrawn { border-left: 4px solid #c62828; padding-left: 0.6em; }
 """
 
@@ -93,7 +92,7 @@ def details_html(record: StoredResult) -> str:
     esc = html.escape
     title = f"<h3>{esc(m.model_name)}"
     if record.verified:
-        title += f' <span class="ss-verified" title="{VERIFIED_NOTE}">\u2713 {VERIFIED_NOTE}</span>'
+        title += f' <span class="ss-verified" title="{VERIFIED_NOTE}">verified</span>'  # a badge (leaderboard CSS)
     parts = ['<div class="ss-submission">', title + "</h3>"]
     if record.withdrawal is not None:
         reason = f"Reason: \u201c{esc(record.withdrawal.reason)}\u201d." if record.withdrawal.reason else "No reason was given."

@@ -115,7 +115,8 @@ def test_chart_is_a_themeable_vega_lite_spec_with_names_as_text(store, gold):
     assert spec["config"]["axis"]["labelColor"] == "currentColor"  # the page's text colour, light or dark
     points = [row for rows in spec["datasets"].values() for row in rows if "model" in row]
     assert {p["model"] for p in points} == {XSS, CJK}  # no point without the S1/S2/S3 accuracies
-    assert {p["model"]: p["verified"] for p in points} == {XSS: "no", CJK: "yes"}
+    assert {p["model"]: p["verified"] for p in points} == {XSS: leaderboard.VERIFIED_NO, CJK: leaderboard.VERIFIED_YES}
+    assert {p["model"]: p["description"] for p in points} == {XSS: XSS, CJK: f"{CJK} (verified baseline)"}  # screen readers
     assert "2 submission(s)" in spec["title"]
     scales = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"] if "x" in layer.get("encoding", {})]
     assert all(low < 0 and high > 100 for low, high in scales)  # markers at 0 and 100 are drawn whole

@@ -1,6 +1,7 @@
 """The Leaderboard tab in a real browser (Playwright driving Debian's headless Chromium) over a
 store holding hostile names: a very wide one, a CJK one, HTML, a spreadsheet formula, several
-judges at (100, 0) of the bias chart, a verified baseline and a row without the headline metric.
+judges at (100, 0) of the bias chart, a verified baseline, a name imitating its verified mark and
+a row without the headline metric.
 Screenshots go to /tmp/space_lb_*.png."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ CJK = "音声言語モデル"
 XSS = "<img src=x onerror=alert(1)>"
 FORMULA = '=HYPERLINK("http://evil.example","x")'
 CROWD = ["always-consistent-1", "always-consistent-2", XSS]  # every one at S1 = 100, mean S2/S3 = 0
+IMITATION = "\u2713 baseline-v2"  # names.py refuses it now; stored straight, as an older store may hold it
+ROWS = 9
 DEFAULT_HEADERS = ["Rank", "Model", "Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM", "Det Paired", "Loc Paired",
                    "Organisation", "Type", "Weights"]
 TABLE = "#ss-leaderboard-main"
@@ -49,6 +52,7 @@ def served(tmp_path_factory):
     add_result(store, gold, CJK, 0b0110, model_type="LALM")
     add_result(store, gold, FORMULA, 0b111000111)
     add_result(store, gold, "baseline", 0b1011, submitter=BASELINE_SUBMITTER, model_type="embedding")
+    add_result(store, gold, IMITATION, 0b0001, model_type="embedding")
     add_result(store, gold, "partial", 0b0110, without=("detection",))
     with running_app(config, store=store, n_bootstrap=50) as (app, url):
         yield url, root
@@ -69,7 +73,7 @@ def open_page(browser, url: str, width: int = 1214, query: str = ""):
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     page.goto(url + query)
-    page.wait_for_function("t => document.querySelectorAll(t + ' tbody tr').length === 8", arg=TABLE)
+    page.wait_for_function("([t, n]) => document.querySelectorAll(t + ' tbody tr').length === n", arg=[TABLE, ROWS])
     page.locator(f"{CHART} .mark-symbol path").first.wait_for()
     return page
 
@@ -149,7 +153,7 @@ def test_a_header_click_sorts_with_empty_values_last_both_ways(page):
         numbers = [float(v) for v in values[:-1]]
         assert numbers == sorted(numbers, reverse=direction == "descending")
     page.locator(f"{TABLE} thead th", has_text="Model").click()
-    names = [name.lstrip("✓") for name in column(page, "Model")]
+    names = [name.removesuffix("verified").strip() for name in column(page, "Model")]
     assert names.index("baseline") < names.index("partial") < names.index(LONG)
 
 
@@ -186,7 +190,41 @@ def test_chart_names_are_browser_text_with_the_full_name_on_hover(page):
     cut = [t for t in labels if t.startswith("WWW")]
     assert cut and all(t.endswith("…") and len(t) < 40 for t in cut)
     assert LONG in tooltip_of(page, LONG)
-    assert "Verified yes" in " ".join(tooltip_of(page, "baseline").split())
+    assert "Verified yes: a built-in baseline" in " ".join(tooltip_of(page, "baseline (verified baseline)").split())
+
+
+TRANSPARENT = "rgba(0, 0, 0, 0)"
+
+
+def test_the_verified_mark_in_the_table_is_a_badge_no_name_can_draw(page):
+    page.screenshot(path="/tmp/space_lb_verified.png", full_page=True)
+    badges = page.locator(f"{TABLE} tbody .ss-verified")
+    assert badges.count() == 1 and "Verified" in badges.get_attribute("title")
+    real = badges.locator("xpath=..")
+    assert real.locator(".ss-clip").inner_text() == "baseline"
+    badge = badges.evaluate("e => { const s = getComputedStyle(e); return [s.backgroundColor, s.color, s.borderRadius]; }")
+    cell = real.evaluate("e => getComputedStyle(e).backgroundColor")
+    assert badge[0] not in (TRANSPARENT, cell) and badge[1] != badge[0] and badge[2] != "0px", badge  # a filled pill
+    imitation = page.locator(f"{TABLE} tbody td.ss-model", has=page.locator(".ss-clip", has_text=IMITATION))
+    assert imitation.evaluate(  # submitted text is only text: nothing filled, nothing but its own characters
+        "(td, clear) => Array.from(td.querySelectorAll('*')).every(e => getComputedStyle(e).backgroundColor === clear)",
+        TRANSPARENT)
+    assert imitation.inner_text().strip() == IMITATION
+
+
+def test_the_verified_mark_in_the_chart_is_a_ring_a_bold_label_the_legend_and_the_tooltip(page):
+    centre = "e => { const b = e.getBoundingClientRect(); return [Math.round(b.x + b.width / 2), Math.round(b.y + b.height / 2)]; }"
+    rings = page.evaluate(f"""c => Array.from(document.querySelectorAll(c + ' .mark-symbol.role-mark path'))
+        .filter(p => p.getAttribute('fill') === 'transparent').map({centre})""", CHART)
+    real = page.locator(f"{CHART} .mark-symbol path").and_(page.get_by_label("baseline (verified baseline)", exact=True))
+    fake = page.locator(f"{CHART} .mark-symbol path").and_(page.get_by_label(IMITATION, exact=True))
+    assert rings == [real.evaluate(centre)] and fake.evaluate(centre) not in rings
+    weights = page.evaluate("c => Object.fromEntries(Array.from(document.querySelectorAll(c + ' .mark-text.role-mark text'))"
+                            ".map(t => [t.textContent, getComputedStyle(t).fontWeight]))", CHART)
+    assert int(weights["baseline"]) >= 700 and all(int(w) < 700 for name, w in weights.items() if name != "baseline")
+    legend = page.evaluate("c => Array.from(document.querySelectorAll(c + ' .role-legend text')).map(t => t.textContent)", CHART)
+    assert {"Verified (ringed, name in bold)", "yes: a built-in baseline scored by the Space"} <= set(legend), legend
+    assert "Verified no: a submission" in " ".join(tooltip_of(page, IMITATION).split())
 
 
 def test_chart_labels_do_not_overlap_and_markers_at_100_are_whole(page):
@@ -196,7 +234,7 @@ def test_chart_labels_do_not_overlap_and_markers_at_100_are_whole(page):
         assert not overlap(a, b), (a, b)
     frame = boxes(page, f"{CHART} .role-frame path.background")[0]
     markers = boxes(page, f"{CHART} .mark-symbol.role-mark path")
-    assert len(markers) == 7
+    assert len(markers) == ROWS - 1 + 1  # every row but "partial", and the verified baseline's ring
     for m in markers:  # inside the plot, not cut by its edge (x = 100 for the crowd)
         assert frame["left"] < m["left"] and m["right"] < frame["right"] and frame["top"] < m["top"] and m["bottom"] < frame["bottom"]
     axis = boxes(page, f"{CHART} .role-axis-label text") + boxes(page, f"{CHART} .role-axis-title text")
@@ -232,7 +270,7 @@ def test_csv_download_has_every_row_full_names_and_no_formula(page):
     text = data.decode("utf-8-sig")
     assert data.startswith(b"\xef\xbb\xbf") and LONG in text and CJK in text and XSS in text
     assert "'" + FORMULA.replace('"', '""') in text and "\n" + FORMULA not in text and "," + FORMULA not in text
-    assert len(text.strip().splitlines()) == 1 + 8
+    assert len(text.strip().splitlines()) == 1 + ROWS
 
 
 def test_the_form_states_the_upload_limit_as_the_upload_refusal_does(page, served):
@@ -252,7 +290,7 @@ def test_a_submission_id_links_to_its_page(browser, served):
     url, _ = served
     page = open_page(browser, url)
     page.get_by_label("Date, link, submission").first.check()
-    link = page.locator(f"{TABLE} tbody tr", has_text="baseline").get_by_role("link", name="main-")
+    link = page.locator(f"{TABLE} tbody tr", has=page.locator(".ss-verified")).get_by_role("link", name="main-")
     submission_id = link.inner_text()
     link.click()
     page.locator("#ss-submission-details").get_by_text("baseline").first.wait_for()

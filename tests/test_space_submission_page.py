@@ -82,7 +82,7 @@ def test_an_unsafe_stored_link_is_text_and_a_baseline_is_marked_verified(page, g
     )
     details, _, _ = page.show(record.id)
     assert "<a href=\"javascript" not in details and "javascript:alert(&quot;x&quot;) (not linked" in details
-    assert "\u2713 verified" in details
+    assert '<span class="ss-verified" title="Verified: a built-in baseline scored by the Space itself">verified</span>' in details
 
 
 @pytest.mark.parametrize("text", ODD_IDS, ids=range(len(ODD_IDS)))
