@@ -1,5 +1,6 @@
 """The Submission tab in a real browser (Playwright driving Debian's headless Chromium): a link
-``?submission=<id>`` opens the page with its breakdown and downloads the canonical predictions;
+``?submission=<id>`` (in any case) opens the page with its breakdown and downloads the canonical
+predictions, an empty one opens the leaderboard;
 a submission chosen from the list and withdrawn leaves the leaderboard without a reload.
 Screenshots go to /tmp/space_submission*.png."""
 
@@ -66,6 +67,19 @@ def test_a_link_opens_the_page_with_its_breakdown_and_predictions(page, served):
     assert download.suggested_filename == f"{record.id}.jsonl"
     assert Path(download.path()).read_bytes() == app.store.predictions(record.id)
     assert page.dialogs == []
+
+
+def test_a_link_takes_an_upper_case_id_and_an_empty_one_opens_the_leaderboard(page, served):
+    app, url, gold = served
+    record = app.submitter.submit(predictions(gold, 0b0101), "main", {**FORM, "model_name": "upper-case link"}).record
+    page.goto(f"{url}?submission={record.id.upper()}")
+    page.locator("#ss-submission-details").get_by_text(record.sha256).wait_for()
+    assert page.get_by_role("tab", name="Submission", exact=True).get_attribute("aria-selected") == "true"
+    page.goto(f"{url}?submission=")
+    wait_for_row(page, "upper-case link")
+    page.wait_for_timeout(1000)  # the page-load event has run (the table is filled by it)
+    assert page.get_by_role("tab", name="Leaderboard", exact=True).get_attribute("aria-selected") == "true"
+    assert page.get_by_text("Enter a submission id").count() == 0
 
 
 def test_a_withdrawn_submission_leaves_the_leaderboard(page, served):
