@@ -56,8 +56,9 @@ class UploadGuard:
     but 200) is not charged to its address."""
 
     def __init__(self, app, *, per_address_bytes: int, total_bytes: int, window_s: float,
-                 folder: str | os.PathLike, clock=time.monotonic):
+                 folder: str | os.PathLike, behind_proxy: bool = False, clock=time.monotonic):
         self.app = app
+        self.behind_proxy = behind_proxy
         self.per_address_bytes = per_address_bytes
         self.total_bytes = total_bytes
         self.window_s = window_s
@@ -71,7 +72,7 @@ class UploadGuard:
             await self.app(scope, receive, send)
             return
         size, refusal = self._declared_size(scope)
-        address = scope["client"][0] if scope.get("client") else "unknown"
+        address = self._address(scope)
         if refusal is None:
             held = await anyio.to_thread.run_sync(folder_bytes, self.folder)
             refusal = self._over_budget(address, size) or self._over_cap(held, size)
@@ -95,6 +96,16 @@ class UploadGuard:
             charges = self.charges.get(address, ())
             if status.get("code") != 200 and charge in charges:  # (unless it already left the window)
                 charges.remove(charge)
+
+    def _address(self, scope) -> str:
+        """The client's address: the peer uvicorn reports or, ``behind_proxy`` (on Spaces, whose
+        proxy connects from its own address), the last X-Forwarded-For entry, the one the proxy
+        added (entries before it are whatever the client sent)."""
+        if self.behind_proxy:
+            forwarded = [v for k, v in scope.get("headers", []) if k == b"x-forwarded-for"]
+            if forwarded:
+                return forwarded[-1].decode("latin-1").split(",")[-1].strip()
+        return scope["client"][0] if scope.get("client") else "unknown"
 
     @staticmethod
     def _declared_size(scope) -> tuple[int, PlainTextResponse | None]:
@@ -140,7 +151,7 @@ def upload_guard(config) -> Middleware:
     """The ``UploadGuard`` for a ``SpaceConfig``, over Gradio's upload folder, for ``app_kwargs``."""
     return Middleware(
         UploadGuard, per_address_bytes=config.upload_budget_bytes, total_bytes=config.upload_cap_bytes,
-        window_s=config.upload_ttl_s, folder=get_upload_folder(),
+        window_s=config.upload_ttl_s, folder=get_upload_folder(), behind_proxy=config.on_spaces,
     )
 
 

@@ -24,7 +24,8 @@ from space.uploads import UPLOAD_PATH, UploadGuard
 from tests.space_support import build_dataset, free_port, predictions, running_app
 
 
-def guarded_app(folder: Path, now: list[float], *, per_address: int = 100, total: int = 1000) -> Starlette:
+def guarded_app(folder: Path, now: list[float], *, per_address: int = 100, total: int = 1000,
+                behind_proxy: bool = False) -> Starlette:
     """An app whose upload route stores the body in ``folder`` (status 500 for a body starting with
     ``fail``), behind an ``UploadGuard`` whose clock reads ``now[0]``."""
 
@@ -39,7 +40,7 @@ def guarded_app(folder: Path, now: list[float], *, per_address: int = 100, total
         return PlainTextResponse("other")
 
     guard = Middleware(UploadGuard, per_address_bytes=per_address, total_bytes=total, window_s=60, folder=folder,
-                       clock=lambda: now[0])
+                       behind_proxy=behind_proxy, clock=lambda: now[0])
     return Starlette(routes=[Route(UPLOAD_PATH, store, methods=["POST"]), Route("/other", other, methods=["POST"])],
                      middleware=[guard])
 
@@ -63,6 +64,19 @@ def test_address_over_its_budget_is_refused_until_the_window_passes(tmp_path):
     assert client.post(UPLOAD_PATH, content=b"y" * 60).status_code == 200
     too_big = client.post(UPLOAD_PATH, content=b"y" * 101)  # no wait would let it through
     assert too_big.status_code == 413 and "Upload fewer or smaller files." in too_big.text
+
+
+def test_behind_the_spaces_proxy_the_address_is_the_one_the_proxy_added(tmp_path):
+    """On Spaces every request comes from the proxy; the client is the last X-Forwarded-For entry
+    (what a client writes there itself comes before it, so it cannot pick its address)."""
+    client = TestClient(guarded_app(tmp_path, [0.0], behind_proxy=True), client=("10.255.0.1", 1))
+
+    def upload(forwarded: str) -> int:
+        return client.post(UPLOAD_PATH, content=b"x" * 60, headers={"X-Forwarded-For": forwarded}).status_code
+
+    assert upload("203.0.113.5") == 200
+    assert upload("198.51.100.7, 203.0.113.5") == 429  # a made-up first entry does not give a new budget
+    assert upload("203.0.113.6") == 200  # another client behind the same proxy has its own
 
 
 def test_failed_upload_is_not_charged(tmp_path):
