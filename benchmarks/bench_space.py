@@ -98,8 +98,8 @@ class Bench:
 
     @contextmanager
     def serve(self, part: str):
-        """The app over a fresh SQLite store in ``work/<part>``, its rate limit out of the way;
-        yields ``(app, url)``."""
+        """The app over a fresh SQLite store in ``work/<part>``, its rate limit and upload budget
+        (one client sends everything here) out of the way; yields ``(app, url)``."""
         from space.config import ENV_PREFIX, SpaceConfig
         from tests.space_support import free_port, running_app
 
@@ -107,7 +107,8 @@ class Bench:
         shutil.rmtree(data_dir, ignore_errors=True)
         settings = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
         config = replace(SpaceConfig.from_env(settings, dataset=str(self.dataset), data_dir=data_dir),
-                         host="127.0.0.1", port=free_port(), rate_limit=1_000_000, space_id=None)
+                         host="127.0.0.1", port=free_port(), rate_limit=1_000_000, space_id=None,
+                         upload_budget_bytes=10**12)
         started = time.perf_counter()
         try:
             with running_app(config) as (app, url):

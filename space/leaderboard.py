@@ -12,6 +12,7 @@ full on hover, so one name cannot widen a column or push the chart's axes.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import math
 import re
@@ -270,11 +271,20 @@ def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
             "description": f"{row[MODEL]} (verified baseline)" if row[VERIFIED] else row[MODEL],
         })
     place_labels(points)
+    chart = _bias_chart().copy(deep=False)  # the chart is built once; a refresh only gives it its points
+    chart.title = f"Detection bias on this build ({variant}); {len(points)} submission(s)"
+    chart.data = pd.DataFrame(points, columns=["model", "organisation", "type", "verified", "rank", "s1", "s23", "description", "side"])
+    return chart
+
+
+@functools.cache
+def _bias_chart() -> alt.LayerChart:
+    """The detection-bias chart without its points and title (``bias_figure`` adds them): building
+    it with Altair takes far longer than a refresh should."""
     x = alt.X("s1:Q", title="S1 accuracy (%), says 'consistent' on consistent dialogues",
               scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
     y = alt.Y("s23:Q", title="mean of S2 and S3 accuracy (%)",
               scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
-    data = pd.DataFrame(points, columns=["model", "organisation", "type", "verified", "rank", "s1", "s23", "description", "side"])
     diagonal = alt.Chart(alt.Data(values=[{"s1": 0, "s23": 0}, {"s1": 100, "s23": 100}])).mark_line(
         strokeDash=[5, 4], color="#888", strokeWidth=1, aria=False).encode(x, y)
     notes = alt.Chart(pd.DataFrame(NOTES, columns=["s1", "s23", "text", "align"]))
@@ -289,22 +299,21 @@ def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
                alt.Tooltip("s23:Q", title="mean S2/S3 accuracy", format=".1f")]
     ring = alt.Stroke("verified:N", title="Verified (ringed, name in bold)", legend=alt.Legend(labelLimit=320, titleLimit=320),
                       scale=alt.Scale(domain=[VERIFIED_YES], range=["currentColor"]))
-    layers.append(alt.Chart(data).transform_filter(alt.datum.verified == VERIFIED_YES).mark_point(
+    layers.append(alt.Chart().transform_filter(alt.datum.verified == VERIFIED_YES).mark_point(
         shape="circle", filled=False, size=VERIFIED_RING_SIZE, strokeWidth=VERIFIED_RING_WIDTH, opacity=1, aria=False,
     ).encode(x, y, tooltip=tooltip, stroke=ring))
-    layers.append(alt.Chart(data).mark_point(filled=True, size=70, opacity=0.85).encode(
+    layers.append(alt.Chart().mark_point(filled=True, size=70, opacity=0.85).encode(
         x, y, tooltip=tooltip, description="description:N",  # what a screen reader says of a point
         color=alt.Color("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_COLOURS.values()))),
         shape=alt.Shape("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_SHAPES.values()))),
     ))
     for (side, (dx, dy, align, baseline, _)), verified in itertools.product(LABEL_SIDES.items(), (VERIFIED_YES, VERIFIED_NO)):
-        layers.append(alt.Chart(data).transform_filter((alt.datum.side == side) & (alt.datum.verified == verified)).mark_text(
+        layers.append(alt.Chart().transform_filter((alt.datum.side == side) & (alt.datum.verified == verified)).mark_text(
             align=align, baseline=baseline, dx=dx, dy=dy, fontSize=LABEL_FONT_PX, limit=LABEL_LIMIT_PX,
             fontWeight="bold" if verified == VERIFIED_YES else "normal",
             color="currentColor", aria=False).encode(x, y, text="model:N", tooltip=tooltip))
-    return alt.layer(*layers).properties(
+    chart = alt.layer(*layers).properties(
         width=CHART_WIDTH, height=CHART_HEIGHT, background="transparent",
-        title=f"Detection bias on this build ({variant}); {len(points)} submission(s)",
         usermeta={"embedOptions": {"renderer": "svg", "actions": {"export": True, "source": False,
                                                                   "compiled": False, "editor": False}}},
     ).configure(font="ui-sans-serif, system-ui, sans-serif").configure_axis(
@@ -313,6 +322,7 @@ def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
     ).configure_legend(labelColor="currentColor", titleColor="currentColor", orient="bottom").configure_title(
         color="currentColor", fontSize=13, fontWeight="normal",
     ).configure_view(stroke="currentColor", strokeOpacity=0.3)
+    return chart
 
 
 def paper_frame(variant: str) -> pd.DataFrame:
@@ -429,7 +439,9 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
             view = views.get(variant)
             if view is None or view.ids != ids:
                 entries = scored(results)
-                chart = PlotData(type="altair", plot=bias_figure(entries, variant).to_json(indent=None))
+                with alt.utils.schemapi.debug_mode(False):  # the spec is fixed code (tests validate it); validating
+                    figure = bias_figure(entries, variant)   # it on every new result took most of a refresh
+                chart = PlotData(type="altair", plot=figure.to_json(indent=None, validate=False))
                 csv_path = export_dir / f"speakersleuth-{variant}.csv"
                 write_atomic(csv_path, leaderboard_csv(entries))
                 view = views[variant] = VariantView(ids, entries, chart, csv_path)
