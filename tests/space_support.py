@@ -16,6 +16,12 @@ from metrics.submission import Gold  # noqa: E402
 from tests.synthetic import build_synthetic_dataset  # noqa: E402
 
 
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+TIMEOUT_MS = 30_000
+
+
 def build_dataset(root: Path, dialogues: int = 3, variants=("main",)) -> Path:
     return build_synthetic_dataset(root / "dataset", dialogues=dialogues, variants=variants)
 

@@ -11,15 +11,10 @@ import pytest
 
 from metrics.submission import load_gold
 from space.config import SpaceConfig
-from tests.space_support import build_dataset, free_port, predictions, running_app
+from tests.space_support import CHROMIUM, TIMEOUT_MS, build_dataset, free_port, predictions, running_app
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
 XSS = "<img src=x onerror=alert(1)>"
-TIMEOUT_MS = 30_000
 
-playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")
 
 
@@ -33,17 +28,15 @@ def served(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(served):
+def page(served, browser):
     _, url, _, _ = served
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.dialogs = []
-        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-        page.goto(url)
-        yield page
-        browser.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.goto(url)
+    yield page
+    page.close()
 
 
 def open_tab(page, name: str) -> None:

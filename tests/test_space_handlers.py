@@ -7,7 +7,6 @@ import doctest
 import io
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import gradio as gr
 import pyarrow as pa
@@ -16,11 +15,10 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 from metrics.score import leaderboard_row, score_submission
-from metrics.submission import load_gold, parse_submission
+from metrics.submission import parse_submission
 from space import leaderboard, seed, submit, text, viewer
 from space.config import SpaceConfig
-from space.store import SqliteStore
-from tests.space_support import build_dataset, predictions
+from tests.space_support import predictions
 
 XSS = "<img src=x onerror=alert(1)>"
 FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
@@ -32,33 +30,12 @@ def profile(username: str) -> gr.OAuthProfile:
                             "profile": f"https://huggingface.co/{username}", "picture": ""})
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    return build_dataset(tmp_path_factory.mktemp("space-handlers"))
-
-
-@pytest.fixture(scope="module")
-def gold(dataset):
-    return load_gold(dataset, "main")
-
-
-@pytest.fixture
-def make(tmp_path, dataset):
-    """A Submitter over a fresh SQLite store; keyword arguments override the config."""
-
-    def build(**overrides):
-        config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)
-        return submit.Submitter(config, SqliteStore(tmp_path), dataset, variants=["main"], n_bootstrap=200)
-
-    return build
-
-
 def test_accepted_submission_is_scored_and_stored(make, gold):
     submitter = make()
     data = predictions(gold, 0b1011)
     result = submitter.submit(data, "main", FORM)
     assert result.status == "accepted", result
-    expected = score_submission(parse_submission(data, gold), gold, n_bootstrap=200, seed=0)
+    expected = score_submission(parse_submission(data, gold), gold, n_bootstrap=submitter.n_bootstrap, seed=0)
     assert result.record.scores == expected
     assert submitter.store.predictions(result.record.id) == parse_submission(data, gold).canonical()
     assert result.record.submitter == "ip:127.0.0.1" and result.record.metadata.model_name == "judge A"

@@ -16,12 +16,8 @@ import pytest
 from metrics.submission import load_gold
 from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, SqliteStore
-from tests.space_support import add_result, build_dataset, free_port, running_app
+from tests.space_support import CHROMIUM, TIMEOUT_MS, add_result, build_dataset, free_port, running_app
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
-TIMEOUT_MS = 30_000
 LONG = "W" * 300
 CJK = "音声言語モデル"
 XSS = "<img src=x onerror=alert(1)>"
@@ -56,14 +52,6 @@ def served(tmp_path_factory):
     add_result(store, gold, "partial", 0b0110, without=("detection",))
     with running_app(config, store=store, n_bootstrap=50) as (app, url):
         yield url, root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 def open_page(browser, url: str, width: int = 1214, query: str = ""):

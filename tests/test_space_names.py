@@ -15,11 +15,10 @@ import gradio as gr
 import pytest
 from gradio_client import Client, handle_file
 
-from metrics.submission import load_gold
 from space import names, submit
 from space.config import SpaceConfig
-from space.store import BASELINE_SUBMITTER, Metadata, SqliteStore
-from tests.space_support import build_dataset, free_port, predictions, running_app
+from space.store import BASELINE_SUBMITTER, Metadata
+from tests.space_support import free_port, predictions, running_app
 
 BASELINE = {"model_name": "pairwise-resemblyzer", "organisation": names.BASELINE_ORGANISATION,
             "model_type": "embedding", "access": "open", "link": "", "model_date": ""}
@@ -32,27 +31,6 @@ def profile(username: str) -> gr.OAuthProfile:
 
 
 ALICE, BOB, MALLORY = profile("alice"), profile("bob"), profile("mallory")
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    return build_dataset(tmp_path_factory.mktemp("space-names"))
-
-
-@pytest.fixture(scope="module")
-def gold(dataset):
-    return load_gold(dataset, "main")
-
-
-@pytest.fixture
-def make(tmp_path, dataset):
-    """A Submitter over a fresh store (keyword arguments override the config)."""
-
-    def build(**overrides):
-        config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)
-        return submit.Submitter(config, SqliteStore(tmp_path), dataset, variants=["main"], n_bootstrap=50)
-
-    return build
 
 
 @pytest.fixture

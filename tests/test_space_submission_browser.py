@@ -14,8 +14,8 @@ import pytest
 
 from metrics.submission import load_gold
 from space.config import SpaceConfig
-from tests.space_support import build_dataset, free_port, predictions, running_app
-from tests.test_space_browser import ARGS, CHROMIUM, TIMEOUT_MS, XSS, open_tab, wait_for_row
+from tests.space_support import CHROMIUM, TIMEOUT_MS, build_dataset, free_port, predictions, running_app
+from tests.test_space_browser import XSS, open_tab, wait_for_row
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")
@@ -29,14 +29,6 @@ def served(tmp_path_factory):
     config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"), port=free_port())
     with running_app(config, n_bootstrap=100) as (app, url):
         yield app, url, load_gold(dataset, "main")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

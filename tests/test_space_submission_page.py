@@ -14,13 +14,12 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from metrics.submission import load_gold
 from space import submission_page
 from space.config import SpaceConfig
-from space.store import BASELINE_SUBMITTER, Metadata, SqliteStore
+from space.store import BASELINE_SUBMITTER, Metadata
 from space.submission_page import SubmissionPage, parse_id
-from space.submit import Submitter, breakdown_frame
-from tests.space_support import build_dataset, free_port, predictions, running_app
+from space.submit import breakdown_frame
+from tests.space_support import free_port, predictions, running_app
 
 XSS = "<img src=x onerror=alert(1)>"
 FORM = {"model_name": XSS, "organisation": "lab & co", "model_type": "embedding", "access": "proprietary",
@@ -30,21 +29,9 @@ ODD_IDS = ["", "   ", None, "x" * 100_000, "main-\x00123456789abcdef", "../x", "
            "main-0123456789abcdef/../../x", "main-0123456789abcdef\n<b>"]
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    return build_dataset(tmp_path_factory.mktemp("space-submission-page"))
-
-
-@pytest.fixture(scope="module")
-def gold(dataset):
-    return load_gold(dataset, "main")
-
-
 @pytest.fixture
-def page(tmp_path, dataset):
-    config = SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path)
-    submitter = Submitter(config, SqliteStore(tmp_path), dataset, variants=["main"], n_bootstrap=50)
-    return SubmissionPage(submitter, tmp_path / "public" / "predictions")
+def page(tmp_path, make):
+    return SubmissionPage(make(), tmp_path / "public" / "predictions")
 
 
 def request(address: str = "127.0.0.1", **query) -> gr.Request:

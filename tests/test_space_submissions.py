@@ -12,36 +12,14 @@ from pathlib import Path
 
 import gradio as gr
 import httpx
-import pytest
 from gradio_client import Client, handle_file
 
-from metrics.submission import load_gold, parse_submission
-from space import submit
+from metrics.submission import parse_submission
 from space.config import SpaceConfig
-from space.store import SqliteStore
-from tests.space_support import build_dataset, free_port, predictions, running_app
+from tests.space_support import free_port, predictions, running_app
 
 FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
         "link": "", "model_date": ""}
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    return build_dataset(tmp_path_factory.mktemp("space-submissions"))
-
-
-@pytest.fixture(scope="module")
-def gold(dataset):
-    return load_gold(dataset, "main")
-
-
-@pytest.fixture
-def make(tmp_path, dataset):
-    def build(**overrides):
-        config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)
-        return submit.Submitter(config, SqliteStore(tmp_path), dataset, variants=["main"], n_bootstrap=50)
-
-    return build
 
 
 def reencodings(data: bytes) -> dict[str, bytes]:

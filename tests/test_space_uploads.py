@@ -21,7 +21,7 @@ from metrics.submission import load_gold
 from space.config import SpaceConfig
 from space import uploads
 from space.uploads import UPLOAD_PATH, UploadGuard
-from tests.space_support import build_dataset, free_port, predictions, running_app
+from tests.space_support import TIMEOUT_MS, build_dataset, free_port, predictions, running_app
 
 
 def guarded_app(folder: Path, now: list[float], *, per_address: int = 100, total: int = 1000,
@@ -144,22 +144,15 @@ def test_submission_leaves_nothing_in_the_temp_folder_and_uploads_are_guarded(se
     assert files_in(temp) == before
 
 
-def test_browser_shows_why_an_upload_is_refused(served):
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    from tests.test_space_browser import ARGS, CHROMIUM
-
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed")
+def test_browser_shows_why_an_upload_is_refused(served, browser):
     url, gold, temp, root = served
     upload = root / "p.jsonl"
     upload.write_bytes(predictions(gold, 1))
     assert httpx.post(url + UPLOAD_PATH.lstrip("/"), files={"files": ("p.jsonl", upload.read_bytes())}).status_code == 200
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(30_000)
-        page.goto(url)
-        page.get_by_role("tab", name="Submit", exact=True).click()
-        page.locator("#ss-upload input[type=file]").set_input_files(str(upload))
-        page.get_by_text("Upload refused: your address has uploaded").wait_for()
-        browser.close()
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.get_by_role("tab", name="Submit", exact=True).click()
+    page.locator("#ss-upload input[type=file]").set_input_files(str(upload))
+    page.get_by_text("Upload refused: your address has uploaded").wait_for()
+    page.close()

@@ -1,0 +1,50 @@
+"""Fixtures the Space tests share: a small built dataset per test module with its gold, a
+``Submitter`` factory over a fresh store, and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.space_support import ARGS, CHROMIUM, build_dataset
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory, request):
+    """A synthetic dataset built once per test module."""
+    return build_dataset(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]))
+
+
+@pytest.fixture(scope="module")
+def gold(dataset):
+    from metrics.submission import load_gold
+
+    return load_gold(dataset, "main")
+
+
+@pytest.fixture
+def make(tmp_path, dataset):
+    """``make(**overrides)``: a Submitter over a fresh SQLite store; keyword arguments override the config."""
+    from space.config import SpaceConfig
+    from space.store import SqliteStore
+    from space.submit import Submitter
+
+    def build(**overrides):
+        config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)
+        return Submitter(config, SqliteStore(tmp_path), dataset, variants=["main"], n_bootstrap=50)
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium (the test is skipped where it or Playwright is missing)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
