@@ -468,6 +468,13 @@ def shard_paths(root: str | os.PathLike, config: str, split: str = "test") -> li
     return sorted((Path(root) / spec.data_dir).glob(f"{split}-*.parquet"))
 
 
+def variants_present(root: str | os.PathLike, split: str = "test", *, every_task: bool = False) -> list[str]:
+    """The variants with shards of ``split`` in the built folder ``root``, in schema order: of at
+    least one task, or (``every_task``) of all three."""
+    has = all if every_task else any
+    return [v for v in VARIANTS if has(shard_paths(root, config_name(t, v), split) for t in TASKS)]
+
+
 def read_rows(
     root: str | os.PathLike,
     config: str,

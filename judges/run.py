@@ -81,10 +81,6 @@ def run_judge(name: str, dataset: str | os.PathLike, variant: str, tasks, out: s
     return summary
 
 
-def variants_present(dataset: str | os.PathLike, split: str = "test") -> list[str]:
-    return [v for v in ssd.VARIANTS if any(ssd.shard_paths(dataset, ssd.config_name(t, v), split) for t in ssd.TASKS)]
-
-
 def display_name(method: str, encoder_name: str) -> str:
     """Table-2 style: ``Pairwise (Resemblyzer)``."""
     kind = encoder_name.partition(":")[0]
@@ -110,7 +106,7 @@ def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, enc
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    variants = list(variants) if variants else variants_present(dataset, split)
+    variants = list(variants) if variants else ssd.variants_present(dataset, split)
     if not variants:
         raise FileNotFoundError(f"{dataset}: no {split} shards for any variant")
     results, cache_stats = [], {}

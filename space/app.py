@@ -68,11 +68,6 @@ def public_dir(config: SpaceConfig) -> Path:
     return config.data_dir / "public"
 
 
-def available_variants(dataset: Path) -> list[str]:
-    """Variants that have shards of every task in the test split."""
-    return [v for v in ssd.VARIANTS if all(ssd.shard_paths(dataset, ssd.config_name(t, v)) for t in ssd.TASKS)]
-
-
 def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
     files = {}
     for variant in submitter.variants:
@@ -85,7 +80,7 @@ def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
 def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_bootstrap: int | None = None) -> SpaceApp:
     """Open the dataset and the store, load the gold of every variant, and build the Blocks."""
     dataset = config.dataset_folder()
-    variants = available_variants(dataset)
+    variants = ssd.variants_present(dataset, every_task=True)  # a submission answers all three tasks
     if not variants:
         raise ValueError(f"{dataset}: no variant has test shards for all three tasks; build the dataset first")
     store = store or open_store(config)

@@ -27,7 +27,6 @@ from pathlib import Path
 from tqdm import tqdm
 
 import speakersleuth_dataset as ssd
-from space.app import available_variants
 from space.config import SpaceConfig
 from space.names import BASELINE_ORGANISATION
 from space.store import BASELINE_SUBMITTER, open_store
@@ -109,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with open_store(config) as store:
-        counts = seed(Submitter(config, store, dataset, variants=available_variants(dataset)), args.results)
+        counts = seed(Submitter(config, store, dataset, variants=ssd.variants_present(dataset, every_task=True)), args.results)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
     return 0 if not set(counts) - {"accepted", "duplicate"} else 1
 

@@ -293,3 +293,15 @@ def test_read_rows_by_id_and_gold(folder):
     assert {r["num_target_turns"] for r in gold["localization"]} == {10}
     with pytest.raises(ValueError, match="unknown variant"):
         ssd.read_gold(folder, "5vc")
+
+
+def test_variants_present_counts_the_shards_of_a_split(tmp_path):
+    from tests.synthetic import build_synthetic_dataset
+
+    root = build_synthetic_dataset(tmp_path / "ds", dialogues=2, variants=("10turn", "main"))
+    assert ssd.variants_present(root) == ["main", "10turn"]  # schema order, whatever order they were built in
+    for shard in ssd.shard_paths(root, ssd.config_name("discrimination", "10turn")):
+        shard.unlink()  # 10turn now lacks one task
+    assert ssd.variants_present(root) == ["main", "10turn"]
+    assert ssd.variants_present(root, every_task=True) == ["main"]
+    assert ssd.variants_present(root, "validation") == []
