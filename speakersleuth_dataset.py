@@ -30,13 +30,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import json
 import os
 import shutil
 import sys
 import tempfile
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

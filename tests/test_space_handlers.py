@@ -163,8 +163,8 @@ def test_every_message_about_a_file_quoting_a_lone_surrogate_can_be_sent(make, g
     hostile = "\n".join([json.dumps({**first, "id": f"bad-{LONE_SURROGATE}"}), *lines[1:]]).encode()
     result = make().submit(hostile, "main", FORM)
     assert result.status == "invalid" and result.errors[0].startswith("line 1:"), result.errors
-    for text in (result.message, *result.errors, submit.result_html(result)):
-        text.encode("utf-8")  # Gradio sends UTF-8: this raised for the raw surrogate
+    for shown in (result.message, *result.errors, submit.result_html(result)):
+        shown.encode("utf-8")  # Gradio sends UTF-8: this raised for the raw surrogate
 
 
 def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
