@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from builder_scripts.sources.chitchat_tts import ChitchatTTS, estimate_duration
-from builder_scripts.tts.audio import SAMPLE_RATE
+from speakersleuth_dataset import SAMPLING_RATE
 from builder_scripts.tts.voice_bank import VOICES, median_f0
 
 #: Median F0 (Hz) boundary between the bank's male and female voices.
@@ -54,15 +54,15 @@ def engine_rtf(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
     runs = (
         ("kokoro engine", kokoro.sample_rate, lambda t: kokoro.synthesize(t, style)),
         ("piper engine", piper.sample_rate, lambda t: piper.synthesize(t)),
-        ("kokoro voice kf_gongitsune_low", SAMPLE_RATE, lambda t: voicer.render("kf_gongitsune_low", t)),
-        ("piper voice pm_joe_deep", SAMPLE_RATE, lambda t: voicer.render("pm_joe_deep", t)),
+        ("kokoro voice kf_gongitsune_low", SAMPLING_RATE, lambda t: voicer.render("kf_gongitsune_low", t)),
+        ("piper voice pm_joe_deep", SAMPLING_RATE, lambda t: voicer.render("pm_joe_deep", t)),
     )
     for name, rate, call in runs:
         call("Warm up.")  # first run: graph optimisation, lazy imports
         audio_s = wall_s = cpu_s = 0.0
         for text in tqdm(texts, desc=name, leave=False):
             audio, wall, cpu = timed(call, text)
-            if rate == SAMPLE_RATE:  # a finished clip: keep it for the duration check
+            if rate == SAMPLING_RATE:  # a finished clip: keep it for the duration check
                 voiced.append((text, audio))
             audio_s += audio.size / rate
             wall_s += wall
@@ -127,7 +127,7 @@ def bank_spread(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
 
 def duration_estimates(voiced: list) -> None:
     """How the planning estimate of a turn's length compares with the voiced clip."""
-    ratios = np.array([estimate_duration(text) / (clip.size / SAMPLE_RATE) for text, clip in voiced])
+    ratios = np.array([estimate_duration(text) / (clip.size / SAMPLING_RATE) for text, clip in voiced])
     print(describe("duration estimate / voiced length", ratios))
     print(f"estimate shorter than the clip for {100 * (ratios < 1).mean():.0f} % of {len(ratios)} clips")
 

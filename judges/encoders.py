@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from judges.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
+from speakersleuth_dataset import SAMPLING_RATE
 
 #: Every encoder here takes 16 kHz mono input.
-SAMPLING_RATE = 16_000
 
 
 def resample(wav: np.ndarray, orig_sr: int, target_sr: int = SAMPLING_RATE) -> np.ndarray:

@@ -7,7 +7,8 @@ from math import gcd
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from speakersleuth_dataset import SAMPLING_RATE
+
 #: Silence kept before and after speech after trimming (seconds).
 PAD_SECONDS = 0.1
 #: RMS of the active (speech) frames after normalisation, in dBFS.
@@ -17,7 +18,7 @@ _FRAME = 0.01  # seconds per analysis frame for trimming and loudness
 _SILENCE_DB = 40.0  # frames this far below the loudest frame count as silence
 
 
-def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE) -> np.ndarray:
+def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLING_RATE) -> np.ndarray:
     """Polyphase resampling (exact rational ratio)."""
     if sr_in == sr_out:
         return audio.astype(np.float32)
@@ -52,7 +53,7 @@ def _frame_db(audio: np.ndarray, sr: int) -> np.ndarray:
     return 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
 
 
-def trim(audio: np.ndarray, sr: int = SAMPLE_RATE, pad: float = PAD_SECONDS) -> np.ndarray:
+def trim(audio: np.ndarray, sr: int = SAMPLING_RATE, pad: float = PAD_SECONDS) -> np.ndarray:
     """Cut leading/trailing silence, then pad both ends with exactly ``pad`` seconds of zeros."""
     db = _frame_db(audio, sr)
     if len(db) == 0:
@@ -64,7 +65,7 @@ def trim(audio: np.ndarray, sr: int = SAMPLE_RATE, pad: float = PAD_SECONDS) -> 
     return np.concatenate([zeros, audio[start:end].astype(np.float32), zeros])
 
 
-def normalize_loudness(audio: np.ndarray, sr: int = SAMPLE_RATE, target_dbfs: float = TARGET_DBFS) -> np.ndarray:
+def normalize_loudness(audio: np.ndarray, sr: int = SAMPLING_RATE, target_dbfs: float = TARGET_DBFS) -> np.ndarray:
     """Scale so the speech frames have RMS ``target_dbfs``; never let the peak pass ``PEAK_LIMIT``."""
     db = _frame_db(audio, sr)
     speech = db[db > db.max() - _SILENCE_DB] if len(db) else db

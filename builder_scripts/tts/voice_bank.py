@@ -95,7 +95,7 @@ def voices_of(gender: str) -> list[Voice]:
     return [v for v in VOICES if v.gender == gender]
 
 
-def median_f0(audio: np.ndarray, sr: int = post.SAMPLE_RATE) -> float:
+def median_f0(audio: np.ndarray, sr: int = post.SAMPLING_RATE) -> float:
     """Median F0 (Hz) over voiced frames, Praat's autocorrelation tracker (60-500 Hz); NaN if unvoiced."""
     import parselmouth
 
@@ -155,7 +155,7 @@ class Voicer:
     def settings() -> dict:
         return {
             "version": SYNTHESIS_VERSION,
-            "sample_rate": post.SAMPLE_RATE,
+            "sample_rate": post.SAMPLING_RATE,
             "pad": post.PAD_SECONDS,
             "dbfs": post.TARGET_DBFS,
         }
@@ -188,7 +188,7 @@ class Voicer:
     def render(self, voice_id: str, text: str) -> np.ndarray:
         """Speak ``text`` with the voice: 16 kHz mono float32, trimmed and loudness-normalised."""
         voice = self.voice(voice_id)
-        audio = post.shift_voice(self.engine_audio(voice, text), post.SAMPLE_RATE, voice.pitch, voice.formant)
+        audio = post.shift_voice(self.engine_audio(voice, text), post.SAMPLING_RATE, voice.pitch, voice.formant)
         return post.normalize_loudness(post.trim(audio))
 
     def synthesize(self, voice_id: str, text: str) -> Path:
@@ -207,7 +207,7 @@ class Voicer:
         fd, tmp = tempfile.mkstemp(suffix=".wav.part", dir=path.parent)
         os.close(fd)
         try:
-            sf.write(tmp, audio, post.SAMPLE_RATE, subtype="PCM_16", format="WAV")
+            sf.write(tmp, audio, post.SAMPLING_RATE, subtype="PCM_16", format="WAV")
             try:
                 os.link(tmp, path)  # atomic, and fails rather than replace a clip already there
             except FileExistsError:

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from judges.model_dirs import ModelFolder, check_model_folders, model_dir
+from speakersleuth_dataset import SAMPLING_RATE
 
-SAMPLING_RATE = 16_000
 
 #: Environment variable naming the folder that holds the neural backends' local model folders.
 VC_DIR_ENV = "SPEAKERSLEUTH_VC_DIR"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-SAMPLING_RATE = 16_000
+from speakersleuth_dataset import SAMPLING_RATE
 
 
 @dataclass(frozen=True)
