@@ -31,7 +31,7 @@ from judges.embedding import (
     write_jsonl,
 )
 from judges.sweep import cache_for, calibrate as calibrate_threshold, has_split
-from metrics.score import column_label, leaderboard_row, score_submission
+from metrics.score import leaderboard_row, score_submission
 from metrics.submission import load_gold, parse_submission
 
 
@@ -135,17 +135,25 @@ def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, enc
         cache_stats[encoder.name] = {"unique_clips": cache.unique_clips, "encoder_calls": cache.encoded}
     summary = {"dataset": str(dataset), "split": split, "results": results, "cache": cache_stats}
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    return summary
+
+
+def summary_markdown(summary: dict) -> str:
+    """The baselines' table per variant, in percent; columns are the leaderboard row's keys that
+    have a value, in the row's (Table-2) order."""
+    results = summary["results"]
     keys = dict.fromkeys(k for r in results for k in r["row"] if not k.endswith("_ci"))
     columns = [k for k in keys if any(r["row"].get(k) is not None for r in results)]
-    lines = [f"# Embedding baselines on {dataset} ({split} split)", "",
-             "Values in percent. Rows in the column order of the paper's Table 2, plus paired accuracy and coverage.", ""]
-    for variant in variants:
+    lines = [f"# Embedding baselines on {summary['dataset']} ({summary['split']} split)", "",
+             "Values in percent. Columns (the keys of each row in summary.json) in the order of the paper's",
+             "Table 2, plus paired accuracy and coverage.", ""]
+    for variant in dict.fromkeys(r["variant"] for r in results):
         rows = [r for r in results if r["variant"] == variant]
-        lines += [f"## Variant {variant}", "", "| method | τ | " + " | ".join(column_label(k) for k in columns) + " |",
+        lines += [f"## Variant {variant}", "", "| method | τ | " + " | ".join(columns) + " |",
                   "|---|---:|" + "---:|" * len(columns)]
         for r in rows:
             cells = ["n/a" if r["row"].get(k) is None else f"{r['row'][k]:.1f}" for k in columns]
             lines.append(f"| {r['method']} | {r['threshold']:g} | " + " | ".join(cells) + " |")
         lines.append("")
-    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
-    return summary
+    return "\n".join(lines)

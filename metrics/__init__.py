@@ -7,8 +7,9 @@
   copy of it as ``core.py`` (the tests check the copies).
 - ``metrics.submission``: reading and validating a predictions JSONL (``load_gold``,
   ``parse_submission``, ``SubmissionError``).
-- ``metrics.score``: the Table-2 row of a submission with bootstrap confidence intervals
-  (``score_submission``, ``leaderboard_row``, ``format_report``) and the scorer CLI
+- ``metrics.score``: the scores of a submission with bootstrap confidence intervals, as data
+  (``score_submission``, and ``leaderboard_row``: the flat Table-2 row).
+- ``metrics.report``: the scorer's text report and command line
   ``python -m metrics.score predictions.jsonl --dataset <folder> --variant main``.
 
 Importing this package imports nothing heavy; ``evaluate`` is needed only by the metric modules.

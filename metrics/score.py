@@ -1,7 +1,7 @@
 """Scoring a validated submission: the paper's Table-2 row, paired accuracy, coverage and
 bootstrap confidence intervals.
 
-Usage::
+Usage (the command line and its text report are ``metrics.report``)::
 
     python -m metrics.score predictions.jsonl --dataset speakersleuth --variant main [--json]
 
@@ -24,12 +24,9 @@ Conventions (all values in percent):
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,41 +44,27 @@ from metrics.core import (
     resample_counts,
     scenario_codes,
 )
-from metrics.submission import Gold, Submission, SubmissionError, load_gold, parse_submission
+from metrics.submission import Gold, Submission
 
 CONFIDENCE = 0.95
 _LABEL_CODE = {"consistent": 0, "inconsistent": 1}
 
-#: The paper's source datasets, in Table-2 order (key suffix, display name).
-PAPER_SOURCES = (("bazinga", "Bazinga"), ("ami", "AMI"), ("behavior_sd", "Behavior-SD"), ("dailytalk", "DailyTalk"))
+#: Key suffixes of the paper's source datasets, in Table-2 order.
+PAPER_SOURCES = ("bazinga", "ami", "behavior_sd", "dailytalk")
 
-#: (key, display label, is_headline); keys equal the column names of the paper's tables in
-#: ``space/data/paper/*.tsv``, so reported rows and scored rows share one table.
-LEADERBOARD_COLUMNS: list[tuple[str, str, bool]] = [
-    ("det_s1_acc", "Det S1", False),
-    ("det_s2_acc", "Det S2", False),
-    ("det_s3_acc", "Det S3", False),
-    ("det_bal_acc", "Det Bal Acc", True),
-    ("loc_s1_f1", "Loc S1 F1", False),
-    ("loc_s2_p", "Loc S2 P", False),
-    ("loc_s2_r", "Loc S2 R", False),
-    ("loc_s2_f1", "Loc S2 F1", False),
-    ("loc_s3_p", "Loc S3 P", False),
-    ("loc_s3_r", "Loc S3 R", False),
-    ("loc_s3_f1", "Loc S3 F1", False),
-    ("loc_bal_f1", "Loc Bal F1", True),
-    *[(f"disc_acc_{key}", f"Disc {name}", False) for key, name in PAPER_SOURCES],
-    ("disc_acc_avg", "Disc Avg", True),
-    ("ndcg_at_1", "N@1", False),
-    ("ndcg_at_2", "N@2", True),
-    ("exact_match", "EM", True),
-    ("det_paired_acc", "Det Paired", True),
-    ("loc_paired_acc", "Loc Paired", True),
-    ("det_coverage", "Det Coverage", False),
-    ("loc_coverage", "Loc Coverage", False),
-    ("disc_coverage", "Disc Coverage", False),
-    ("rank_coverage", "Rank Coverage", False),
-]
+#: The keys of a leaderboard row in the paper's Table-2 order, then ours (paired accuracy,
+#: coverage); they equal the column names of the paper's tables in ``space/data/paper/*.tsv``.
+TABLE2_KEYS: tuple[str, ...] = (
+    "det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc",
+    "loc_s1_f1", "loc_s2_p", "loc_s2_r", "loc_s2_f1", "loc_s3_p", "loc_s3_r", "loc_s3_f1", "loc_bal_f1",
+    *[f"disc_acc_{key}" for key in PAPER_SOURCES], "disc_acc_avg", "ndcg_at_1", "ndcg_at_2", "exact_match",
+    "det_paired_acc", "loc_paired_acc", "det_coverage", "loc_coverage", "disc_coverage", "rank_coverage",
+)
+
+#: The keys that come with a 95 % interval (``<key>_ci`` in a leaderboard row).
+INTERVAL_KEYS: tuple[str, ...] = (
+    "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc",
+)
 
 
 # ------------------------------------------------------------------------------------- scoring
@@ -159,18 +142,12 @@ def _score_detection(answers: dict[str, dict], gold: dict[str, Any], counts: np.
     predicted = np.array([_LABEL_CODE.get(answers.get(i, {}).get("prediction"), -1) for i in gold["ids"]])
     correct = (predicted == gold["label"]).astype(np.float64)
     accuracy = grouped_mean(correct, gold["scenario"], len(SCENARIOS))
-    out = {
+    return {
         **_coverage(predicted >= 0),
         "accuracy": _per_scenario(accuracy),
         "balanced_accuracy": _pct(balanced(*accuracy)),
+        **_paired_and_intervals("balanced_accuracy", correct, correct == 1, gold, counts),
     }
-    paired, paired_samples, out["paired_dialogues"] = _paired(correct == 1, gold, counts)
-    out["paired_accuracy"] = _pct(paired)
-    out["ci"] = {
-        "balanced_accuracy": _interval(counts, lambda c: _balanced_samples(correct, gold, c)),
-        "paired_accuracy": _ci(paired_samples),
-    }
-    return out
 
 
 def _score_localization(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:
@@ -184,19 +161,28 @@ def _score_localization(answers: dict[str, dict], gold: dict[str, Any], counts: 
         name: grouped_mean(values, gold["scenario"], len(SCENARIOS))
         for name, values in (("precision", precision), ("recall", recall), ("f1", f1))
     }
-    out = {
+    exact = answered & (predicted == gold["mask"])
+    return {
         **_coverage(answered),
         **{name: _per_scenario(m) for name, m in means.items()},
         "balanced_f1": _pct(balanced(*means["f1"])),
+        **_paired_and_intervals("balanced_f1", f1, exact, gold, counts),
     }
-    exact = answered & (predicted == gold["mask"])
-    paired, paired_samples, out["paired_dialogues"] = _paired(exact, gold, counts)
-    out["paired_accuracy"] = _pct(paired)
-    out["ci"] = {
-        "balanced_f1": _interval(counts, lambda c: _balanced_samples(f1, gold, c)),
-        "paired_accuracy": _ci(paired_samples),
+
+
+def _paired_and_intervals(balanced_name: str, values: np.ndarray, exact: np.ndarray, gold: dict[str, Any],
+                          counts: np.ndarray | None) -> dict:
+    """Paired accuracy of a turn task and the intervals of its balanced metric (over the
+    per-instance ``values``) and of its paired accuracy (``exact``: the instance is fully right)."""
+    paired, paired_samples, dialogues = _paired(exact, gold, counts)
+    return {
+        "paired_dialogues": dialogues,
+        "paired_accuracy": _pct(paired),
+        "ci": {
+            balanced_name: _interval(counts, lambda c: _balanced_samples(values, gold, c)),
+            "paired_accuracy": _ci(paired_samples),
+        },
     }
-    return out
 
 
 def _score_discrimination(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:
@@ -291,26 +277,29 @@ def source_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
-def column_label(key: str) -> str:
-    """Display label of a leaderboard key, including ``disc_acc_<source>`` of other sources."""
-    labels = {k: label for k, label, _ in LEADERBOARD_COLUMNS}
-    if key in labels:
-        return labels[key]
-    if key.startswith("disc_acc_"):
-        return "Disc " + key.removeprefix("disc_acc_").replace("_", " ").title()
-    raise KeyError(key)
+def table2_order(keys) -> list[str]:
+    """``keys`` in the order of ``TABLE2_KEYS``, ``disc_acc_<source>`` of sources that are not in
+    the paper placed before ``disc_acc_avg`` (in their given order); other keys are dropped."""
+    keys = list(keys)
+    extra = [k for k in keys if k.startswith("disc_acc_") and k not in TABLE2_KEYS]
+    order = []
+    for key in TABLE2_KEYS:
+        if key == "disc_acc_avg":
+            order += extra
+        if key in keys:
+            order.append(key)
+    return order
 
 
 def leaderboard_row(scores: dict) -> dict:
     """The flat leaderboard row of ``score_submission`` output, in percent rounded to one decimal.
 
-    Has every key of ``LEADERBOARD_COLUMNS`` (None where a task was not submitted), plus
-    ``disc_acc_<source>`` for source datasets not in the paper (placed before ``disc_acc_avg``;
-    see ``column_label``), in display order, then ``<key>_ci`` = ``[low, high]`` (or None) for
-    the headline keys.
+    Has every key of ``TABLE2_KEYS`` (None where a task was not submitted), plus
+    ``disc_acc_<source>`` for source datasets not in the paper, in ``table2_order``, then
+    ``<key>_ci`` = ``[low, high]`` (or None) for the ``INTERVAL_KEYS``.
     """
     det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
-    flat: dict[str, Any] = {}
+    flat: dict[str, Any] = dict.fromkeys(TABLE2_KEYS)
     ci: dict[str, Any] = {}
     if det:
         for s in SCENARIOS:
@@ -336,17 +325,10 @@ def leaderboard_row(scores: dict) -> dict:
             rank_coverage=disc["ranking_coverage"],
         )
         ci.update(disc_acc_avg=disc["ci"]["accuracy"], ndcg_at_2=disc["ci"]["ndcg@2"], exact_match=disc["ci"]["exact_match"])
-    known = {key for key, _, _ in LEADERBOARD_COLUMNS}
-    order = []
-    for key, _, _ in LEADERBOARD_COLUMNS:
-        if key == "disc_acc_avg":
-            order += [k for k in flat if k not in known]
-        order.append(key)
-    row = {key: _one_decimal(flat.get(key)) for key in order}
-    for key, _, headline in LEADERBOARD_COLUMNS:
-        if headline:
-            interval = ci.get(key)
-            row[f"{key}_ci"] = None if interval is None else [_one_decimal(v) for v in interval]
+    row = {key: _one_decimal(flat[key]) for key in table2_order(flat)}
+    for key in INTERVAL_KEYS:
+        interval = ci.get(key)
+        row[f"{key}_ci"] = None if interval is None else [_one_decimal(v) for v in interval]
     return row
 
 
@@ -354,98 +336,7 @@ def _one_decimal(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
-# -------------------------------------------------------------------------------------- report
-
-
-def format_report(scores: dict) -> str:
-    """The human-readable Table-2 row: one block per scored task, percent with one decimal,
-    95 % intervals beside the headline metrics, then the row as tab-separated paper columns."""
-    boot = scores["bootstrap"]
-    lines = [
-        f"SpeakerSleuth scores: variant {scores['variant']}, split {scores['split']}, "
-        f"{scores['num_lines']:,} lines, sha256 {scores['sha256'][:12]}",
-    ]
-    if boot["resamples"]:
-        lines.append(
-            f"[low, high] = {boot['level']}% bootstrap interval ({boot['resamples']} resamples of "
-            f"{boot['dialogues']} dialogues, seed {boot['seed']})"
-        )
-    if not scores["tasks"]:
-        lines.append("no task answered")
-    det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
-    if det:
-        lines += _block("Detection (accuracy)", det, [
-            *[(s, det["accuracy"][s], None) for s in SCENARIOS],
-            ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
-            (f"Paired ({det['paired_dialogues']} dialogues)", det["paired_accuracy"], det["ci"]["paired_accuracy"]),
-        ])
-    if loc:
-        entries = [("S1 F1", loc["f1"]["S1"], None)]
-        for s in SCENARIOS[1:]:
-            entries += [(f"{s} P", loc["precision"][s], None), (f"{s} R", loc["recall"][s], None), (f"{s} F1", loc["f1"][s], None)]
-        entries += [
-            ("Bal F1", loc["balanced_f1"], loc["ci"]["balanced_f1"]),
-            (f"Paired ({loc['paired_dialogues']} dialogues)", loc["paired_accuracy"], loc["ci"]["paired_accuracy"]),
-        ]
-        lines += _block("Localization", loc, entries)
-    if disc:
-        entries = [(f"Acc {s}", v, None) for s, v in disc["accuracy_by_source"].items()]
-        entries += [
-            ("Acc Avg", disc["accuracy"], disc["ci"]["accuracy"]),
-            ("NDCG@1", disc["ndcg@1"], None),
-            ("NDCG@2", disc["ndcg@2"], disc["ci"]["ndcg@2"]),
-            ("Exact match", disc["exact_match"], disc["ci"]["exact_match"]),
-            (f"Ranking coverage ({disc['ranked']}/{disc['instances']})", disc["ranking_coverage"], None),
-        ]
-        lines += _block("Discrimination", disc, entries)
-    row = leaderboard_row(scores)
-    keys = [k for k in row if not k.endswith("_ci") and row[k] is not None]
-    lines += ["", "Table-2 row (tab-separated):", "\t".join(keys), "\t".join(f"{row[k]:.1f}" for k in keys)]
-    return "\n".join(lines)
-
-
-def _block(title: str, task: dict, entries: list[tuple[str, float | None, list | None]]) -> list[str]:
-    lines = ["", f"{title}: coverage {_fmt(task['coverage'])}% ({task['answered']}/{task['instances']})"]
-    width = max(len(name) for name, _, _ in entries)
-    for name, value, interval in entries:
-        text = f"  {name:<{width}}  {_fmt(value):>5}"
-        if interval:
-            text += f"  [{_fmt(interval[0])}, {_fmt(interval[1])}]"
-        lines.append(text)
-    return lines
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}"
-
-
-# ----------------------------------------------------------------------------------------- CLI
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL.")
-    parser.add_argument("predictions", help="the predictions file (JSONL, UTF-8)")
-    parser.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
-    parser.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
-    parser.add_argument("--split", default="test", help="test or validation (default: test)")
-    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples, 0 for none (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
-    args = parser.parse_args(argv)
-    try:
-        gold = load_gold(args.dataset, args.variant, args.split)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
-        sub = parse_submission(Path(args.predictions), gold)
-    except SubmissionError as err:
-        print(f"{args.predictions}: {err}", file=sys.stderr)
-        return 1
-    scores = score_submission(sub, gold, n_bootstrap=args.bootstrap, seed=args.seed)
-    print(json.dumps(scores, indent=2) if args.json else format_report(scores))
-    return 0
-
-
 if __name__ == "__main__":
+    from metrics.report import main
+
     sys.exit(main())

@@ -27,7 +27,7 @@ import gradio as gr
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from metrics.score import LEADERBOARD_COLUMNS, column_label, leaderboard_row
+from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, leaderboard_row, table2_order
 
 from space import about
 from space.store import ResultsStore, StoredResult, write_atomic
@@ -40,7 +40,23 @@ TABLE_JS = Path(__file__).with_name("leaderboard_table.js")
 RANK, MODEL, VERIFIED = "Rank", "Model", "Verified"
 META = ["Organisation", "Type", "Weights"]
 META_BACK = ["Date", "Link", "Submitted", "Submission id"]
-HEADLINE = [key for key, _, headline in LEADERBOARD_COLUMNS if headline]
+#: The headline metrics, shown by default: those the scorer gives a 95 % interval.
+HEADLINE = list(INTERVAL_KEYS)
+
+#: The paper's names of its source datasets (``metrics.score.PAPER_SOURCES``).
+PAPER_SOURCE_NAMES = dict(zip(PAPER_SOURCES, ("Bazinga", "AMI", "Behavior-SD", "DailyTalk"), strict=True))
+
+#: Column label of each leaderboard key (``metrics.score.TABLE2_KEYS``): the paper's column names.
+COLUMN_LABELS = {
+    "det_s1_acc": "Det S1", "det_s2_acc": "Det S2", "det_s3_acc": "Det S3", "det_bal_acc": "Det Bal Acc",
+    "loc_s1_f1": "Loc S1 F1", "loc_s2_p": "Loc S2 P", "loc_s2_r": "Loc S2 R", "loc_s2_f1": "Loc S2 F1",
+    "loc_s3_p": "Loc S3 P", "loc_s3_r": "Loc S3 R", "loc_s3_f1": "Loc S3 F1", "loc_bal_f1": "Loc Bal F1",
+    **{f"disc_acc_{key}": f"Disc {name}" for key, name in PAPER_SOURCE_NAMES.items()},
+    "disc_acc_avg": "Disc Avg", "ndcg_at_1": "N@1", "ndcg_at_2": "N@2", "exact_match": "EM",
+    "det_paired_acc": "Det Paired", "loc_paired_acc": "Loc Paired",
+    "det_coverage": "Det Coverage", "loc_coverage": "Loc Coverage", "disc_coverage": "Disc Coverage",
+    "rank_coverage": "Rank Coverage",
+}
 
 #: Toggleable column groups; rank, model, the headline metrics and the metadata are always shown
 #: (together they fit a 1,200 px wide view).
@@ -67,6 +83,15 @@ def _group_of(key: str) -> str | None:
     if key.startswith("loc_"):
         return GROUP_LOCALIZATION
     return GROUP_DISCRIMINATION
+
+
+def column_label(key: str) -> str:
+    """Display label of a leaderboard key, including ``disc_acc_<source>`` of other sources."""
+    if key in COLUMN_LABELS:
+        return COLUMN_LABELS[key]
+    if key.startswith("disc_acc_"):
+        return "Disc " + key.removeprefix("disc_acc_").replace("_", " ").title()
+    raise KeyError(key)
 
 
 def safe_link(url: str) -> str:
@@ -111,14 +136,7 @@ def metric_keys(entries: Scored) -> list[str]:
                 order.append(key)
             if value is not None:
                 seen.add(key)
-    reference = [k for k, _, _ in LEADERBOARD_COLUMNS]
-    extra = [k for k in order if k not in reference]
-    full = []
-    for key in reference:
-        if key == "disc_acc_avg":
-            full += extra
-        full.append(key)
-    return [k for k in full if k in seen]
+    return [k for k in table2_order(order) if k in seen]
 
 
 def leaderboard_frame(entries: Scored, groups: Iterable[str] = DEFAULT_GROUPS) -> tuple[pd.DataFrame, list[str]]:

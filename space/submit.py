@@ -32,10 +32,11 @@ from urllib.parse import urlsplit
 import gradio as gr
 import pandas as pd
 
-from metrics.score import column_label, leaderboard_row, score_submission
+from metrics.score import leaderboard_row, score_submission
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 
 from space.config import SpaceConfig
+from space.leaderboard import column_label
 from space.names import name_conflicts
 from space.store import Metadata, Refused, ResultsStore, StoredResult, StoreFull
 from space.text import encodable

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metrics import core
-from metrics.score import LEADERBOARD_COLUMNS, column_label, format_report, leaderboard_row, main, score_submission
+from metrics.report import format_report, main
+from metrics.score import INTERVAL_KEYS, TABLE2_KEYS, leaderboard_row, score_submission
 from metrics.submission import Gold, load_gold, parse_submission
 from tests.scoring_fixtures import synthetic_gold
 from tests.synthetic import build_synthetic_dataset
@@ -216,7 +217,7 @@ def test_perfect_submission_scores_100_everywhere(case):
     gold, _ = case
     row = leaderboard_row(_score(gold, _perfect(gold), n_bootstrap=20))
     values = {k: v for k, v in row.items() if v is not None}
-    assert {k for k, _, _ in LEADERBOARD_COLUMNS if not k.startswith("disc_acc_")} <= values.keys()
+    assert {k for k in TABLE2_KEYS if not k.startswith("disc_acc_")} <= values.keys()
     assert all(v == 100.0 or v == [100.0, 100.0] for v in values.values()), values
 
 
@@ -262,9 +263,8 @@ def test_scores_do_not_depend_on_line_order(case):
 def test_leaderboard_columns_are_the_paper_columns_plus_ours():
     with (ROOT / "space" / "data" / "paper" / "table2_main.tsv").open() as f:
         header = next(line for line in f if not line.startswith("#")).rstrip("\n").split("\t")
-    keys = [k for k, _, _ in LEADERBOARD_COLUMNS]
-    assert keys[: len(header) - 2] == header[2:]
-    assert {k for k, _, h in LEADERBOARD_COLUMNS if h} == {
+    assert list(TABLE2_KEYS[: len(header) - 2]) == header[2:]
+    assert set(INTERVAL_KEYS) == {
         "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc"}
 
 
@@ -274,8 +274,8 @@ def test_leaderboard_row_and_report():
     assert row["disc_acc_ami"] == 100.0 and row["disc_acc_behavior_sd"] == 0.0 and row["disc_acc_bazinga"] is None
     assert row["loc_s3_f1"] == 83.3 and row["loc_bal_f1"] == 58.3 and row["ndcg_at_2"] == 41.3
     assert row["det_coverage"] == 83.3 and row["rank_coverage"] == 50.0
-    for key, _, headline in LEADERBOARD_COLUMNS:
-        assert (f"{key}_ci" in row) == headline
+    for key in TABLE2_KEYS:
+        assert (f"{key}_ci" in row) == (key in INTERVAL_KEYS)
     low, high = row["loc_bal_f1_ci"]
     assert low <= row["loc_bal_f1"] <= high
     report = format_report(scores)
@@ -287,14 +287,13 @@ def test_leaderboard_row_and_report():
     assert values.split("\t")[:4] == ["50.0", "100.0", "0.0", "50.0"]
 
 
-def test_extra_sources_get_columns_and_labels():
+def test_extra_sources_get_columns_before_the_average():
     gold = _hand_gold()
     for row in gold.tasks["discrimination"].values():
         row["source_dataset"] = "chitchat"
     row = leaderboard_row(_score(gold, HAND_LINES))
     keys = list(row)
     assert keys.index("disc_acc_chitchat") == keys.index("disc_acc_avg") - 1
-    assert column_label("disc_acc_chitchat") == "Disc Chitchat" and column_label("ndcg_at_2") == "N@2"
 
 
 # ------------------------------------------------------------------------------- end to end, CLI

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from metrics.score import TABLE2_KEYS
 from metrics.submission import load_gold
 from space import leaderboard
 from space.store import BASELINE_SUBMITTER, SqliteStore
@@ -65,6 +66,16 @@ def test_default_columns_are_rank_model_headline_metrics_and_metadata(store, gol
                                    "Det Paired", "Loc Paired", "Organisation", "Type", "Weights"]
     full, _ = leaderboard.leaderboard_frame(entries(store), leaderboard.GROUPS)
     assert {"Det S1", "Det Bal Acc 95% CI", "Det Coverage", "Link", "Submission id"} <= set(full.columns)
+
+
+def test_every_scorer_key_has_a_label_and_other_sources_get_one_from_their_key():
+    assert [leaderboard.column_label(k) for k in TABLE2_KEYS][12:16] == [
+        "Disc Bazinga", "Disc AMI", "Disc Behavior-SD", "Disc DailyTalk"]
+    assert set(leaderboard.COLUMN_LABELS) == set(TABLE2_KEYS)
+    assert leaderboard.column_label("disc_acc_chitchat_tts") == "Disc Chitchat Tts"
+    assert leaderboard.column_label("ndcg_at_2") == "N@2"
+    with pytest.raises(KeyError):
+        leaderboard.column_label("det_s4_acc")
 
 
 def test_the_table_reaches_the_browser_as_plain_json_with_verified_rows_marked(store, gold):

@@ -1,0 +1,105 @@
+"""The scorer's command line and its text report (``python -m metrics.score`` runs ``main``).
+
+``metrics.score`` computes the scores as data; this module only presents them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from metrics.core import SCENARIOS
+from metrics.score import leaderboard_row, score_submission
+from metrics.submission import SubmissionError, load_gold, parse_submission
+
+
+def format_report(scores: dict) -> str:
+    """The human-readable Table-2 row: one block per scored task, percent with one decimal,
+    95 % intervals beside the headline metrics, then the row as tab-separated paper columns."""
+    boot = scores["bootstrap"]
+    lines = [
+        f"SpeakerSleuth scores: variant {scores['variant']}, split {scores['split']}, "
+        f"{scores['num_lines']:,} lines, sha256 {scores['sha256'][:12]}",
+    ]
+    if boot["resamples"]:
+        lines.append(
+            f"[low, high] = {boot['level']}% bootstrap interval ({boot['resamples']} resamples of "
+            f"{boot['dialogues']} dialogues, seed {boot['seed']})"
+        )
+    if not scores["tasks"]:
+        lines.append("no task answered")
+    det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
+    if det:
+        lines += _block("Detection (accuracy)", det, [
+            *[(s, det["accuracy"][s], None) for s in SCENARIOS],
+            ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
+            (f"Paired ({det['paired_dialogues']} dialogues)", det["paired_accuracy"], det["ci"]["paired_accuracy"]),
+        ])
+    if loc:
+        entries = [("S1 F1", loc["f1"]["S1"], None)]
+        for s in SCENARIOS[1:]:
+            entries += [(f"{s} P", loc["precision"][s], None), (f"{s} R", loc["recall"][s], None), (f"{s} F1", loc["f1"][s], None)]
+        entries += [
+            ("Bal F1", loc["balanced_f1"], loc["ci"]["balanced_f1"]),
+            (f"Paired ({loc['paired_dialogues']} dialogues)", loc["paired_accuracy"], loc["ci"]["paired_accuracy"]),
+        ]
+        lines += _block("Localization", loc, entries)
+    if disc:
+        entries = [(f"Acc {s}", v, None) for s, v in disc["accuracy_by_source"].items()]
+        entries += [
+            ("Acc Avg", disc["accuracy"], disc["ci"]["accuracy"]),
+            ("NDCG@1", disc["ndcg@1"], None),
+            ("NDCG@2", disc["ndcg@2"], disc["ci"]["ndcg@2"]),
+            ("Exact match", disc["exact_match"], disc["ci"]["exact_match"]),
+            (f"Ranking coverage ({disc['ranked']}/{disc['instances']})", disc["ranking_coverage"], None),
+        ]
+        lines += _block("Discrimination", disc, entries)
+    row = leaderboard_row(scores)
+    keys = [k for k in row if not k.endswith("_ci") and row[k] is not None]
+    lines += ["", "Table-2 row (tab-separated):", "\t".join(keys), "\t".join(f"{row[k]:.1f}" for k in keys)]
+    return "\n".join(lines)
+
+
+def _block(title: str, task: dict, entries: list[tuple[str, float | None, list | None]]) -> list[str]:
+    lines = ["", f"{title}: coverage {_fmt(task['coverage'])}% ({task['answered']}/{task['instances']})"]
+    width = max(len(name) for name, _, _ in entries)
+    for name, value, interval in entries:
+        text = f"  {name:<{width}}  {_fmt(value):>5}"
+        if interval:
+            text += f"  [{_fmt(interval[0])}, {_fmt(interval[1])}]"
+        lines.append(text)
+    return lines
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Score a predictions file and print the report (or the scores as JSON); returns the exit
+    status: 0, 1 for a refused file, 2 for a dataset that cannot be read."""
+    parser = argparse.ArgumentParser(prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL.")
+    parser.add_argument("predictions", help="the predictions file (JSONL, UTF-8)")
+    parser.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
+    parser.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
+    parser.add_argument("--split", default="test", help="test or validation (default: test)")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples, 0 for none (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    args = parser.parse_args(argv)
+    try:
+        gold = load_gold(args.dataset, args.variant, args.split)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        sub = parse_submission(Path(args.predictions), gold)
+    except SubmissionError as err:
+        print(f"{args.predictions}: {err}", file=sys.stderr)
+        return 1
+    scores = score_submission(sub, gold, n_bootstrap=args.bootstrap, seed=args.seed)
+    print(json.dumps(scores, indent=2) if args.json else format_report(scores))
+    return 0
+
