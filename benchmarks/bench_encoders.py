@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from judges.encoders import EcapaEncoder, SpeakerEncoder, WavLMEncoder, get_encoder
+from speech.encoders import EcapaEncoder, SpeakerEncoder, WavLMEncoder, get_encoder
 from tests.test_encoders import voice
 
 

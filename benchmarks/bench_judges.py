@@ -43,7 +43,7 @@ from judges.embedding import (  # noqa: E402
     predictions,
     score_variant,
 )
-from judges.encoders import get_encoder  # noqa: E402
+from speech.encoders import get_encoder  # noqa: E402
 
 
 class NaiveCache(EmbeddingCache):

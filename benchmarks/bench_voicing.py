@@ -81,7 +81,7 @@ def describe(name: str, values: np.ndarray) -> str:
 def bank_spread(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
     import torch
 
-    from judges.encoders import get_encoder
+    from speech.encoders import get_encoder
 
     encoder = get_encoder("resemblyzer")  # shipped weights; batched over Resemblyzer's partials
     torch.set_num_threads(1)  # a small LSTM: OpenMP threads only spin against the TTS on 2 cores

@@ -1,7 +1,7 @@
 """Read a turn's audio (``AudioSpan``) as a 16 kHz mono float32 array.
 
 Decoding is soundfile's (WAV, FLAC, OGG, ...); resampling is ``scipy.signal.resample_poly``
-through ``judges.encoders.resample``. A span reads ``[start, end)`` seconds of the file; a span
+through ``speech.encoders.resample``. A span reads ``[start, end)`` seconds of the file; a span
 with a channel reads that channel, otherwise all channels are averaged.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import soundfile as sf
 
 from builder_scripts.sources.base import AudioSpan
-from judges.encoders import SAMPLING_RATE, resample
+from speech.encoders import SAMPLING_RATE, resample
 
 
 def load_span(span: AudioSpan | str | Path, sampling_rate: int = SAMPLING_RATE) -> np.ndarray:

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from builder_scripts.audio import load_span
 from builder_scripts.sources.base import AudioSpan
-from judges.encoders import SpeakerEncoder
+from speech.encoders import SpeakerEncoder
 
 GENDERS = ("female", "male")
 

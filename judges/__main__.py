@@ -19,7 +19,7 @@ import json
 import sys
 
 from judges.embedding import parse_judge_name
-from judges.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
+from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
 

@@ -366,7 +366,7 @@ def make_embedding_judge(name: str, *, threshold: float | None = None, cache_dir
     parsed = parse_judge_name(name)
     if parsed is None:
         raise ValueError(f"{name!r} is not an embedding judge; use <method>-<encoder>, method one of {', '.join(METHODS)}")
-    from judges.encoders import get_encoder
+    from speech.encoders import get_encoder
 
     method, encoder_spec = parsed
     return EmbeddingJudge(method, get_encoder(encoder_spec), threshold=threshold, cache_dir=cache_dir,

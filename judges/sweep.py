@@ -93,7 +93,7 @@ def cache_for(spec: str, caches: dict | None, cache_dir=None, batch_size: int = 
     """The cache of encoder ``spec``: from ``caches`` (filled in, so later calls share it) or new."""
     if caches is not None and spec in caches:
         return caches[spec]
-    from judges.encoders import get_encoder
+    from speech.encoders import get_encoder
 
     cache = EmbeddingCache(get_encoder(spec), cache_dir, batch_size=batch_size)
     if caches is not None:

@@ -290,7 +290,7 @@ def bank_clips(source):
 
 
 def test_every_voice_is_closer_to_itself_than_to_any_other_voice(bank_clips):
-    from judges.encoders import get_encoder  # Resemblyzer with its shipped weights, batched
+    from speech.encoders import get_encoder  # Resemblyzer with its shipped weights, batched
 
     ids = list(bank_clips)
     emb = _one_thread(get_encoder("resemblyzer").embed, [c for v in ids for c in bank_clips[v]]).reshape(len(ids), 2, -1)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from builder_scripts.sources.ami import AMI_EVAL_MEETINGS
-from judges.model_dirs import use_model_dirs
+from speech.model_dirs import use_model_dirs
 from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 from tests.vc_fixtures import VOICES, Voice
 

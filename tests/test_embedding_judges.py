@@ -16,7 +16,7 @@ import torch
 import speakersleuth_dataset as ssd
 from judges import embedding as emb
 from judges.cache import EmbeddingCache
-from judges.encoders import get_encoder
+from speech.encoders import get_encoder
 from judges.sweep import THRESHOLDS, calibrate, pick_threshold, run_sweep, threshold_metrics
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission

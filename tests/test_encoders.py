@@ -15,8 +15,8 @@ import pytest
 import torch
 from scipy.signal import lfilter, sawtooth
 
-from judges.encoders import EcapaEncoder, ResemblyzerEncoder, WavLMEncoder, check_encoder, get_encoder
-from judges.model_dirs import ModelFolderError, use_model_dirs
+from speech.encoders import EcapaEncoder, ResemblyzerEncoder, WavLMEncoder, check_encoder, get_encoder
+from speech.model_dirs import ModelFolderError, use_model_dirs
 
 SR = 16_000
 

@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-import judges.encoders
+import speech.encoders
 import judges.lalm
 import speakersleuth_dataset as ssd
 from judges.__main__ import main
@@ -34,7 +34,7 @@ def folder(tmp_path_factory):
 def resemblyzer():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # faster for Resemblyzer's small LSTM on a busy 2-core machine
-    yield judges.encoders.get_encoder("resemblyzer")
+    yield speech.encoders.get_encoder("resemblyzer")
     torch.set_num_threads(threads)
 
 
@@ -49,7 +49,7 @@ def cli(resemblyzer, tmp_path_factory, monkeypatch, capsys):
         made.append(spec)
         return resemblyzer
 
-    monkeypatch.setattr(judges.encoders, "get_encoder", get_encoder)
+    monkeypatch.setattr(speech.encoders, "get_encoder", get_encoder)
     cache_dir = str(tmp_path_factory.getbasetemp() / "judges-cli-cache")
 
     def run(*args: str) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ import soundfile as sf
 from builder_scripts.audio import load_span
 from builder_scripts.sources.base import AudioSpan
 from builder_scripts.speaker_bank import SpeakerBank
-from judges.encoders import SpeakerEncoder
+from speech.encoders import SpeakerEncoder
 
 SR = 16_000
 

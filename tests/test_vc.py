@@ -21,7 +21,7 @@ import pytest
 import builder_scripts.vc as vc
 from builder_scripts.vc import base, cosyvoice, world, yourtts
 from builder_scripts.vc.base import SAMPLING_RATE, rms
-from judges.model_dirs import ModelFolderError, use_model_dirs
+from speech.model_dirs import ModelFolderError, use_model_dirs
 from tests.vc_fixtures import VOICES, Voice, clips, speech_like
 
 DSP = ("world", "praat")
@@ -69,7 +69,7 @@ def converters():
 
 @pytest.fixture(scope="module")
 def encoder():
-    from judges.encoders import get_encoder
+    from speech.encoders import get_encoder
 
     return get_encoder("resemblyzer")
 

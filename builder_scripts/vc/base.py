@@ -8,7 +8,7 @@ analysis-resynthesis path without changing the speaker, so every turn and every 
 instance can carry the same processing artefacts (the shortcut audit).
 
 Backends that need weights (``offline = False``) read them from local folders: the one given
-as ``--model-dir NAME=DIR`` (``judges.model_dirs``), else ``$SPEAKERSLEUTH_VC_DIR/<default>``
+as ``--model-dir NAME=DIR`` (``speech.model_dirs``), else ``$SPEAKERSLEUTH_VC_DIR/<default>``
 (``MODEL_DIRS``; the root defaults to ``~/.cache/speakersleuth/vc``); nothing is ever downloaded.
 A folder that lacks files raises ``ModelFolderError`` naming the folder, every missing file and
 how to stage it.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judges.model_dirs import ModelFolder, check_model_folders, model_dir
+from speech.model_dirs import ModelFolder, check_model_folders, model_dir
 from speakersleuth_dataset import SAMPLING_RATE
 
 
@@ -171,7 +171,7 @@ class NeuralConverter(VoiceConverter):
         """The model call on float32 audio at ``input_rate``."""
 
     def _to_model_rate(self, clip: np.ndarray) -> np.ndarray:
-        from judges.encoders import resample
+        from speech.encoders import resample
 
         return resample(clip, SAMPLING_RATE, self.input_rate)
 
@@ -194,7 +194,7 @@ class NeuralConverter(VoiceConverter):
         target_clips: Sequence[np.ndarray],
         source_clips: Sequence[np.ndarray] | None = None,
     ) -> np.ndarray:
-        from judges.encoders import resample
+        from speech.encoders import resample
 
         source = as_clip(source, "source")
         out, rate = self._run(self._to_model_rate(source), self._references(target_clips))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judges.model_dirs import ModelFolder
+from speech.model_dirs import ModelFolder
 
 from .base import NeuralConverter, model_folder
 

@@ -10,7 +10,7 @@ Three backends, all offline:
   local folder, ``local_files_only=True``.
 
 The folder comes with the spec (``ecapa:<folder>``) or, for a bare ``ecapa``/``wavlm``, from
-``--model-dir ecapa=DIR`` (``judges.model_dirs``). A hub id is accepted only when the model is
+``--model-dir ecapa=DIR`` (``speech.model_dirs``). A hub id is accepted only when the model is
 already in the local Hugging Face cache. A folder that lacks files raises ``ModelFolderError``
 naming them. Heavy libraries are imported when an encoder is built, not when this module is
 imported.
@@ -18,7 +18,7 @@ imported.
 >>> get_encoder("ecapa")
 Traceback (most recent call last):
 ...
-judges.model_dirs.ModelFolderError: encoder 'ecapa' needs a local model folder: 'ecapa:<folder>' or --model-dir ecapa=<folder>. Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it. Nothing is downloaded at run time.
+speech.model_dirs.ModelFolderError: encoder 'ecapa' needs a local model folder: 'ecapa:<folder>' or --model-dir ecapa=<folder>. Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it. Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judges.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
+from speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
 from speakersleuth_dataset import SAMPLING_RATE
 
 #: Every encoder here takes 16 kHz mono input.
