@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from judges.embedding import parse_judge_name
+from judges.names import EmbeddingJudgeName, parse_judge_name
 from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
@@ -93,7 +93,8 @@ def _encoders(args: argparse.Namespace) -> set[str]:
         specs = args.encoders.split(",")
     else:
         judges = [args.judge] if args.command == "run" else args.judges.split(",")
-        specs = [parsed[1] for parsed in map(parse_judge_name, (j.strip() for j in judges)) if parsed]
+        parsed = [parse_judge_name(j.strip()) for j in judges]
+        specs = [p.encoder for p in parsed if isinstance(p, EmbeddingJudgeName)]
     return {spec.partition(":")[0].strip().lower() for spec in specs}
 
 

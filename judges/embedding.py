@@ -36,8 +36,8 @@ from tqdm.auto import tqdm
 
 import speakersleuth_dataset as ssd
 from judges.cache import EmbeddingCache
+from judges.names import METHODS, embedding_judge_name
 
-METHODS = ("pairwise", "centroid", "reference")
 DEFAULT_THRESHOLDS = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
 #: True where a high score means "sounds like the target" (flag s < τ, best candidate = highest);
 #: False for the centroid distance (flag s > τ, best candidate = lowest).
@@ -305,15 +305,6 @@ def write_jsonl(lines: Sequence[dict], out_path: str | os.PathLike) -> Path:
 # ------------------------------------------------------------------------------------ judge
 
 
-def parse_judge_name(name: str) -> tuple[str, str] | None:
-    """``"centroid-ecapa:/models/ecapa"`` -> ``("centroid", "ecapa:/models/ecapa")``; None when
-    ``name`` is not an embedding judge."""
-    method, sep, encoder = name.partition("-")
-    if method in METHODS and sep and encoder:
-        return method, encoder
-    return None
-
-
 class EmbeddingJudge:
     """One method on one encoder; ``run`` writes a predictions JSONL (the submission format)."""
 
@@ -363,11 +354,8 @@ class EmbeddingJudge:
 def make_embedding_judge(name: str, *, threshold: float | None = None, cache_dir=None, batch_size: int = 32,
                          progress: bool = True) -> EmbeddingJudge:
     """Build a judge from ``<method>-<encoder spec>`` (e.g. ``pairwise-resemblyzer``)."""
-    parsed = parse_judge_name(name)
-    if parsed is None:
-        raise ValueError(f"{name!r} is not an embedding judge; use <method>-<encoder>, method one of {', '.join(METHODS)}")
+    method, encoder_spec = embedding_judge_name(name)
     from speech.encoders import get_encoder
 
-    method, encoder_spec = parsed
     return EmbeddingJudge(method, get_encoder(encoder_spec), threshold=threshold, cache_dir=cache_dir,
                           batch_size=batch_size, progress=progress)

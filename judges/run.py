@@ -1,12 +1,5 @@
-"""Glue behind ``python -m judges``: building a judge from its name, one judged run, the baselines.
-
-Judge names:
-
-- ``<method>-<encoder>``: an embedding judge, method ``pairwise``/``centroid``/``reference``,
-  encoder ``resemblyzer``, ``ecapa:<folder>`` or ``wavlm:<folder>`` (``judges.embedding``);
-- ``openai:<model>``, ``vllm:<base url>:<model>``, ``gemini:<model>``,
-  ``transformers:<folder>``: an LALM judge (``judges.lalm.make_lalm_judge``).
-"""
+"""Glue behind ``python -m judges``: building a judge from its name (the grammar is in
+``judges.names``), one judged run, the baselines."""
 
 from __future__ import annotations
 
@@ -24,12 +17,12 @@ from judges.embedding import (
     EmbeddingJudge,
     embed_variant,
     make_embedding_judge,
-    parse_judge_name,
     parse_tasks,
     predictions,
     score_variant,
     write_jsonl,
 )
+from judges.names import EmbeddingJudgeName, parse_judge_name
 from judges.sweep import cache_for, calibrate as calibrate_threshold, has_split
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import load_gold, parse_submission
@@ -38,23 +31,15 @@ from metrics.submission import load_gold, parse_submission
 def make_judge(name: str, *, threshold: float | None = None, setting: str = "main", cache_dir=None,
                batch_size: int = 32, progress: bool = True, **lalm_options):
     """An embedding judge or an LALM judge from its name (see the module docstring)."""
-    if parse_judge_name(name) is not None:
+    if isinstance(parse_judge_name(name), EmbeddingJudgeName):
         if lalm_options or setting != "main":
             raise ValueError(f"{name}: LALM options ({', '.join(['setting', *lalm_options])}) do not apply to an embedding judge")
         return make_embedding_judge(name, threshold=threshold, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
-    from judges.lalm.backends import is_lalm_judge
+    if threshold is not None:
+        raise ValueError(f"{name}: --threshold applies to embedding judges only")
+    from judges.lalm import make_lalm_judge
 
-    if is_lalm_judge(name):
-        if threshold is not None:
-            raise ValueError(f"{name}: --threshold applies to embedding judges only")
-        from judges.lalm import make_lalm_judge
-
-        return make_lalm_judge(name, setting=setting, progress=progress, **lalm_options)
-    raise ValueError(
-        f"unknown judge {name!r}: use <method>-<encoder> with method one of {', '.join(METHODS)} "
-        "(e.g. centroid-resemblyzer, pairwise-ecapa:/path/to/model), or an LALM judge "
-        "(openai:<model>, vllm:<base url>:<model>, gemini:<model>, transformers:<folder>)"
-    )
+    return make_lalm_judge(name, setting=setting, progress=progress, **lalm_options)
 
 
 def run_judge(name: str, dataset: str | os.PathLike, variant: str, tasks, out: str | os.PathLike, *,

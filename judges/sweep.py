@@ -27,13 +27,12 @@ import speakersleuth_dataset as ssd
 from judges.cache import EmbeddingCache
 from judges.embedding import (
     DEFAULT_THRESHOLDS,
-    METHODS,
     VariantScores,
     embed_variant,
-    parse_judge_name,
     predictions,
     score_variant,
 )
+from judges.names import embedding_judge_name
 from metrics.score import score_submission
 from metrics.submission import Gold, load_gold, parse_submission
 
@@ -111,10 +110,8 @@ def run_sweep(folder: str | os.PathLike, variant: str, judges: Sequence[str], ou
     """
     by_encoder: dict[str, list[str]] = {}
     for name in judges:
-        parsed = parse_judge_name(name)
-        if parsed is None:
-            raise ValueError(f"{name!r} is not an embedding judge (<method>-<encoder>, method one of {', '.join(METHODS)})")
-        by_encoder.setdefault(parsed[1], []).append(parsed[0])
+        method, spec = embedding_judge_name(name)
+        by_encoder.setdefault(spec, []).append(method)
     tasks = [t for t in TURN_TASKS if has_split(folder, variant, split, t)]
     if "detection" not in tasks:
         raise FileNotFoundError(f"{folder}: no {split} detection shards for variant {variant!r}; nothing to sweep")

@@ -123,8 +123,6 @@ def test_errors_name_the_problem(folder, encoder):
         emb.embed_variant(folder, "main", ["detection"], EmbeddingCache(encoder), limit=0, progress=False)
     with pytest.raises(ValueError, match="unknown or no tasks"):
         emb.parse_tasks("detection,ranking")
-    assert emb.parse_judge_name("pairwise-ecapa:/models/ecapa-voxceleb") == ("pairwise", "ecapa:/models/ecapa-voxceleb")
-    assert emb.parse_judge_name("openai:gpt-4o-audio-preview") is None
 
 
 def test_judges_read_no_gold_column():

@@ -21,7 +21,7 @@ import pytest
 import soundfile as sf
 
 import speakersleuth_dataset as ssd
-from judges.lalm import make_lalm_judge, parse_judge_name
+from judges.lalm import make_lalm_judge
 from judges.lalm.backends import make_backend
 from judges.lalm.backends.base import Audio, FatalBackendError, Prompt, RequestError, Text
 from judges.lalm.backends.openai_backend import chat_messages
@@ -240,16 +240,6 @@ def test_auth_errors_stop_at_once_and_bad_requests_fail_one_request(server, prom
     with pytest.raises(RequestError, match="gave up after 3 attempts"):
         make_backend(name, max_retries=2, **FAST, **extra).generate(prompt)
     assert len(server.requests) == 5
-
-
-def test_judge_names():
-    assert parse_judge_name("gemini:gemini-2.5-pro") == ("gemini", None, "gemini-2.5-pro")
-    assert parse_judge_name("transformers:/models/Qwen2.5-Omni-3B") == ("transformers", None, "/models/Qwen2.5-Omni-3B")
-    assert parse_judge_name("vllm:http://gpu-host:8000:Qwen/Qwen2-Audio-7B-Instruct") == \
-        ("vllm", "http://gpu-host:8000", "Qwen/Qwen2-Audio-7B-Instruct")
-    for bad in ("vllm:Qwen/Qwen2.5-Omni-7B", "centroid-resemblyzer", "openai:"):
-        with pytest.raises(ValueError):
-            parse_judge_name(bad)
 
 
 # ----------------------------------------------------------------------------- the harness

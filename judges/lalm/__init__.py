@@ -15,9 +15,7 @@ _EXPORTS = {
     "LALMJudge": "judges.lalm.harness",
     "make_lalm_judge": "judges.lalm.harness",
     "SETTINGS": "judges.lalm.prompts",
-    "is_lalm_judge": "judges.lalm.backends",
     "make_backend": "judges.lalm.backends",
-    "parse_judge_name": "judges.lalm.backends",
 }
 __all__ = sorted(_EXPORTS)
 
