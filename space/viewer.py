@@ -192,6 +192,58 @@ VIEWER_CSS = """
 """
 
 
+def _empty(message: str) -> list:
+    """The viewer's outputs with ``message`` and nothing shown."""
+    hidden = gr.update(value=None, visible=False)
+    return [message, "", "", hidden] + [hidden] * (TURN_SLOTS + CANDIDATE_SLOTS)
+
+
+def _players(items: list[tuple[str, bytes | None]], slots: int) -> list:
+    """``slots`` audio updates: one labelled player per item, the rest hidden."""
+    return [
+        gr.update(value=items[i][1], label=items[i][0], visible=True) if i < len(items)
+        else gr.update(value=None, visible=False)
+        for i in range(slots)
+    ]
+
+
+class ViewerEvents:
+    """The Viewer tab's event handlers over one index (bound methods, so each event's API name is
+    the method's name)."""
+
+    def __init__(self, index: InstanceIndex) -> None:
+        self.index = index
+
+    def show(self, config: str | None, instance_id: str | None) -> list:
+        if not config or not instance_id:
+            return _empty("<p>Pick an instance.</p>")
+        try:
+            row = self.index.load(config, instance_id)
+        except KeyError:
+            return _empty(f"<p>No instance {_e(repr(instance_id))} in config {_e(config)}.</p>")
+        dialogue_value, facts_value, turns, candidates, ref = instance_view(row, config)
+        return [f"<p>{_e(config)} / {_e(instance_id)}</p>", dialogue_value, facts_value,
+                gr.update(value=ref, visible=ref is not None),
+                *_players(turns, TURN_SLOTS), *_players(candidates, CANDIDATE_SLOTS)]
+
+    def refilter(self, config, source, scenario):
+        ids = self.index.ids(config, source, scenario) if config else []
+        return gr.update(choices=ids, value=ids[0] if ids else None)
+
+    def on_config(self, config):
+        sources = [ANY] + (self.index.sources(config) if config else [])
+        ids = self.index.ids(config) if config else []
+        return gr.update(choices=sources, value=ANY), gr.update(value=ANY), gr.update(choices=ids, value=ids[0] if ids else None)
+
+    def on_paste(self, text, config):
+        instance_id = (text or "").strip()
+        found = self.index.locate(instance_id, prefer=config) if instance_id else None
+        if found is None:
+            return [gr.update(), gr.update(), *_empty(f"<p>Unknown instance id {_e(repr(instance_id[:200]))}.</p>")]
+        ids = self.index.ids(found)
+        return [gr.update(value=found), gr.update(choices=ids, value=instance_id), *self.show(found, instance_id)]
+
+
 def build_viewer_tab(index: InstanceIndex):
     """The Viewer tab's components and events (call inside ``gr.Blocks`` / ``gr.Tab``); returns
     ``show(config, id)`` with its inputs and outputs, so the app can show an instance on load."""
@@ -219,49 +271,11 @@ def build_viewer_tab(index: InstanceIndex):
         candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(CANDIDATE_SLOTS)]
     outputs = [message, dialogue, facts, reference, *turn_players, *candidate_players]
 
-    def empty(msg: str) -> list:
-        hidden = gr.update(value=None, visible=False)
-        return [msg, "", "", hidden] + [hidden] * (TURN_SLOTS + CANDIDATE_SLOTS)
-
-    def show(config: str | None, instance_id: str | None) -> list:
-        if not config or not instance_id:
-            return empty("<p>Pick an instance.</p>")
-        try:
-            row = index.load(config, instance_id)
-        except KeyError:
-            return empty(f"<p>No instance {_e(repr(instance_id))} in config {_e(config)}.</p>")
-        dialogue_value, facts_value, turns, candidates, ref = instance_view(row, config)
-        def players(items, slots):
-            return [
-                gr.update(value=items[i][1], label=items[i][0], visible=True) if i < len(items)
-                else gr.update(value=None, visible=False)
-                for i in range(slots)
-            ]
-        return [f"<p>{_e(config)} / {_e(instance_id)}</p>", dialogue_value, facts_value,
-                gr.update(value=ref, visible=ref is not None),
-                *players(turns, TURN_SLOTS), *players(candidates, CANDIDATE_SLOTS)]
-
-    def refilter(config, source, scenario):
-        ids = index.ids(config, source, scenario) if config else []
-        return gr.update(choices=ids, value=ids[0] if ids else None)
-
-    def on_config(config):
-        sources = [ANY] + (index.sources(config) if config else [])
-        ids = index.ids(config) if config else []
-        return gr.update(choices=sources, value=ANY), gr.update(value=ANY), gr.update(choices=ids, value=ids[0] if ids else None)
-
-    def on_paste(text, config):
-        instance_id = (text or "").strip()
-        found = index.locate(instance_id, prefer=config) if instance_id else None
-        if found is None:
-            return [gr.update(), gr.update(), *empty(f"<p>Unknown instance id {_e(repr(instance_id[:200]))}.</p>")]
-        ids = index.ids(found)
-        return [gr.update(value=found), gr.update(choices=ids, value=instance_id), *show(found, instance_id)]
-
-    config_dd.input(on_config, config_dd, [source_dd, scenario_dd, id_dd]).then(show, [config_dd, id_dd], outputs)
+    events = ViewerEvents(index)
+    config_dd.input(events.on_config, config_dd, [source_dd, scenario_dd, id_dd]).then(events.show, [config_dd, id_dd], outputs)
     for dd in (source_dd, scenario_dd):
-        dd.input(refilter, [config_dd, source_dd, scenario_dd], id_dd).then(show, [config_dd, id_dd], outputs)
-    id_dd.input(show, [config_dd, id_dd], outputs, api_name="view_instance")
+        dd.input(events.refilter, [config_dd, source_dd, scenario_dd], id_dd).then(events.show, [config_dd, id_dd], outputs)
+    id_dd.input(events.show, [config_dd, id_dd], outputs, api_name="view_instance")
     for trigger in (go.click, pasted.submit):
-        trigger(on_paste, [pasted, config_dd], [config_dd, id_dd, *outputs], api_name=False)
-    return show, (config_dd, id_dd), outputs
+        trigger(events.on_paste, [pasted, config_dd], [config_dd, id_dd, *outputs], api_name=False)
+    return events.show, (config_dd, id_dd), outputs
