@@ -413,6 +413,70 @@ class VariantView:
     tables: dict[tuple[str, ...], dict] = field(default_factory=dict)
 
 
+class LeaderboardViews:
+    """The Leaderboard tab's views over one store, one ``VariantView`` per variant, made again only
+    when that variant's results change (thread-safe: refreshes of several pages may overlap)."""
+
+    def __init__(self, store: ResultsStore, variants: list[str], export_dir: Path) -> None:
+        self.store, self.variants, self.export_dir = store, variants, export_dir
+        self._views: dict[str, VariantView] = {}
+        self._lock = threading.Lock()
+
+    def view_of(self, variant: str) -> VariantView:
+        results = self.store.results(variant)
+        ids = tuple(r.id for r in results)
+        with self._lock:
+            view = self._views.get(variant)
+            if view is None or view.ids != ids:
+                entries = scored(results)
+                with alt.utils.schemapi.debug_mode(False):  # the spec is fixed code (tests validate it); validating
+                    figure = bias_figure(entries, variant)   # it on every new result took most of a refresh
+                chart = PlotData(type="altair", plot=figure.to_json(indent=None, validate=False))
+                csv_path = self.export_dir / f"speakersleuth-{variant}.csv"
+                write_atomic(csv_path, leaderboard_csv(entries))
+                view = self._views[variant] = VariantView(ids, entries, chart, csv_path)
+        return view
+
+    def refresh_variant(self, variant: str, groups: list[str]):
+        """One variant's table (with the column ``groups``), chart and CSV path."""
+        view = self.view_of(variant)
+        key = tuple(sorted(groups))
+        if key not in view.tables:
+            frame, datatypes = leaderboard_frame(view.entries, groups)
+            view.tables[key] = table_payload(frame, datatypes, f"Submissions on this build ({variant}): {len(frame)}")
+        return gr.update(value=view.tables[key]), view.chart, str(view.csv_path)
+
+    def refresh(self, *groups):
+        """Every variant's table, chart and CSV path; ``groups`` holds each variant's column groups."""
+        out = []
+        for variant, selected in zip(self.variants, groups):
+            out += self.refresh_variant(variant, selected)
+        return out
+
+
+def _variant_tab(variant: str, available: list[str]):
+    """One variant's sub-tab (call inside ``gr.Tab``); returns its toggle, table, chart and download."""
+    if variant not in available:
+        gr.Markdown(f"The dataset this Space serves has no `{variant}` variant; submissions for it are not possible.")
+    toggle = gr.CheckboxGroup(GROUPS, value=DEFAULT_GROUPS, label="Show more columns")
+    table = gr.HTML(
+        None, html_template='<div class="ss-lb"></div>', js_on_load=TABLE_JS.read_text(encoding="utf-8"),
+        elem_id=f"ss-leaderboard-{variant}", elem_classes="ss-leaderboard", padding=False,
+    )
+    with gr.Row():
+        download = gr.DownloadButton(f"Download CSV ({variant}): all columns", size="sm", elem_id=f"ss-csv-{variant}")
+    with gr.Accordion("Detection bias (S1 vs mean S2/S3 accuracy)", open=True):
+        plot = gr.Plot(show_label=False, elem_id=f"ss-bias-{variant}", elem_classes="ss-bias")
+    with gr.Accordion("Reported in the paper, on the original data (not this build)", open=False):
+        gr.Markdown(f"{about.PAPER_NOTE}\n*{paper_caption(variant)}*")
+        paper = paper_frame(variant)
+        paper_types = ["str", "str"] + ["number"] * (len(paper.columns) - 2)
+        gr.Dataframe(value=one_decimal(paper, paper_types), interactive=False, datatype=paper_types, show_search="search",
+                     pinned_columns=1, label=f"Reported on the original data ({variant})",
+                     elem_id=f"ss-paper-{variant}", max_height=600)
+    return toggle, table, plot, download
+
+
 def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], export_dir: Path):
     """One sub-tab per variant with its table, column toggles, CSV download, chart and the paper's
     table. Entries, chart and CSV (``export_dir/speakersleuth-<variant>.csv``) are made again only
@@ -421,65 +485,12 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
     Returns ``refresh(*groups_per_variant)`` and its inputs/outputs, so the app refreshes the tab
     on page load and after a submission.
     """
-    tables, toggles, plots, downloads = [], [], [], []
+    views = LeaderboardViews(store, variants, export_dir)
+    toggles, outputs = [], []
     for variant in variants:
         with gr.Tab(variant, id=f"lb-{variant}"):
-            if variant not in available:
-                gr.Markdown(f"The dataset this Space serves has no `{variant}` variant; submissions for it are not possible.")
-            toggle = gr.CheckboxGroup(GROUPS, value=DEFAULT_GROUPS, label="Show more columns")
-            table = gr.HTML(
-                None, html_template='<div class="ss-lb"></div>', js_on_load=TABLE_JS.read_text(encoding="utf-8"),
-                elem_id=f"ss-leaderboard-{variant}", elem_classes="ss-leaderboard", padding=False,
-            )
-            with gr.Row():
-                download = gr.DownloadButton(f"Download CSV ({variant}): all columns", size="sm", elem_id=f"ss-csv-{variant}")
-            with gr.Accordion("Detection bias (S1 vs mean S2/S3 accuracy)", open=True):
-                plot = gr.Plot(show_label=False, elem_id=f"ss-bias-{variant}", elem_classes="ss-bias")
-            with gr.Accordion("Reported in the paper, on the original data (not this build)", open=False):
-                gr.Markdown(f"{about.PAPER_NOTE}\n*{paper_caption(variant)}*")
-                paper = paper_frame(variant)
-                paper_types = ["str", "str"] + ["number"] * (len(paper.columns) - 2)
-                gr.Dataframe(value=one_decimal(paper, paper_types), interactive=False, datatype=paper_types, show_search="search",
-                             pinned_columns=1, label=f"Reported on the original data ({variant})",
-                             elem_id=f"ss-paper-{variant}", max_height=600)
-            tables.append(table)
-            toggles.append(toggle)
-            plots.append(plot)
-            downloads.append(download)
-
-    views: dict[str, VariantView] = {}
-    lock = threading.Lock()
-
-    def view_of(variant: str) -> VariantView:
-        results = store.results(variant)
-        ids = tuple(r.id for r in results)
-        with lock:
-            view = views.get(variant)
-            if view is None or view.ids != ids:
-                entries = scored(results)
-                with alt.utils.schemapi.debug_mode(False):  # the spec is fixed code (tests validate it); validating
-                    figure = bias_figure(entries, variant)   # it on every new result took most of a refresh
-                chart = PlotData(type="altair", plot=figure.to_json(indent=None, validate=False))
-                csv_path = export_dir / f"speakersleuth-{variant}.csv"
-                write_atomic(csv_path, leaderboard_csv(entries))
-                view = views[variant] = VariantView(ids, entries, chart, csv_path)
-        return view
-
-    def refresh_variant(variant: str, groups: list[str]):
-        view = view_of(variant)
-        key = tuple(sorted(groups))
-        if key not in view.tables:
-            frame, datatypes = leaderboard_frame(view.entries, groups)
-            view.tables[key] = table_payload(frame, datatypes, f"Submissions on this build ({variant}): {len(frame)}")
-        return gr.update(value=view.tables[key]), view.chart, str(view.csv_path)
-
-    def refresh(*groups):
-        out = []
-        for variant, selected in zip(variants, groups):
-            out += refresh_variant(variant, selected)
-        return out
-
-    outputs = [c for triple in zip(tables, plots, downloads) for c in triple]
-    for variant, toggle, table, plot, download in zip(variants, toggles, tables, plots, downloads):
-        toggle.change(lambda g, v=variant: refresh_variant(v, g), toggle, [table, plot, download], api_name=False)
-    return refresh, toggles, outputs
+            toggle, table, plot, download = _variant_tab(variant, available)
+        toggle.change(lambda g, v=variant: views.refresh_variant(v, g), toggle, [table, plot, download], api_name=False)
+        toggles.append(toggle)
+        outputs += [table, plot, download]
+    return views.refresh, toggles, outputs
