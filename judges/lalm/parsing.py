@@ -355,66 +355,86 @@ def _as_label(value: Any, labels: tuple[str, ...]) -> str:
     raise _Invalid(f"{value!r} is not one of the labels {', '.join(labels)}")
 
 
-def _validate(kind: str, value: Any, num_turns: int | None, labels: tuple[str, ...]) -> Any:
-    if kind == "detection":
-        if isinstance(value, bool):
-            return "consistent" if value else "inconsistent"
-        word = re.sub(r"[^a-z ]", "", str(value).lower()).strip()
-        if word in ("consistent", "inconsistent"):
-            return word
-        if word in ("not consistent",):
-            return "inconsistent"
-        raise _Invalid(f"{value!r} is neither consistent nor inconsistent")
-    if kind == "same_speaker":
-        if isinstance(value, bool):
-            return value
-        word = re.sub(r"[^a-z ]", "", str(value).lower()).strip()
-        if word in ("yes", "true", "same", "same speaker", "same person"):
-            return True
-        if word in ("no", "false", "different", "different speaker", "different person", "not same"):
-            return False
-        raise _Invalid(f"{value!r} is not a yes/no answer")
-    if kind == "localization":
-        if isinstance(value, str):
-            parsed = _prose_turns(value, first=True)
-            if parsed is None and value.strip().lower() not in ("", "none", "[]"):
-                raise _Invalid(f"{value!r} names no turn numbers")
-            value = parsed or []
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list):
-            raise _Invalid(f"{value!r} is not a list of turn numbers")
-        turns = []
-        for item in value:
-            if isinstance(item, bool):
-                raise _Invalid(f"{item!r} is not a turn number")
-            if isinstance(item, str):
-                nums = _numbers(item)
-                if len(nums) != 1:
-                    raise _Invalid(f"{item!r} is not a turn number")
-                item = nums[0]
-            if not isinstance(item, (int, float)) or int(item) != item:
-                raise _Invalid(f"{item!r} is not a turn number")
-            turns.append(int(item))
-        bad = [t for t in turns if t < 1 or (num_turns is not None and t > num_turns)]
-        if bad:
-            raise _Invalid(f"turn(s) {bad} outside 1..{num_turns or 'N'}")
-        return sorted(set(turns))
-    if kind == "choice":
-        return _as_label(value, labels)
-    if kind == "ranking":
-        if isinstance(value, str):
-            parsed = _prose_ranking(value, first=True)
-            if parsed is None:
-                raise _Invalid(f"{value!r} is not a ranking")
-            value = parsed
-        if not isinstance(value, list):
+# Every validator takes (value, num_turns, labels) and returns the prediction or raises _Invalid.
+
+
+def _valid_detection(value: Any, num_turns: int | None, labels: tuple[str, ...]) -> str:
+    if isinstance(value, bool):
+        return "consistent" if value else "inconsistent"
+    word = re.sub(r"[^a-z ]", "", str(value).lower()).strip()
+    if word in ("consistent", "inconsistent"):
+        return word
+    if word in ("not consistent",):
+        return "inconsistent"
+    raise _Invalid(f"{value!r} is neither consistent nor inconsistent")
+
+
+def _valid_same_speaker(value: Any, num_turns: int | None, labels: tuple[str, ...]) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = re.sub(r"[^a-z ]", "", str(value).lower()).strip()
+    if word in ("yes", "true", "same", "same speaker", "same person"):
+        return True
+    if word in ("no", "false", "different", "different speaker", "different person", "not same"):
+        return False
+    raise _Invalid(f"{value!r} is not a yes/no answer")
+
+
+def _turn_number(item: Any) -> int:
+    if isinstance(item, bool):
+        raise _Invalid(f"{item!r} is not a turn number")
+    if isinstance(item, str):
+        nums = _numbers(item)
+        if len(nums) != 1:
+            raise _Invalid(f"{item!r} is not a turn number")
+        item = nums[0]
+    if not isinstance(item, (int, float)) or int(item) != item:
+        raise _Invalid(f"{item!r} is not a turn number")
+    return int(item)
+
+
+def _valid_localization(value: Any, num_turns: int | None, labels: tuple[str, ...]) -> list[int]:
+    if isinstance(value, str):
+        parsed = _prose_turns(value, first=True)
+        if parsed is None and value.strip().lower() not in ("", "none", "[]"):
+            raise _Invalid(f"{value!r} names no turn numbers")
+        value = parsed or []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list):
+        raise _Invalid(f"{value!r} is not a list of turn numbers")
+    turns = [_turn_number(item) for item in value]
+    bad = [t for t in turns if t < 1 or (num_turns is not None and t > num_turns)]
+    if bad:
+        raise _Invalid(f"turn(s) {bad} outside 1..{num_turns or 'N'}")
+    return sorted(set(turns))
+
+
+def _valid_choice(value: Any, num_turns: int | None, labels: tuple[str, ...]) -> str:
+    return _as_label(value, labels)
+
+
+def _valid_ranking(value: Any, num_turns: int | None, labels: tuple[str, ...]) -> list[str]:
+    if isinstance(value, str):
+        parsed = _prose_ranking(value, first=True)
+        if parsed is None:
             raise _Invalid(f"{value!r} is not a ranking")
-        ranking = [_as_label(v, labels) for v in value]
-        if sorted(ranking) != sorted(labels):
-            raise _Invalid(f"ranking {ranking} is not a permutation of {list(labels)}")
-        return ranking
-    raise ValueError(f"unknown answer kind {kind!r}; known: {', '.join(KINDS)}")
+        value = parsed
+    if not isinstance(value, list):
+        raise _Invalid(f"{value!r} is not a ranking")
+    ranking = [_as_label(v, labels) for v in value]
+    if sorted(ranking) != sorted(labels):
+        raise _Invalid(f"ranking {ranking} is not a permutation of {list(labels)}")
+    return ranking
+
+
+_VALIDATE = {
+    "detection": _valid_detection,
+    "same_speaker": _valid_same_speaker,
+    "localization": _valid_localization,
+    "choice": _valid_choice,
+    "ranking": _valid_ranking,
+}
 
 
 _PROSE = {
@@ -438,15 +458,15 @@ def parse_answer(kind: str, text: str | None, *, num_turns: int | None = None,
         for value in reversed(json_values(body)):
             found, raw = _json_field(kind, value)
             if found:
-                return Parsed(_validate(kind, raw, num_turns, labels), "json")
+                return Parsed(_VALIDATE[kind](raw, num_turns, labels), "json")
         segment = _answer_segment(body)
         if segment:
             raw = _PROSE[kind](segment, True)
             if raw is not None:
-                return Parsed(_validate(kind, raw, num_turns, labels), "answer")
+                return Parsed(_VALIDATE[kind](raw, num_turns, labels), "answer")
         raw = _PROSE[kind](body, False)
         if raw is not None:
-            return Parsed(_validate(kind, raw, num_turns, labels), "prose")
+            return Parsed(_VALIDATE[kind](raw, num_turns, labels), "prose")
     except _Invalid as err:
         return Parsed(None, f"invalid: {err}")
     return Parsed(None, "refusal" if _REFUSAL.search(body) else "no answer found")
