@@ -46,7 +46,8 @@ import pyarrow.parquet as pq
 import soundfile as sf
 from datasets import Audio, Features, List, Value
 
-SAMPLING_RATE = 16_000
+from speech.audio import SAMPLING_RATE, check_waveform, resample
+
 VARIANTS = ("main", "4vc", "10turn")
 TASKS = ("detection", "localization", "discrimination")
 SPLITS = ("test", "validation")
@@ -190,19 +191,7 @@ def load_waveform(source: Any, *, where: str = "audio") -> np.ndarray:
         array = array.mean(axis=1)
     else:
         array = np.asarray(source)
-    array = np.asarray(array, dtype=np.float32)
-    if array.ndim != 1:
-        raise ValueError(f"{where}: expected a mono waveform, got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{where}: empty audio")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{where}: audio has NaN or infinite samples")
-    if sr != SAMPLING_RATE:
-        from scipy.signal import resample_poly
-
-        g = np.gcd(int(sr), SAMPLING_RATE)
-        array = resample_poly(array, SAMPLING_RATE // g, int(sr) // g).astype(np.float32)
-    return array
+    return resample(check_waveform(array, where), sr)
 
 
 #: FLAC of the most recently encoded clips, by content: a dialogue's S1/S2/S3 rows, its detection

@@ -1,7 +1,6 @@
 """Read a turn's audio (``AudioSpan``) as a 16 kHz mono float32 array.
 
-Decoding is soundfile's (WAV, FLAC, OGG, ...); resampling is ``scipy.signal.resample_poly``
-through ``speech.encoders.resample``. A span reads ``[start, end)`` seconds of the file; a span
+Decoding is soundfile's (WAV, FLAC, OGG, ...); resampling is ``speech.audio.resample``. A span reads ``[start, end)`` seconds of the file; a span
 with a channel reads that channel, otherwise all channels are averaged.
 """
 
@@ -13,7 +12,7 @@ import numpy as np
 import soundfile as sf
 
 from builder_scripts.sources.base import AudioSpan
-from speech.encoders import SAMPLING_RATE, resample
+from speech.audio import SAMPLING_RATE, resample
 
 
 def load_span(span: AudioSpan | str | Path, sampling_rate: int = SAMPLING_RATE) -> np.ndarray:

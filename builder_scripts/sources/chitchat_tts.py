@@ -34,7 +34,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..tts import text as text_module
-from ..tts.audio import PAD_SECONDS
+from ..tts.postprocess import PAD_SECONDS
 from ..tts.text import normalize_chat
 from ..tts.voice_bank import ENGINE_SECONDS_PER_SECOND, GENDERS, VOICES, Voice, Voicer, voices_of
 from .base import AudioSpan, Dialogue, DialogueSource, Turn

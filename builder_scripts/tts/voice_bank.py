@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import audio as post
+from speech.audio import SAMPLING_RATE, resample
+
+from . import postprocess as post
 
 #: Bump when the rendering changes in a way the recipe does not capture; it is part of every hash.
 SYNTHESIS_VERSION = 1
@@ -95,7 +97,7 @@ def voices_of(gender: str) -> list[Voice]:
     return [v for v in VOICES if v.gender == gender]
 
 
-def median_f0(audio: np.ndarray, sr: int = post.SAMPLING_RATE) -> float:
+def median_f0(audio: np.ndarray, sr: int = SAMPLING_RATE) -> float:
     """Median F0 (Hz) over voiced frames, Praat's autocorrelation tracker (60-500 Hz); NaN if unvoiced."""
     import parselmouth
 
@@ -155,7 +157,7 @@ class Voicer:
     def settings() -> dict:
         return {
             "version": SYNTHESIS_VERSION,
-            "sample_rate": post.SAMPLING_RATE,
+            "sample_rate": SAMPLING_RATE,
             "pad": post.PAD_SECONDS,
             "dbfs": post.TARGET_DBFS,
         }
@@ -180,7 +182,7 @@ class Voicer:
                 raw = engine.synthesize(text, speed=voice.speed)
             if raw.size == 0:
                 raise ValueError(f"voice {voice.id}: nothing to say in {text!r} (no phonemes)")
-            self._recent[key] = post.resample(raw, engine.sample_rate)
+            self._recent[key] = resample(raw, engine.sample_rate)
             while len(self._recent) > _RECENT:
                 self._recent.pop(next(iter(self._recent)))
         return self._recent[key]
@@ -188,7 +190,7 @@ class Voicer:
     def render(self, voice_id: str, text: str) -> np.ndarray:
         """Speak ``text`` with the voice: 16 kHz mono float32, trimmed and loudness-normalised."""
         voice = self.voice(voice_id)
-        audio = post.shift_voice(self.engine_audio(voice, text), post.SAMPLING_RATE, voice.pitch, voice.formant)
+        audio = post.shift_voice(self.engine_audio(voice, text), SAMPLING_RATE, voice.pitch, voice.formant)
         return post.normalize_loudness(post.trim(audio))
 
     def synthesize(self, voice_id: str, text: str) -> Path:
@@ -207,7 +209,7 @@ class Voicer:
         fd, tmp = tempfile.mkstemp(suffix=".wav.part", dir=path.parent)
         os.close(fd)
         try:
-            sf.write(tmp, audio, post.SAMPLING_RATE, subtype="PCM_16", format="WAV")
+            sf.write(tmp, audio, SAMPLING_RATE, subtype="PCM_16", format="WAV")
             try:
                 os.link(tmp, path)  # atomic, and fails rather than replace a clip already there
             except FileExistsError:

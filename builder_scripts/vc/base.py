@@ -171,7 +171,7 @@ class NeuralConverter(VoiceConverter):
         """The model call on float32 audio at ``input_rate``."""
 
     def _to_model_rate(self, clip: np.ndarray) -> np.ndarray:
-        from speech.encoders import resample
+        from speech.audio import resample
 
         return resample(clip, SAMPLING_RATE, self.input_rate)
 
@@ -194,7 +194,7 @@ class NeuralConverter(VoiceConverter):
         target_clips: Sequence[np.ndarray],
         source_clips: Sequence[np.ndarray] | None = None,
     ) -> np.ndarray:
-        from speech.encoders import resample
+        from speech.audio import resample
 
         source = as_clip(source, "source")
         out, rate = self._run(self._to_model_rate(source), self._references(target_clips))

@@ -27,26 +27,12 @@ import re
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from math import gcd
 from pathlib import Path
 
 import numpy as np
 
+from speech.audio import SAMPLING_RATE, check_waveform, resample
 from speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
-from speakersleuth_dataset import SAMPLING_RATE
-
-#: Every encoder here takes 16 kHz mono input.
-
-
-def resample(wav: np.ndarray, orig_sr: int, target_sr: int = SAMPLING_RATE) -> np.ndarray:
-    """Polyphase resampling (scipy ``resample_poly``) of a 1-D signal; float32 out."""
-    wav = np.asarray(wav, dtype=np.float32)
-    if orig_sr == target_sr:
-        return wav
-    from scipy.signal import resample_poly
-
-    g = gcd(int(orig_sr), int(target_sr))
-    return resample_poly(wav, target_sr // g, orig_sr // g).astype(np.float32)
 
 
 class SpeakerEncoder(ABC):
@@ -81,13 +67,7 @@ class SpeakerEncoder(ABC):
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
 
     def _prepare(self, wav: np.ndarray, index: int, sampling_rate: int) -> np.ndarray:
-        wav = np.asarray(wav)
-        if wav.ndim != 1:
-            raise ValueError(f"{self.name}: waveform {index} has shape {wav.shape}; expected a 1-D mono array")
-        if wav.size == 0:
-            raise ValueError(f"{self.name}: waveform {index} is empty")
-        if not np.all(np.isfinite(wav)):
-            raise ValueError(f"{self.name}: waveform {index} contains NaN or inf")
+        wav = check_waveform(wav, f"{self.name}: waveform {index}")
         if not np.any(wav):
             raise ValueError(f"{self.name}: waveform {index} is digital silence (all samples zero); it has no speaker to embed")
         wav = resample(wav, sampling_rate)

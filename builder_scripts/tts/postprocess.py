@@ -1,13 +1,12 @@
-"""Post-processing shared by every voice: resampling, a natural pitch/formant change, silence
-trimming to a fixed pad, and loudness normalisation. All audio is float32 mono."""
+"""Post-processing shared by every voice: a natural pitch/formant change, silence trimming to a
+fixed pad, and loudness normalisation (resampling is ``speech.audio.resample``). All audio is
+float32 mono."""
 
 from __future__ import annotations
 
-from math import gcd
-
 import numpy as np
 
-from speakersleuth_dataset import SAMPLING_RATE
+from speech.audio import SAMPLING_RATE, resample
 
 #: Silence kept before and after speech after trimming (seconds).
 PAD_SECONDS = 0.1
@@ -16,16 +15,6 @@ TARGET_DBFS = -23.0
 PEAK_LIMIT = 0.95
 _FRAME = 0.01  # seconds per analysis frame for trimming and loudness
 _SILENCE_DB = 40.0  # frames this far below the loudest frame count as silence
-
-
-def resample(audio: np.ndarray, sr_in: int, sr_out: int = SAMPLING_RATE) -> np.ndarray:
-    """Polyphase resampling (exact rational ratio)."""
-    if sr_in == sr_out:
-        return audio.astype(np.float32)
-    from scipy.signal import resample_poly
-
-    g = gcd(sr_in, sr_out)
-    return resample_poly(audio, sr_out // g, sr_in // g).astype(np.float32)
 
 
 def shift_voice(audio: np.ndarray, sr: int, pitch: float = 1.0, formant: float = 1.0) -> np.ndarray:
