@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import random
 import threading
 import time
@@ -67,6 +68,12 @@ class Prompt:
             else:
                 digest.update(b"A" + np.ascontiguousarray(part.samples, dtype=np.float32).tobytes())
         return digest.hexdigest()[:32]
+
+    def wav_and_text(self) -> list[bytes | str]:
+        """The parts as a remote API takes them, in order: a clip as WAV bytes (``wav_bytes``),
+        a text part as its text (empty ones left out)."""
+        return [wav_bytes(p.samples) if isinstance(p, Audio) else p.text
+                for p in self.parts if isinstance(p, Audio) or p.text]
 
 
 @dataclass
@@ -196,3 +203,32 @@ class Backend:
 
     def close(self) -> None:
         """Release clients or model memory."""
+
+
+def api_key_from_env(where: str, names: list[str]) -> str:
+    """The value of the first of the environment variables ``names`` that is set; a
+    ``FatalBackendError`` naming them when none is."""
+    key = next((os.environ[n] for n in names if os.environ.get(n)), None)
+    if not key:
+        raise FatalBackendError(f"{where}: set the API key in the environment variable {' or '.join(names)}")
+    return key
+
+
+class APIBackend(Backend):
+    """A model behind a remote API, reached through its SDK client (``self.client``, closed by
+    ``close``): the settings every such backend shares."""
+
+    def __init__(self, model: str, *, base_url: str | None, concurrency: int, max_tokens: int | None, seed: int = 0,
+                 retry: RetryPolicy | None = None, sleep=None) -> None:
+        super().__init__(model, retry=retry, seed=seed, sleep=sleep or time.sleep)
+        self.base_url = base_url
+        self.max_concurrency = max(1, int(concurrency))
+        self.max_tokens = max_tokens
+        self.seed = seed
+
+    def http_verdict(self, status: int, detail: str, headers: Any) -> Retry | BackendError:
+        """``http_status_verdict`` of an HTTP error, with the server's Retry-After from ``headers``."""
+        return http_status_verdict(status, self.spec, detail, retry_after_seconds(headers))
+
+    def close(self) -> None:
+        self.client.close()

@@ -14,21 +14,9 @@ or a local test server).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from judges.lalm.backends.base import (
-    Audio,
-    Backend,
-    BackendError,
-    FatalBackendError,
-    Prompt,
-    Retry,
-    RetryPolicy,
-    http_status_verdict,
-    retry_after_seconds,
-    wav_bytes,
-)
+from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env
 
 MAX_INLINE_BYTES = 20 * 1000**2
 
@@ -45,38 +33,20 @@ def _transport_errors() -> tuple[type[Exception], ...]:
     return tuple(errors)
 
 
-class GeminiBackend(Backend):
+class GeminiBackend(APIBackend):
     kind = "gemini"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout: float = 300.0,
-        max_tokens: int | None = None,
-        thinking_budget: int | None = None,
-        seed: int = 0,
-        retry: RetryPolicy | None = None,
-        sleep=None,
-    ) -> None:
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None, concurrency: int = 4,
+                 timeout: float = 300.0, max_tokens: int | None = None, thinking_budget: int | None = None,
+                 seed: int = 0, retry: RetryPolicy | None = None, sleep=None) -> None:
         from google import genai
         from google.genai import types
 
-        kwargs = {"retry": retry, "seed": seed} | ({"sleep": sleep} if sleep else {})
-        super().__init__(model, **kwargs)
-        names = [api_key_env] if api_key_env else ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
-        key = next((os.environ[n] for n in names if os.environ.get(n)), None)
-        if not key:
-            raise FatalBackendError(f"{self.spec}: set the API key in the environment variable {' or '.join(names)}")
+        super().__init__(model, base_url=base_url, concurrency=concurrency, max_tokens=max_tokens, seed=seed,
+                         retry=retry, sleep=sleep)
+        key = api_key_from_env(self.spec, [api_key_env] if api_key_env else ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
         self.types = types
-        self.base_url = base_url
-        self.max_concurrency = max(1, int(concurrency))
-        self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget
-        self.seed = seed
         http_options = types.HttpOptions(
             base_url=base_url,
             timeout=int(timeout * 1000),
@@ -92,13 +62,12 @@ class GeminiBackend(Backend):
     def contents(self, prompt: Prompt) -> list:
         """One user ``Content`` whose parts interleave text and inline WAV audio."""
         parts, size = [], 0
-        for part in prompt.parts:
-            if isinstance(part, Audio):
-                data = wav_bytes(part.samples)
-                size += len(data)
-                parts.append(self.types.Part.from_bytes(data=data, mime_type="audio/wav"))
-            elif part.text:
-                parts.append(self.types.Part.from_text(text=part.text))
+        for part in prompt.wav_and_text():
+            if isinstance(part, bytes):
+                size += len(part)
+                parts.append(self.types.Part.from_bytes(data=part, mime_type="audio/wav"))
+            else:
+                parts.append(self.types.Part.from_text(text=part))
         if size > MAX_INLINE_BYTES:
             raise BackendError(f"{self.spec}: {size} bytes of inline audio exceed the {MAX_INLINE_BYTES}-byte request limit")
         return [self.types.Content(role="user", parts=parts)]
@@ -130,10 +99,7 @@ class GeminiBackend(Backend):
 
         if isinstance(err, errors.APIError):
             headers = getattr(err.response, "headers", None)
-            return http_status_verdict(int(err.code or 0), self.spec, err.message or str(err), retry_after_seconds(headers))
+            return self.http_verdict(int(err.code or 0), err.message or str(err), headers)
         if isinstance(err, self._transport_errors):
             return Retry(f"{type(err).__name__}: {err}")
         return None
-
-    def close(self) -> None:
-        self.client.close()

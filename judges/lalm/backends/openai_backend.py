@@ -22,67 +22,37 @@ import base64
 import os
 from typing import Any
 
-from judges.lalm.backends.base import (
-    Audio,
-    Backend,
-    BackendError,
-    FatalBackendError,
-    Prompt,
-    Retry,
-    RetryPolicy,
-    http_status_verdict,
-    retry_after_seconds,
-    wav_bytes,
-)
+from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env
 
 
 def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
     """The ``messages`` of a Chat Completions request: system text, then one user message whose
     content interleaves text parts and ``input_audio`` parts in prompt order."""
     content: list[dict[str, Any]] = []
-    for part in prompt.parts:
-        if isinstance(part, Audio):
-            data = base64.b64encode(wav_bytes(part.samples)).decode("ascii")
+    for part in prompt.wav_and_text():
+        if isinstance(part, bytes):
+            data = base64.b64encode(part).decode("ascii")
             content.append({"type": "input_audio", "input_audio": {"data": data, "format": "wav"}})
-        elif part.text:
-            content.append({"type": "text", "text": part.text})
+        else:
+            content.append({"type": "text", "text": part})
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": content}]
 
 
-class OpenAIBackend(Backend):
+class OpenAIBackend(APIBackend):
     """``kind`` is ``openai`` for the OpenAI API and ``vllm`` for any other compatible server."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        kind: str = "openai",
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        concurrency: int = 8,
-        timeout: float = 120.0,
-        max_tokens: int = 256,
-        seed: int = 0,
-        retry: RetryPolicy | None = None,
-        sleep=None,
-    ) -> None:
+    def __init__(self, model: str, *, kind: str = "openai", base_url: str | None = None, api_key_env: str | None = None,
+                 concurrency: int = 8, timeout: float = 120.0, max_tokens: int = 256, seed: int = 0,
+                 retry: RetryPolicy | None = None, sleep=None) -> None:
         from openai import OpenAI
 
-        kwargs = {"retry": retry, "seed": seed} | ({"sleep": sleep} if sleep else {})
-        super().__init__(model, **kwargs)
+        super().__init__(model, base_url=base_url, concurrency=concurrency, max_tokens=max_tokens, seed=seed,
+                         retry=retry, sleep=sleep)
         self.kind = kind
-        self.base_url = base_url
-        self.max_concurrency = max(1, int(concurrency))
-        self.max_tokens = max_tokens
-        self.seed = seed
         if kind == "openai":
-            env = api_key_env or "OPENAI_API_KEY"
-            key = os.environ.get(env)
-            if not key:
-                raise FatalBackendError(f"{self.spec}: set the API key in the environment variable {env}")
+            key = api_key_from_env(self.spec, [api_key_env or "OPENAI_API_KEY"])
         else:
-            env = api_key_env or "VLLM_API_KEY"
-            key = os.environ.get(env) or "EMPTY"
+            key = os.environ.get(api_key_env or "VLLM_API_KEY") or "EMPTY"
         # The SDK's own retries are off: Backend.generate retries, the same way for every backend.
         self.client = OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
 
@@ -118,8 +88,5 @@ class OpenAIBackend(Backend):
         if isinstance(err, openai.APIConnectionError):
             return Retry(f"connection error: {err}")
         if isinstance(err, openai.APIStatusError):
-            return http_status_verdict(err.status_code, self.spec, err.message, retry_after_seconds(err.response.headers))
+            return self.http_verdict(err.status_code, err.message, err.response.headers)
         return None
-
-    def close(self) -> None:
-        self.client.close()
