@@ -9,9 +9,7 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import datasets
 import evaluate
 
-from .core import CITATION, SCENARIOS, RefuseEmptyBatches, balanced, detection_codes, grouped_mean, scenario_codes
-
-_CITATION = CITATION
+from .core import SCENARIOS, MetricModule, balanced, detection_codes, grouped_mean, scenario_codes
 
 _DESCRIPTION = """\
 Balanced accuracy of a speaker-consistency detector over the three SpeakerSleuth scenarios:
@@ -53,32 +51,17 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BalancedAccuracy(RefuseEmptyBatches, evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features(
-                    {
-                        "predictions": datasets.Value("string"),
-                        "references": datasets.Value("string"),
-                        "scenarios": datasets.Value("string"),
-                    }
-                ),
-                datasets.Features(
-                    {
-                        "predictions": datasets.Value("int64"),
-                        "references": datasets.Value("int64"),
-                        "scenarios": datasets.Value("string"),
-                    }
-                ),
-            ],
-            reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
-        )
+def _features() -> list:
+    """Labels as strings or as their codes, with the scenario of each instance."""
+    return [
+        datasets.Features({"predictions": datasets.Value(dtype), "references": datasets.Value(dtype),
+                           "scenarios": datasets.Value("string")})
+        for dtype in ("string", "int64")
+    ]
 
+
+class BalancedAccuracy(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
+                       features=_features):
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)
         predicted, gold = detection_codes(predictions, references, codes)

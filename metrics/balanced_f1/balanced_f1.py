@@ -9,9 +9,7 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import datasets
 import evaluate
 
-from .core import CITATION, SCENARIOS, RefuseEmptyBatches, balanced, check_turn_sets, grouped_mean, prf, scenario_codes, set_sizes
-
-_CITATION = CITATION
+from .core import SCENARIOS, MetricModule, balanced, check_turn_sets, grouped_mean, prf, scenario_codes, set_sizes
 
 _DESCRIPTION = """\
 Localization scores of SpeakerSleuth: for each instance, the predicted set P of inconsistent
@@ -52,23 +50,14 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BalancedF1(RefuseEmptyBatches, evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Sequence(datasets.Value("int32")),
-                    "references": datasets.Sequence(datasets.Value("int32")),
-                    "scenarios": datasets.Value("string"),
-                }
-            ),
-            reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
-        )
+def _features() -> datasets.Features:
+    """Sets of 1-based turn positions, with the scenario of each instance."""
+    turns = datasets.Sequence(datasets.Value("int32"))
+    return datasets.Features({"predictions": turns, "references": turns, "scenarios": datasets.Value("string")})
 
+
+class BalancedF1(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
+                 features=_features):
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)
         check_turn_sets(predictions, references, codes)

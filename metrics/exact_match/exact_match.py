@@ -9,9 +9,7 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import evaluate
 import numpy as np
 
-from .core import CITATION, RefuseEmptyBatches, exact_match, ranking_features, ranking_scores
-
-_CITATION = CITATION
+from .core import MetricModule, exact_match, ranking_features, ranking_scores
 
 _DESCRIPTION = """\
 The share of instances whose whole predicted ranking of candidates equals the gold ranking. For
@@ -41,17 +39,8 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class ExactMatch(RefuseEmptyBatches, evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=ranking_features(),
-            reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
-        )
-
+class ExactMatch(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
+                 features=ranking_features):
     def _compute(self, predictions, references):
         scores = ranking_scores(predictions, references, {"exact_match": exact_match})
         return {"exact_match": float(np.mean(scores["exact_match"]))}

@@ -21,6 +21,8 @@ SCENARIOS = ("S1", "S2", "S3")
 #: Detection labels; an integer label is the code here (0 = consistent, 1 = inconsistent).
 DETECTION_LABELS = ("consistent", "inconsistent")
 
+PAPER_URL = "https://aclanthology.org/2026.acl-long.944/"
+
 CITATION = """\
 @inproceedings{speakersleuth2026,
   title     = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?},
@@ -124,9 +126,30 @@ def check_turn_sets(predictions: Sequence[Iterable[int]], references: Sequence[I
             raise ValueError(f"instance {i}: reference {list(turns)} contradicts scenario {SCENARIOS[scenario]}, {rule}")
 
 
-class RefuseEmptyBatches:
-    """Mix-in for an ``evaluate`` module: a batch without instances gets a clear ``ValueError``
-    (``evaluate`` would index its first instance, ``IndexError``, to pick a feature format)."""
+class MetricModule:
+    """Mix-in for a SpeakerSleuth ``evaluate`` module, listed before ``evaluate.Metric``, that takes
+    the module's texts and its input features (a function that makes them) as class arguments::
+
+        class Ndcg(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
+                   features=ranking_features):
+
+    It makes ``_info`` from them with the paper's citation and page, sets the class docstring to the
+    texts (as ``evaluate``'s ``add_start_docstrings`` does) and refuses a batch without instances
+    with a clear ``ValueError`` (``evaluate`` would index its first instance to pick a feature format).
+    ``evaluate`` is imported only when ``_info`` runs."""
+
+    def __init_subclass__(cls, *, description: str, inputs: str, features, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._texts = (description, inputs)
+        cls._make_features = staticmethod(features)
+        cls.__doc__ = description + inputs
+
+    def _info(self):
+        import evaluate
+
+        description, inputs = self._texts
+        return evaluate.MetricInfo(description=description, citation=CITATION, inputs_description=inputs,
+                                   features=self._make_features(), reference_urls=[PAPER_URL])
 
     def add_batch(self, **columns):
         """Add a batch of instances (keyword arguments only); an empty batch is refused."""

@@ -11,9 +11,7 @@ from functools import partial
 import evaluate
 import numpy as np
 
-from .core import CITATION, RefuseEmptyBatches, ndcg, ranking_features, ranking_scores
-
-_CITATION = CITATION
+from .core import MetricModule, ndcg, ranking_features, ranking_scores
 
 _DESCRIPTION = """\
 Normalised discounted cumulative gain of a predicted ranking of candidates against a gold ranking
@@ -54,17 +52,8 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Ndcg(RefuseEmptyBatches, evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=ranking_features(),
-            reference_urls=["https://aclanthology.org/2026.acl-long.944/"],
-        )
-
+class Ndcg(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
+           features=ranking_features):
     def _compute(self, predictions, references, k=2, every_k=False):
         cut_offs = range(1, k + 1) if every_k else [k]
         scores = ranking_scores(predictions, references, {f"ndcg@{j}": partial(ndcg, k=j) for j in cut_offs})
