@@ -7,12 +7,14 @@ import json
 import os
 import socket
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from metrics.submission import Gold  # noqa: E402
+from space.config import SpaceConfig  # noqa: E402
 from tests.synthetic import build_synthetic_dataset  # noqa: E402
 
 
@@ -71,6 +73,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def served_config(dataset: Path, data_dir: Path, **overrides) -> SpaceConfig:
+    """The Space's default configuration for ``dataset``, its data in ``data_dir``, on a free port."""
+    return replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=data_dir), port=free_port(), **overrides)
+
+
+def new_page(browser, width: int = 1400, **options):
+    """A browser page ``width`` px wide with the tests' timeout; it dismisses dialogs and keeps
+    their messages in ``page.dialogs``."""
+    page = browser.new_page(viewport={"width": width, "height": 1000}, **options)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    return page
 
 
 @contextmanager

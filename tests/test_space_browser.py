@@ -5,13 +5,11 @@ the viewer's players hold playable audio. Screenshots of every tab go to /tmp/sp
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 
 import pytest
 
 from metrics.submission import load_gold
-from space.config import SpaceConfig
-from tests.space_support import CHROMIUM, TIMEOUT_MS, build_dataset, free_port, predictions, running_app
+from tests.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -22,18 +20,14 @@ pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("space-browser")
     dataset = build_dataset(root)
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"), port=free_port())
-    with running_app(config, n_bootstrap=100) as (app, url):
+    with running_app(served_config(dataset, root / "data"), n_bootstrap=100) as (app, url):
         yield app, url, load_gold(dataset, "main"), root
 
 
 @pytest.fixture(scope="module")
 def page(served, browser):
     _, url, _, _ = served
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page = new_page(browser)
     page.goto(url)
     yield page
     page.close()

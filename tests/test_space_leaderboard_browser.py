@@ -9,14 +9,12 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
-from dataclasses import replace
 
 import pytest
 
 from metrics.submission import load_gold
-from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, SqliteStore
-from tests.space_support import CHROMIUM, TIMEOUT_MS, add_result, build_dataset, free_port, running_app
+from tests.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
 
 LONG = "W" * 300
 CJK = "音声言語モデル"
@@ -39,8 +37,7 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("space-leaderboard-browser")
     dataset = build_dataset(root)
     gold = load_gold(dataset, "main")
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"), port=free_port(),
-                     max_bytes=1_500_000)
+    config = served_config(dataset, root / "data", max_bytes=1_500_000)
     store = SqliteStore(config.data_dir)
     for name in CROWD:
         add_result(store, gold, name, 0)
@@ -56,10 +53,7 @@ def served(tmp_path_factory):
 
 def open_page(browser, url: str, width: int = 1214, query: str = ""):
     """A page of the Space at ``width`` px, once the main table and chart are drawn."""
-    page = browser.new_page(viewport={"width": width, "height": 1000}, accept_downloads=True)
-    page.set_default_timeout(TIMEOUT_MS)
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page = new_page(browser, width, accept_downloads=True)
     page.goto(url + query)
     page.wait_for_function("([t, n]) => document.querySelectorAll(t + ' tbody tr').length === n", arg=[TABLE, ROWS])
     page.locator(f"{CHART} .mark-symbol path").first.wait_for()

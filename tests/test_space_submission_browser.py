@@ -7,14 +7,12 @@ Screenshots go to /tmp/space_submission*.png."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from metrics.submission import load_gold
-from space.config import SpaceConfig
-from tests.space_support import CHROMIUM, TIMEOUT_MS, build_dataset, free_port, predictions, running_app
+from tests.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
 from tests.test_space_browser import XSS, open_tab, wait_for_row
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -26,17 +24,13 @@ FORM = {"organisation": "browser lab", "model_type": "LALM", "access": "open", "
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("space-submission-browser")
     dataset = build_dataset(root)
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"), port=free_port())
-    with running_app(config, n_bootstrap=100) as (app, url):
+    with running_app(served_config(dataset, root / "data"), n_bootstrap=100) as (app, url):
         yield app, url, load_gold(dataset, "main")
 
 
 @pytest.fixture
 def page(browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page.set_default_timeout(TIMEOUT_MS)
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page = new_page(browser, accept_downloads=True)
     yield page
     page.close()
 
