@@ -47,6 +47,7 @@ import soundfile as sf
 from datasets import Audio, Features, List, Value
 
 from speech.audio import SAMPLING_RATE, check_waveform, resample
+from speech.files import write_text_atomic
 
 VARIANTS = ("main", "4vc", "10turn")
 TASKS = ("detection", "localization", "discrimination")
@@ -430,11 +431,7 @@ def write_card(out_dir: str | os.PathLike, body: str, **yaml_overrides: Any) -> 
 
     header = card_yaml(out_dir) | yaml_overrides
     text = "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body.strip() + "\n"
-    path = Path(out_dir) / "README.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(Path(out_dir) / "README.md", text)
 
 
 # ------------------------------------------------------------------------------------- readers

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections import Counter
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import speakersleuth_dataset as ssd
+from speech.files import atomic_path
 
 from .segments import Segment
 from .sources.base import Dialogue
@@ -94,11 +94,8 @@ class Unit:
             "s2": asdict(self.s2), "s3": asdict(self.s3), "checks": self.checks, "dropped": self.dropped,
             "num_targets": len(self.targets), "num_raw": len(self.raw_targets),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
             np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
-        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: Path) -> Unit:

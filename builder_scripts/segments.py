@@ -47,6 +47,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from builder_scripts.sources.base import Dialogue
+from speech.files import atomic_path
 
 #: Tolerance of duration comparisons (seconds), so float rounding never decides a rule.
 EPSILON = 1e-9
@@ -242,12 +243,9 @@ def check_durations(
 def write_manifest(segments: Iterable[Segment], path: str | Path) -> Path:
     """Write segments as JSONL (one object per line), atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for segment in segments:
             f.write(json.dumps(segment.to_json(), ensure_ascii=False) + "\n")
-    tmp.replace(path)
     return path
 
 

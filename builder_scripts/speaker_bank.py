@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from tqdm.auto import tqdm
 from builder_scripts.audio import load_span
 from builder_scripts.sources.base import AudioSpan
 from speech.encoders import SpeakerEncoder
+from speech.files import atomic_path
 
 GENDERS = ("female", "male")
 
@@ -184,10 +184,8 @@ class SpeakerBank:
             else:
                 embs = encoder.embed([load_span(c) for c in clips], batch_size=batch_size)
                 if path is not None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")  # processes may build one bank at once
-                    np.save(tmp, embs)
-                    tmp.replace(path)
+                    with atomic_path(path) as tmp, open(tmp, "wb") as handle:  # processes may build one bank at once
+                        np.save(handle, embs)
             bar.set_postfix(cached=reused)
             entries.append(BankSpeaker(name, gender, _unit(embs.mean(axis=0)), clips, embs, key))
         return cls(entries, encoder.name)

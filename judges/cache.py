@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from speakersleuth_dataset import load_waveform
+from speech.files import atomic_path
 
 
 def clip_key(data: bytes) -> str:
@@ -110,9 +110,5 @@ class EmbeddingCache:
     def _write_disk(self, key: str, vector: np.ndarray) -> None:
         if self.dir is None:
             return
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".npy.tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
+        with atomic_path(self._path(key)) as tmp, open(tmp, "wb") as handle:
             np.save(handle, vector)
-        os.replace(tmp, path)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from tqdm.auto import tqdm
 import speakersleuth_dataset as ssd
 from judges.cache import EmbeddingCache
 from judges.names import METHODS, embedding_judge_name
+from speech.files import write_text_atomic
 
 DEFAULT_THRESHOLDS = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
 #: True where a high score means "sounds like the target" (flag s < τ, best candidate = highest);
@@ -292,14 +292,7 @@ def predictions(scores: VariantScores, threshold: float, tasks: Sequence[str] | 
 
 def write_jsonl(lines: Sequence[dict], out_path: str | os.PathLike) -> Path:
     """Write submission lines atomically (a temporary file moved into place)."""
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    os.replace(tmp, out)
-    return out
+    return write_text_atomic(out_path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
 
 
 # ------------------------------------------------------------------------------------ judge

@@ -26,11 +26,12 @@ import speakersleuth_dataset as ssd  # noqa: E402
 from space import about
 from space.config import SpaceConfig
 from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
-from space.store import ResultsStore, write_atomic, open_store
+from space.store import ResultsStore, open_store
 from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
 from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file
 from space.uploads import upload_guard
 from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
+from speech.files import write_bytes_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
     files = {}
     for variant in submitter.variants:
         path = out / f"example-predictions-{variant}.jsonl"
-        write_atomic(path, example_file(submitter.gold(variant)))
+        write_bytes_atomic(path, example_file(submitter.gold(variant)), durable=True)
         files[variant] = path
     return files
 

@@ -30,7 +30,8 @@ from gradio.components.plot import PlotData
 from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, leaderboard_row, table2_order
 
 from space import about
-from space.store import ResultsStore, StoredResult, write_atomic
+from space.store import ResultsStore, StoredResult
+from speech.files import write_bytes_atomic
 
 PAPER_DIR = Path(__file__).with_name("data") / "paper"
 PAPER_TABLES = {"main": "table2_main.tsv", "4vc": "table9_4vc.tsv", "10turn": "table11_10turn.tsv"}
@@ -433,7 +434,7 @@ class LeaderboardViews:
                     figure = bias_figure(entries, variant)   # it on every new result took most of a refresh
                 chart = PlotData(type="altair", plot=figure.to_json(indent=None, validate=False))
                 csv_path = self.export_dir / f"speakersleuth-{variant}.csv"
-                write_atomic(csv_path, leaderboard_csv(entries))
+                write_bytes_atomic(csv_path, leaderboard_csv(entries), durable=True)
                 view = self._views[variant] = VariantView(ids, entries, chart, csv_path)
         return view
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from space.text import encodable
+from speech.files import write_bytes_atomic
 
 SCHEMA_VERSION = 2  # 2: withdrawals
 #: The identity ``space.seed`` stores the built-in baselines under; its rows are the verified ones.
@@ -399,21 +400,6 @@ def _check_withdrawal(record: StoredResult, submitter: str) -> None:
 # --------------------------------------------------------------------------------------- Hub
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename (all or nothing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 class HubStore(ResultsStore):
     """Results as files in ``folder``, pushed to the Hub dataset repo ``repo_id`` by a
     ``CommitScheduler`` every ``every_minutes``; indexed in a ``SqliteStore`` under ``index_dir``.
@@ -502,10 +488,10 @@ class HubStore(ResultsStore):
                 num_lines=num_lines, scores=scores,
             )
             with self.scheduler.lock:
-                write_atomic(self._predictions_path(variant, record.id), bytes(predictions))
-                write_atomic(
+                write_bytes_atomic(self._predictions_path(variant, record.id), bytes(predictions), durable=True)
+                write_bytes_atomic(
                     self.folder / "submissions" / variant / f"{record.id}.json",
-                    json.dumps(record.to_json(), indent=1).encode("utf-8"),
+                    json.dumps(record.to_json(), indent=1).encode("utf-8"), durable=True,
                 )
             return self.index.add(
                 variant=variant, sha256=sha256, predictions=predictions, scores=scores, metadata=metadata,
@@ -530,9 +516,9 @@ class HubStore(ResultsStore):
             _check_withdrawal(record, submitter)
             withdrawal = Withdrawal(submitter, time.time() if now is None else now, reason)
             with self.scheduler.lock:
-                write_atomic(
+                write_bytes_atomic(
                     self.folder / "withdrawals" / record.variant / f"{result_id}.json",
-                    json.dumps(asdict(withdrawal), indent=1).encode("utf-8"),
+                    json.dumps(asdict(withdrawal), indent=1).encode("utf-8"), durable=True,
                 )
             return self.index.withdraw(result_id, submitter, withdrawal.reason, withdrawal.at)
 

@@ -21,8 +21,9 @@ import pandas as pd
 
 import speakersleuth_dataset as ssd
 from space.leaderboard import safe_link
-from space.store import StoredResult, write_atomic
+from space.store import StoredResult
 from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, breakdown_frame, client_address, result_html
+from speech.files import write_bytes_atomic
 
 #: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256
 #: (lower case in the store; any case is accepted, ASCII letters only).
@@ -132,7 +133,7 @@ class SubmissionPage:
             return self._nothing(f"There is no submission with the id {err.args[0]}.")
         path = self.download_dir / f"{record.id}.jsonl"  # the store's id, checked by parse_id
         if not path.is_file():
-            write_atomic(path, self.submitter.store.predictions(record.id))
+            write_bytes_atomic(path, self.submitter.store.predictions(record.id), durable=True)
         download = gr.DownloadButton(f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True)
         return details_html(record), breakdown_frame(record.scores), download
 

@@ -222,7 +222,7 @@ def test_ensure_audio_voices_exactly_the_requested_turns(source, dialogues):
     stamp = paths[0].stat().st_mtime_ns
     source.ensure_audio(dialogue, [0])  # cached: not voiced again
     assert paths[0].stat().st_mtime_ns == stamp
-    assert not list(source.output_dir.rglob("*.part")), "a temporary file was left behind"
+    assert not list(source.output_dir.rglob("*.tmp")), "a temporary file was left behind"
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from space.config import SpaceConfig
 from space.store import (
-    BASELINE_SUBMITTER, HubStore, Metadata, Refused, SqliteStore, StoreFull, Withdrawal, open_store, result_id, write_atomic,
+    BASELINE_SUBMITTER, HubStore, Metadata, Refused, SqliteStore, StoreFull, Withdrawal, open_store, result_id,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,31 +183,6 @@ def test_open_store_picks_the_backend(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: None)
     hub = open_store(SpaceConfig.from_env({"HF_TOKEN": "t", "SPEAKERSLEUTH_RESULTS_REPO": "org/results"}, data_dir=tmp_path))
     assert isinstance(hub, HubStore) and hub.scheduler.kwargs["repo_id"] == "org/results"
-
-
-def test_write_atomic_replaces_the_file_and_never_truncates_it(tmp_path):
-    """A reader that opened the old file reads it whole; the name then holds the new bytes only."""
-    path = tmp_path / "submissions" / "x.json"
-    write_atomic(path, b"old content")
-    with open(path, "rb") as reader:
-        write_atomic(path, b"new")
-        assert reader.read() == b"old content"
-    assert path.read_bytes() == b"new"
-    assert [p.name for p in path.parent.iterdir()] == ["x.json"]
-
-
-def test_write_atomic_failing_mid_write_keeps_the_old_file(tmp_path, monkeypatch):
-    path = tmp_path / "x.json"
-    write_atomic(path, b"old content")
-
-    def disk_full(fd):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "fsync", disk_full)
-    with pytest.raises(OSError, match="No space left"):
-        write_atomic(path, b"new content")
-    assert path.read_bytes() == b"old content"
-    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temporary file left behind
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "hub"])

@@ -25,7 +25,6 @@ dialogues; gender = ``tts_genders[speaker_idx]``.
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +33,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 from tqdm.auto import tqdm
+
+from speech.files import atomic_path
 
 from .base import AudioSpan, Dialogue, DialogueSource, Turn
 
@@ -154,7 +155,5 @@ class BehaviorSD(DialogueSource):
             data, sr = sf.read(source, dtype="float32", always_2d=True)
         except sf.LibsndfileError as e:
             raise self.layout_error(f"{where}: cannot decode {name} ({e})") from e
-        wav.parent.mkdir(parents=True, exist_ok=True)
-        tmp = wav.with_name(f".{wav.stem}.{os.getpid()}.tmp.wav")  # shard processes may decode it at once
-        sf.write(tmp, data, sr, subtype="PCM_16")
-        os.replace(tmp, wav)
+        with atomic_path(wav) as tmp:  # shard processes may decode it at once
+            sf.write(tmp, data, sr, subtype="PCM_16", format="WAV")

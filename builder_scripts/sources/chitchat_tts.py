@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -32,6 +31,8 @@ from functools import cached_property
 from pathlib import Path
 
 from tqdm.auto import tqdm
+
+from speech.files import write_text_atomic
 
 from ..tts import text as text_module
 from ..tts.postprocess import PAD_SECONDS
@@ -186,10 +187,7 @@ class ChitchatTTS(DialogueSource):
             done = [_normalise_conversation(item) for item in tqdm(conversations, **bar)]
         if not any(self._usable(turns) for _, _, turns in done):
             raise self._no_dialogues()
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(done, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, cache)
+        write_text_atomic(cache, json.dumps(done, ensure_ascii=False))
 
     def _speaking_turns(self) -> Iterator[tuple[str, str | None, list[tuple[str, str]]]]:
         """``(conversation id, prompt, speaking_turns)`` for every conversation, in file order:

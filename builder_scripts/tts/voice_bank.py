@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from speech.audio import SAMPLING_RATE, resample
+from speech.files import atomic_path
 
 from . import postprocess as post
 
@@ -203,20 +202,8 @@ class Voicer:
         if path.is_file():
             return path
         audio = self.render(voice_id, text)
-        path.parent.mkdir(parents=True, exist_ok=True)
         import soundfile as sf
 
-        fd, tmp = tempfile.mkstemp(suffix=".wav.part", dir=path.parent)
-        os.close(fd)
-        try:
+        with atomic_path(path, keep_existing=True) as tmp:
             sf.write(tmp, audio, SAMPLING_RATE, subtype="PCM_16", format="WAV")
-            try:
-                os.link(tmp, path)  # atomic, and fails rather than replace a clip already there
-            except FileExistsError:
-                pass
-            except OSError:  # a file system without hard links: atomic, last writer wins
-                os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         return path
