@@ -187,7 +187,7 @@ def test_module_layout_follows_evaluate_conventions(name):
     card = (folder / "README.md").read_text()
     for section in ("## Inputs", "## Output Values", "## Limitations", "## Citation"):
         assert section in card, f"{name}/README.md lacks {section}"
-    fix = 'for d in metrics/*/; do cp metrics/core.py "$d"; done'
+    fix = 'for d in metrics/*/core.py; do cp metrics/core.py "$d"; done'
     assert (folder / "core.py").read_bytes() == (ROOT / "metrics" / "core.py").read_bytes(), f"metrics/{name}/core.py is stale: {fix}"
 
 

@@ -4,7 +4,7 @@ Pure numpy, values are fractions in [0, 1]. The scorer (``metrics.score``) impor
 ``evaluate`` module imports a byte copy of it beside itself, ``metrics/<name>/core.py``, because a
 metric published on the Hub is one folder and ``evaluate`` imports only files next to the module.
 ``tests/test_metrics.py`` fails when a copy differs from this file; after editing it, run
-``for d in metrics/*/; do cp metrics/core.py "$d"; done``. Everything is vectorised over
+``for d in metrics/*/core.py; do cp metrics/core.py "$d"; done``. Everything is vectorised over
 instances; ``grouped_mean`` is also vectorised over bootstrap resamples (a ``(B, n)`` matrix of
 instance weights).
 """
