@@ -17,7 +17,9 @@ import time
 import numpy as np
 import torch
 
-from speech.encoders import EcapaEncoder, SpeakerEncoder, WavLMEncoder, get_encoder
+from speech.encoders import SpeakerEncoder, get_encoder
+from speech.encoders.ecapa import EcapaEncoder
+from speech.encoders.wavlm import WavLMEncoder
 from tests.test_encoders import voice
 
 
@@ -38,10 +40,10 @@ def random_full_size(kind: str, device: str) -> SpeakerEncoder:
 
 
 def bench(encoder: SpeakerEncoder, clips: list[np.ndarray], batch_sizes: list[int], seconds: float) -> None:
-    encoder.embed(clips[:2])  # warm-up
+    encoder.encode(clips[:2])  # warm-up
     for bs in batch_sizes:
         start, cpu = time.perf_counter(), time.process_time()
-        emb = encoder.embed(clips, batch_size=bs)
+        emb = encoder.encode(clips, batch_size=bs)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         assert emb.shape == (len(clips), encoder.dim)
         rate = len(clips) / elapsed

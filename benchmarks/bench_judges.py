@@ -53,7 +53,7 @@ class NaiveCache(EmbeddingCache):
         out = []
         for start in range(0, len(clips), self.batch_size):
             waves = [ssd.load_waveform(c) for c in clips[start : start + self.batch_size]]
-            out.append(self.encoder.embed(waves, batch_size=self.batch_size))
+            out.append(self.encoder.encode(waves, batch_size=self.batch_size))
             self.encoded += len(waves)
         return np.concatenate(out)
 
@@ -110,7 +110,7 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     start = time.perf_counter()
     encoder = get_encoder(args.encoder)
-    encoder.embed([np.zeros(ssd.SAMPLING_RATE, np.float32) + 1e-3])  # first forward pass is slow: warm up
+    encoder.encode([np.zeros(ssd.SAMPLING_RATE, np.float32) + 1e-3])  # first forward pass is slow: warm up
     print(f"encoder {encoder.name}: loaded and warmed up in {time.perf_counter() - start:.1f} s; "
           f"torch threads {torch.get_num_threads()}, CPUs {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     instances, slots, unique = clip_census(folder, args.variant, tasks, args.method == "reference")

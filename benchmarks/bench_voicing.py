@@ -89,7 +89,7 @@ def bank_spread(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
     for voice in tqdm(VOICES, desc="voicing bank", unit="voice"):
         clips = [source.voicer.render(voice.id, text) for text in texts]
         voiced += zip(texts, clips)
-        emb[voice.id] = encoder.embed(clips)
+        emb[voice.id] = encoder.encode(clips)
         f0[voice.id] = median_f0(np.concatenate(clips))
 
     k = len(texts)

@@ -182,7 +182,7 @@ class SpeakerBank:
             if path is not None and path.is_file():
                 embs, reused = np.load(path), reused + 1
             else:
-                embs = encoder.embed([load_span(c) for c in clips], batch_size=batch_size)
+                embs = encoder.encode([load_span(c) for c in clips], batch_size=batch_size)
                 if path is not None:
                     with atomic_path(path) as tmp, open(tmp, "wb") as handle:  # processes may build one bank at once
                         np.save(handle, embs)

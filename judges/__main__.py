@@ -19,12 +19,13 @@ import json
 import sys
 
 from judges.names import EmbeddingJudgeName, parse_judge_name
-from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
+from speech.encoders import folder_encoders
+from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 
 #: ``--model-dir`` names: the encoders that load from a local folder
-MODEL_DIR_NAMES = ("ecapa", "wavlm")
+MODEL_DIR_NAMES = tuple(folder_encoders())
 
 
 def _option(text: str) -> tuple[str, object]:
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--batch-size", type=int, default=32, help="clips per encoder batch (default: 32)")
     common.add_argument("--quiet", action="store_true", help="no progress bars")
     common.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
-                        help="local model folder of an encoder (repeatable), NAME one of ecapa, wavlm; "
+                        help=f"local model folder of an encoder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
                              "then e.g. --judge centroid-ecapa loads from it")
 
     run = sub.add_parser("run", parents=[common], help="run one judge and write a predictions JSONL")

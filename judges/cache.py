@@ -81,7 +81,7 @@ class EmbeddingCache:
         for start in range(0, len(pending), self.batch_size):
             chunk = pending[start : start + self.batch_size]
             waves = [load_waveform(data, where=name) for _, (data, name) in chunk]
-            vectors = np.asarray(self.encoder.embed(waves, batch_size=self.batch_size), dtype=np.float32)
+            vectors = np.asarray(self.encoder.encode(waves, batch_size=self.batch_size), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(chunk):
                 raise ValueError(
                     f"encoder {self.encoder.name!r} returned shape {vectors.shape} for {len(chunk)} clips"

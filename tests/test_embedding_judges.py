@@ -16,10 +16,10 @@ import torch
 import speakersleuth_dataset as ssd
 from judges import embedding as emb
 from judges.cache import EmbeddingCache
-from speech.encoders import get_encoder
 from judges.sweep import THRESHOLDS, calibrate, pick_threshold, run_sweep, threshold_metrics
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
+from speech.encoders import get_encoder
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 
 TASKS = ["detection", "localization", "discrimination"]
@@ -31,9 +31,9 @@ class CountingEncoder:
     def __init__(self, inner):
         self.inner, self.name, self.waves = inner, inner.name, []
 
-    def embed(self, waveforms, batch_size=16):
+    def encode(self, waveforms, batch_size=16):
         self.waves += [np.asarray(w).tobytes() for w in waveforms]
-        return self.inner.embed(waveforms, batch_size=batch_size)
+        return self.inner.encode(waveforms, batch_size=batch_size)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def direct(folder, encoder):
                 values = row[column] if isinstance(row[column], list) else [row[column]]
                 spans[row["id"], column] = slice(len(waves), len(waves) + len(values))
                 waves += [_decode(v) for v in values]
-    vectors = encoder.embed(waves)
+    vectors = encoder.encode(waves)
     return rows, {key: vectors[span] for key, span in spans.items()}
 
 

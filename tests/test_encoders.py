@@ -15,7 +15,10 @@ import pytest
 import torch
 from scipy.signal import lfilter, sawtooth
 
-from speech.encoders import EcapaEncoder, ResemblyzerEncoder, WavLMEncoder, check_encoder, get_encoder
+from speech.encoders import check_encoder, get_encoder
+from speech.encoders.ecapa import EcapaEncoder
+from speech.encoders.resemblyzer import ResemblyzerEncoder
+from speech.encoders.wavlm import WavLMEncoder
 from speech.model_dirs import ModelFolderError, use_model_dirs
 
 SR = 16_000
@@ -170,38 +173,38 @@ CLIPS = [voice(f0, 1.0, s, seed) for f0, s, seed in [(120, 1.1, 1), (200, 0.8, 2
 
 
 def test_shapes_and_normalisation(encoder):
-    emb = encoder.embed(CLIPS, batch_size=2)
+    emb = encoder.encode(CLIPS, batch_size=2)
     assert emb.shape == (len(CLIPS), encoder.dim) and emb.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
-    assert encoder.embed([]).shape == (0, encoder.dim)
+    assert encoder.encode([]).shape == (0, encoder.dim)
 
 
 def test_batched_equals_one_by_one(encoder):
-    batched = encoder.embed(CLIPS, batch_size=8)
-    single = np.concatenate([encoder.embed([c]) for c in CLIPS])
+    batched = encoder.encode(CLIPS, batch_size=8)
+    single = np.concatenate([encoder.encode([c]) for c in CLIPS])
     np.testing.assert_allclose(batched, single, atol=2e-5)
 
 
 def test_other_sampling_rate_is_resampled(encoder):
-    at_16k = encoder.embed([band_limited(1.0, SR, 7)])[0]
-    at_8k = encoder.embed([band_limited(1.0, 8000, 7)], sampling_rate=8000)[0]
-    at_44k = encoder.embed([band_limited(1.0, 44_100, 7)], sampling_rate=44_100)[0]
+    at_16k = encoder.encode([band_limited(1.0, SR, 7)])[0]
+    at_8k = encoder.encode([band_limited(1.0, 8000, 7)], sampling_rate=8000)[0]
+    at_44k = encoder.encode([band_limited(1.0, 44_100, 7)], sampling_rate=44_100)[0]
     assert at_16k @ at_8k > 0.99 and at_16k @ at_44k > 0.99
 
 
 def test_bad_input_is_named(encoder):
     with pytest.raises(ValueError, match="waveform 1 has shape"):
-        encoder.embed([CLIPS[0], np.zeros((2, 100), np.float32)])
+        encoder.encode([CLIPS[0], np.zeros((2, 100), np.float32)])
     with pytest.raises(ValueError, match="waveform 0 is empty"):
-        encoder.embed([np.zeros(0, np.float32)])
+        encoder.encode([np.zeros(0, np.float32)])
     with pytest.raises(ValueError, match="waveform 2 is digital silence"):
-        encoder.embed([CLIPS[0], CLIPS[1], np.zeros(SR, np.float32)])
+        encoder.encode([CLIPS[0], CLIPS[1], np.zeros(SR, np.float32)])
     with pytest.raises(ValueError, match="waveform 0 contains NaN"):
-        encoder.embed([np.full(SR, np.nan, np.float32)])
+        encoder.encode([np.full(SR, np.nan, np.float32)])
 
 
 def test_very_short_clip_still_embeds(encoder):
-    emb = encoder.embed([voice(180, 1.0, 0.05, 9)])
+    emb = encoder.encode([voice(180, 1.0, 0.05, 9)])
     assert np.all(np.isfinite(emb)) and abs(np.linalg.norm(emb) - 1) < 1e-5
 
 
@@ -215,7 +218,7 @@ def test_ecapa_folder_loads_its_weights(ecapa, ecapa_folder):
     with torch.no_grad():
         feats = hp["mean_var_norm"](hp["compute_features"](wav), torch.ones(1))
         expected = hp["embedding_model"].eval()(feats, torch.ones(1)).reshape(-1).numpy()
-    np.testing.assert_allclose(ecapa.embed([CLIPS[2]])[0], expected / np.linalg.norm(expected), atol=1e-5)
+    np.testing.assert_allclose(ecapa.encode([CLIPS[2]])[0], expected / np.linalg.norm(expected), atol=1e-5)
     assert ecapa.dim == 48 and ecapa.name == f"ecapa:{ecapa_folder[0]}"
 
 
@@ -233,9 +236,9 @@ def test_ecapa_padded_batches(ecapa_folder):
     padded = EcapaEncoder(ecapa_folder[0], pad_batches=True)
     exact = EcapaEncoder(ecapa_folder[0])
     assert padded.pad_batches and not exact.pad_batches and padded.name != exact.name
-    np.testing.assert_allclose(padded.embed(CLIPS)[2], exact.embed([CLIPS[2]])[0], atol=1e-5)
+    np.testing.assert_allclose(padded.encode(CLIPS)[2], exact.encode([CLIPS[2]])[0], atol=1e-5)
     same_length = [c[:8000] for c in CLIPS]
-    np.testing.assert_allclose(padded.embed(same_length), exact.embed(same_length), atol=1e-5)
+    np.testing.assert_allclose(padded.encode(same_length), exact.encode(same_length), atol=1e-5)
 
 
 @pytest.mark.parametrize("missing", ["hyperparams.yaml", "embedding_model.ckpt", "label_encoder.txt"])
@@ -250,7 +253,7 @@ def test_ecapa_savedir_gets_a_copy(ecapa_folder, tmp_path):
     enc = EcapaEncoder(ecapa_folder[0], savedir=tmp_path / "saved")
     assert (tmp_path / "saved" / "embedding_model.ckpt").is_file()
     assert not (tmp_path / "saved" / "embedding_model.ckpt").is_symlink()
-    assert enc.embed(CLIPS[:1]).shape == (1, 48)
+    assert enc.encode(CLIPS[:1]).shape == (1, 48)
 
 
 # ------------------------------------------------------------------------------ WavLM
@@ -260,7 +263,7 @@ def test_wavlm_folder_matches_in_memory_model(wavlm_folder):
     folder, model, extractor = wavlm_folder
     loaded = WavLMEncoder(folder)
     assert loaded.dim == 32 and not loaded.pad_batches  # group norm over time: equal lengths only
-    np.testing.assert_allclose(loaded.embed(CLIPS), WavLMEncoder.from_model(model, extractor).embed(CLIPS), atol=1e-6)
+    np.testing.assert_allclose(loaded.encode(CLIPS), WavLMEncoder.from_model(model, extractor).encode(CLIPS), atol=1e-6)
 
 
 def test_wavlm_missing_weights_are_named(wavlm_folder, tmp_path):
@@ -279,13 +282,13 @@ def test_resemblyzer_matches_the_library(resemblyzer):
         from resemblyzer import VoiceEncoder, preprocess_wav
     lib = VoiceEncoder("cpu", verbose=False)
     expected = np.stack([lib.embed_utterance(preprocess_wav(c)) for c in CLIPS[1:3]])
-    np.testing.assert_allclose(resemblyzer.embed(CLIPS[1:3]), expected, atol=1e-5)
+    np.testing.assert_allclose(resemblyzer.encode(CLIPS[1:3]), expected, atol=1e-5)
 
 
 def test_resemblyzer_same_voice_is_closer(resemblyzer):
     voices = [(110, 1.0), (135, 1.0), (210, 1.17), (240, 1.2)]
-    a = resemblyzer.embed([voice(f0, k, 2.0, 100 + i) for i, (f0, k) in enumerate(voices)])
-    b = resemblyzer.embed([voice(f0, k, 2.0, 200 + i) for i, (f0, k) in enumerate(voices)])
+    a = resemblyzer.encode([voice(f0, k, 2.0, 100 + i) for i, (f0, k) in enumerate(voices)])
+    b = resemblyzer.encode([voice(f0, k, 2.0, 200 + i) for i, (f0, k) in enumerate(voices)])
     sims = a @ b.T
     for i in range(len(voices)):
         others = np.delete(sims[i], i)
@@ -295,7 +298,7 @@ def test_resemblyzer_same_voice_is_closer(resemblyzer):
 def test_resemblyzer_vad_fallback(resemblyzer):
     quiet = 0.0005 * np.random.default_rng(0).standard_normal(SR // 3).astype(np.float32)
     assert resemblyzer.preprocess(quiet).size == quiet.size  # VAD found nothing: untrimmed clip
-    assert np.isfinite(resemblyzer.embed([quiet])).all()
+    assert np.isfinite(resemblyzer.encode([quiet])).all()
 
 
 # ------------------------------------------------------------------------------ get_encoder

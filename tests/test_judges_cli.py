@@ -9,9 +9,9 @@ import random
 import pytest
 import torch
 
-import speech.encoders
 import judges.lalm
 import speakersleuth_dataset as ssd
+import speech.encoders
 from judges.__main__ import main
 from judges.sweep import THRESHOLDS
 from metrics.score import score_submission

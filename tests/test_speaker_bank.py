@@ -78,7 +78,7 @@ class SpectrumEncoder(SpeakerEncoder):
     def __init__(self, name: str = "spectrum"):
         self.name, self.calls = name, 0
 
-    def _embed_batch(self, clips):
+    def _encode_batch(self, clips):
         self.calls += len(clips)
         return np.stack([np.abs(np.fft.rfft(c, 1024))[:512].reshape(64, 8).mean(1) for c in clips])
 

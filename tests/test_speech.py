@@ -1,5 +1,5 @@
-"""The shared speech layer: resampling and the waveform check (``speech.audio``) and atomic writes
-(``speech.files``)."""
+"""The shared speech layer: resampling and the waveform check (``speech.audio``), atomic writes
+(``speech.files``) and the registry of speaker encoders (``speech.encoders``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 from scipy.signal import resample_poly
 
 from speech.audio import SAMPLING_RATE, check_waveform, resample
+from speech.encoders import SpeakerEncoder, available_encoders, base, check_encoder, folder_encoders, get_encoder, register_encoder
 from speech.files import atomic_path, write_bytes_atomic, write_text_atomic
+from speech.model_dirs import ModelFolderError
 
 # ------------------------------------------------------------------------------------ audio
 
@@ -97,3 +99,48 @@ def test_keep_existing_lets_the_first_writer_win(tmp_path):
             tmp.write_bytes(data)
     assert path.read_bytes() == b"first"
     assert [p.name for p in tmp_path.iterdir()] == ["clip.wav"]
+
+
+# ------------------------------------------------------------------------------- encoders
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """The encoder registry as it is, restored after the test."""
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+
+def test_an_encoder_registered_in_its_own_module_is_built_by_get_encoder(registry, tmp_path):
+    @register_encoder("toy")
+    class ToyEncoder(SpeakerEncoder):
+        dim = 2
+        staging = "Put toy.bin into it."
+        model_files = ("toy.bin",)
+
+        def __init__(self, source, device="cpu"):
+            base.checked_model_dir(source, type(self))
+            self.name = f"toy:{source}"
+
+        def _encode_batch(self, clips):
+            return np.array([[c.size, 1000.0] for c in clips])
+
+    assert "toy" in available_encoders() and "toy" in folder_encoders()
+    with pytest.raises(ModelFolderError, match=r"toy: model folder .* lacks toy.bin\. Put toy.bin into it\."):
+        check_encoder(f"toy:{tmp_path}")
+    (tmp_path / "toy.bin").write_bytes(b"weights")
+    check_encoder(f"toy:{tmp_path}")
+    encoder = get_encoder(f"Toy:{tmp_path}")
+    assert isinstance(encoder, ToyEncoder) and encoder.name == f"toy:{tmp_path}"
+    vectors = encoder.encode([np.full(800, 0.5), np.full(400, 0.25)], sampling_rate=8000)
+    resampled_sizes = np.array([[1600, 1000], [800, 1000]])  # at 16 kHz, normalised
+    np.testing.assert_allclose(vectors, resampled_sizes / np.linalg.norm(resampled_sizes, axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_an_unknown_encoder_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown encoder 'xvector:/m'; known: ecapa:<folder>, resemblyzer\[:<weights.pt>\], wavlm:<folder>$"):
+        get_encoder("xvector:/m")
+
+
+def test_a_name_is_registered_once(registry):
+    with pytest.raises(ValueError, match="encoder 'ecapa' is registered twice"):
+        register_encoder("ecapa")(type("OtherEcapa", (SpeakerEncoder,), {"_encode_batch": lambda self, clips: clips}))

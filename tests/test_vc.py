@@ -148,10 +148,10 @@ def test_vtl_ratio_recovers_formant_scaling(speakers):
 def test_dsp_moves_identity_toward_target(converted, speakers, encoder):
     """Under Resemblyzer the converted turn is closer to held-out target clips than the source."""
     names = sorted(speakers)
-    held = encoder.embed([clip for name in names for clip in speakers[name]["held"]]).reshape(len(names), 3, -1)
+    held = encoder.encode([clip for name in names for clip in speakers[name]["held"]]).reshape(len(names), 3, -1)
     centroid = dict(zip(names, held.mean(axis=1)))
     keys = sorted(converted)
-    embedded = encoder.embed([converted[k] for k in keys] + [speakers[s]["turn"] for _, s, _ in keys])
+    embedded = encoder.encode([converted[k] for k in keys] + [speakers[s]["turn"] for _, s, _ in keys])
     for key, conv, src in zip(keys, embedded[: len(keys)], embedded[len(keys) :]):
         _, s, t = key
         assert cosine(conv, centroid[t]) > cosine(src, centroid[t]) + 0.1, key
@@ -165,7 +165,7 @@ def test_resynthesize_keeps_f0_length_and_voice(name, converters, speakers, enco
     assert out.dtype == np.float32 and out.shape == turn.shape
     assert rms(out) == pytest.approx(rms(turn), rel=1e-3)
     assert abs(semitones(median_f0(out), median_f0(turn))) < 0.3
-    assert cosine(*encoder.embed([turn, out])) > 0.95
+    assert cosine(*encoder.encode([turn, out])) > 0.95
 
 
 @pytest.mark.parametrize("name", DSP)

@@ -1,0 +1,180 @@
+"""What every speaker encoder shares: ``SpeakerEncoder.encode`` (checks, resampling, batching,
+normalisation), the registry of encoders by spec name, and local model folders."""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from speech.audio import SAMPLING_RATE, check_waveform, resample
+from speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
+
+_REGISTRY: dict[str, type[SpeakerEncoder]] = {}
+
+
+class SpeakerEncoder(ABC):
+    """A speaker-embedding model. Subclasses implement ``_encode_batch`` on 16 kHz float32 clips.
+
+    ``pad_batches`` says whether a batch may mix lengths, shorter clips zero-padded and their
+    true lengths passed to the model. Encoders whose output padding would change (ECAPA's convs,
+    a WavLM that group-normalises over time) leave it False: batches then hold equal-length clips
+    only, so a clip's embedding never depends on the rest of its batch.
+
+    An encoder that loads from a local model folder sets ``staging`` (what to put in the folder,
+    from where) and ``model_files`` (or overrides ``model_folder``); ``from_spec`` builds it from
+    the folder, ``__init__(source, device=)`` unless overridden.
+    """
+
+    name: str
+    dim: int
+    #: clips shorter than this are zero-padded to it (the model cannot run on less)
+    min_samples: int = 1
+    pad_batches: bool = True
+    #: the spec name it is registered under (set by ``register_encoder``)
+    kind: ClassVar[str]
+    #: how to stage its model folder; None: the encoder loads from no folder
+    staging: ClassVar[str | None] = None
+    #: the files its model folder must hold
+    model_files: ClassVar[tuple[str, ...]] = ()
+
+    def encode(self, clips: Sequence[np.ndarray], sampling_rate: int = SAMPLING_RATE, *, batch_size: int = 16) -> np.ndarray:
+        """Embed mono clips (1-D arrays at ``sampling_rate``): (len(clips), dim) float32, L2-normalised."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        prepared = [self._prepare(w, i, sampling_rate) for i, w in enumerate(clips)]
+        out = np.zeros((len(prepared), self.dim), dtype=np.float32)
+        for batch in self._batches(prepared, batch_size):
+            out[batch] = self._encode_batch([prepared[i] for i in batch])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _prepare(self, wav: np.ndarray, index: int, sampling_rate: int) -> np.ndarray:
+        wav = check_waveform(wav, f"{self.name}: waveform {index}")
+        if not np.any(wav):
+            raise ValueError(f"{self.name}: waveform {index} is digital silence (all samples zero); it has no speaker to embed")
+        wav = resample(wav, sampling_rate)
+        if wav.size < self.min_samples:
+            wav = np.pad(wav, (0, self.min_samples - wav.size))
+        return wav
+
+    def _batches(self, clips: list[np.ndarray], batch_size: int) -> list[list[int]]:
+        """Indices grouped into batches, longest first so padding stays small."""
+        order = sorted(range(len(clips)), key=lambda i: -clips[i].size)
+        if self.pad_batches:
+            return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+        batches: list[list[int]] = []
+        for i in order:
+            if batches and len(batches[-1]) < batch_size and clips[batches[-1][0]].size == clips[i].size:
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        return batches
+
+    @abstractmethod
+    def _encode_batch(self, clips: list[np.ndarray]) -> np.ndarray:
+        """Raw (len(clips), dim) embeddings of 16 kHz float32 clips (normalised by ``encode``)."""
+
+    @classmethod
+    def from_spec(cls, source: str, device: str) -> SpeakerEncoder:
+        """The encoder of a spec's ``source`` (its model folder; ``""`` when the spec has none)."""
+        return cls(source, device=device)
+
+    @classmethod
+    def model_folder(cls, folder: Path) -> ModelFolder:
+        """The files ``folder`` must hold to load this encoder."""
+        return ModelFolder(cls.kind, folder, cls.model_files)
+
+    @classmethod
+    def spec_help(cls) -> str:
+        """How to name it in a spec."""
+        return cls.kind if cls.staging is None else f"{cls.kind}:<folder>"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+def register_encoder(kind: str) -> Callable[[type[SpeakerEncoder]], type[SpeakerEncoder]]:
+    """Class decorator: make ``get_encoder("<kind>...")`` build this ``SpeakerEncoder``."""
+
+    def register(cls: type[SpeakerEncoder]) -> type[SpeakerEncoder]:
+        known = _REGISTRY.get(kind)
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ValueError(f"encoder {kind!r} is registered twice: {known.__qualname__} and {cls.__qualname__}")
+        cls.kind = kind
+        _REGISTRY[kind] = cls
+        return cls
+
+    return register
+
+
+def available_encoders() -> list[str]:
+    """The spec names of every registered encoder, sorted."""
+    return sorted(_REGISTRY)
+
+
+def folder_encoders() -> list[str]:
+    """The registered encoders that load from a local model folder (the ``--model-dir`` names)."""
+    return [kind for kind in available_encoders() if _REGISTRY[kind].staging is not None]
+
+
+def _resolve(spec: str) -> tuple[type[SpeakerEncoder], str]:
+    """The encoder class of ``spec`` and its source; a bare folder encoder takes its ``--model-dir``."""
+    kind, _, source = spec.partition(":")
+    kind = kind.strip().lower()
+    cls = _REGISTRY.get(kind)
+    if cls is None:
+        known = ", ".join(_REGISTRY[k].spec_help() for k in available_encoders())
+        raise ValueError(f"unknown encoder {spec!r}; known: {known}")
+    if cls.staging is not None and not source:
+        given = model_dir(kind)
+        if given is None:
+            raise ModelFolderError(f"encoder {kind!r} needs a local model folder: '{kind}:<folder>' or --model-dir "
+                                   f"{kind}=<folder>. {cls.staging} Nothing is downloaded at run time.")
+        source = str(given)
+    return cls, source
+
+
+def check_encoder(spec: str) -> None:
+    """Raise now, loading nothing, if ``spec`` names an unknown encoder or a model folder that is
+    missing or incomplete (``ModelFolderError``)."""
+    cls, source = _resolve(spec)
+    if cls.staging is not None:
+        checked_model_dir(source, cls)
+
+
+def get_encoder(spec: str, device: str = "cpu") -> SpeakerEncoder:
+    """Build an encoder from its spec: a registered name (``"resemblyzer"``), optionally with a
+    source after a colon (``"ecapa:<folder>"``, a folder or a hub id already in the local HF cache;
+    ``"resemblyzer:<weights.pt>"``). A bare folder encoder loads from its ``--model-dir`` folder."""
+    cls, source = _resolve(spec)
+    return cls.from_spec(source, device)
+
+
+def local_model_dir(source: str | Path, cls: type[SpeakerEncoder]) -> Path:
+    """``source`` as a local folder: a path, or a hub id already in the local HF cache."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    if not path.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", str(source)):
+        from huggingface_hub import snapshot_download
+
+        try:
+            return Path(snapshot_download(str(source), local_files_only=True))
+        except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
+            pass
+    raise ModelFolderError(
+        f"{cls.kind}: {source!r} is neither a local folder nor a model in the local Hugging Face cache; "
+        f"nothing can be downloaded here. {cls.staging}"
+    )
+
+
+def checked_model_dir(source: str | Path, cls: type[SpeakerEncoder]) -> Path:
+    """The local folder of ``source`` after checking that it holds every file ``cls`` loads."""
+    folder = local_model_dir(source, cls)
+    check_model_folders([cls.model_folder(folder)], cls.staging)
+    return folder

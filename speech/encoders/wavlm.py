@@ -1,0 +1,71 @@
+"""transformers' WavLM x-vector speaker encoder (``microsoft/wavlm-base-plus-sv``) from a local folder."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from speech.audio import SAMPLING_RATE
+from speech.model_dirs import ModelFolder
+
+from .base import SpeakerEncoder, checked_model_dir, register_encoder
+
+
+@register_encoder("wavlm")
+class WavLMEncoder(SpeakerEncoder):
+    """transformers ``Wav2Vec2FeatureExtractor`` + ``WavLMForXVector``; ``.embeddings`` per clip,
+    loaded with ``local_files_only=True``.
+
+    Batches are padded with an attention mask. WavLM-Base models group-normalise their first
+    conv layer over time, which padding would change, so for them batches hold equal-length clips
+    only (see ``SpeakerEncoder``).
+    """
+
+    staging = ("Copy config.json, preprocessor_config.json and model.safetensors (or pytorch_model.bin) of "
+               "microsoft/wavlm-base-plus-sv into it.")
+
+    def __init__(self, source: str | Path, device: str = "cpu"):
+        folder = checked_model_dir(source, type(self))
+        from transformers import Wav2Vec2FeatureExtractor, WavLMForXVector
+
+        extractor = Wav2Vec2FeatureExtractor.from_pretrained(str(folder), local_files_only=True)
+        model = WavLMForXVector.from_pretrained(str(folder), local_files_only=True)
+        self._setup(model, extractor, f"wavlm:{source}", device)
+
+    @classmethod
+    def model_folder(cls, folder: Path) -> ModelFolder:
+        """The files ``folder`` must hold (weights as safetensors, or as a .bin when that is there)."""
+        weights = "pytorch_model.bin" if (folder / "pytorch_model.bin").is_file() else "model.safetensors"
+        return ModelFolder(cls.kind, folder, ("config.json", "preprocessor_config.json", weights))
+
+    @classmethod
+    def from_model(cls, model, feature_extractor, name: str = "wavlm:in-memory", device: str = "cpu") -> WavLMEncoder:
+        """An encoder from an in-memory ``WavLMForXVector`` (e.g. built from a config) and extractor."""
+        self = cls.__new__(cls)
+        self._setup(model, feature_extractor, name, device)
+        return self
+
+    def _setup(self, model, extractor, name: str, device: str) -> None:
+        cfg = model.config
+        self._model = model.to(device).eval()
+        self._extractor, self._device, self.name = extractor, device, name
+        self.dim = int(cfg.xvector_output_dim)
+        self.pad_batches = cfg.feat_extract_norm != "group"
+        # the shortest input that yields enough frames for the TDNN context, through the conv stack
+        # statistics pooling needs two TDNN frames for a standard deviation
+        frames = 2 + sum((k - 1) * d for k, d in zip(cfg.tdnn_kernel, cfg.tdnn_dilation))
+        for kernel, stride in reversed(list(zip(cfg.conv_kernel, cfg.conv_stride))):
+            frames = (frames - 1) * stride + kernel
+        self.min_samples = frames
+
+    def _encode_batch(self, clips: list[np.ndarray]) -> np.ndarray:
+        import torch
+
+        inputs = self._extractor(clips, sampling_rate=SAMPLING_RATE, padding=True, return_attention_mask=True, return_tensors="pt")
+        with torch.no_grad(), warnings.catch_warnings():
+            # raised inside transformers' WavLM attention on every call; not actionable here
+            warnings.filterwarnings("ignore", message="Support for mismatched key_padding_mask")
+            out = self._model(input_values=inputs["input_values"].to(self._device), attention_mask=inputs["attention_mask"].to(self._device))
+        return out.embeddings.cpu().numpy()
