@@ -94,6 +94,35 @@ def test_module_doctests():
         assert doctest.testmod(module).failed == 0
 
 
+class LongLoudWideBackend(base.VoiceConverter):
+    """A backend whose own step returns its input longer, louder and with a 7 kHz tone added."""
+
+    name, offline, bandwidth_hz = "long-loud-wide", True, 5000.0
+
+    def _convert(self, source, target_clips, source_clips):
+        tone = np.sin(2 * np.pi * 7000 * np.arange(source.size + 800) / SAMPLING_RATE)
+        return 5.0 * (np.resize(source, source.size + 800) + 0.1 * tone)
+
+    def _resynthesize(self, audio):
+        return self._convert(audio, [], None)
+
+
+def test_the_base_class_finishes_every_backends_output(speakers):
+    """``convert`` and ``resynthesize`` give the input's length and loudness, band-limited."""
+
+    def top_share(clip: np.ndarray) -> float:
+        spectrum = np.abs(np.fft.rfft(clip)) ** 2
+        return float(spectrum[np.fft.rfftfreq(clip.size, 1 / SAMPLING_RATE) > 6000].sum() / spectrum.sum())
+
+    turn = speakers["male_a"]["turn"]
+    backend = LongLoudWideBackend()
+    assert top_share(backend._convert(turn, [], None)) > 0.01
+    for out in (backend.convert(turn, []), backend.resynthesize(turn)):
+        assert out.dtype == np.float32 and out.shape == turn.shape
+        assert rms(out) == pytest.approx(rms(turn), rel=1e-3)
+        assert top_share(out) < 1e-4
+
+
 def test_registry_and_availability(tmp_path, monkeypatch):
     assert set(vc.CONVERTERS) == {"world", "praat", "freevc", "yourtts", "openvoice", "cosyvoice3"}
     for name in vc.CONVERTERS:

@@ -42,6 +42,8 @@ MODEL_DIRS = {
     "cosyvoice3": "Fun-CosyVoice3-0.5B",
     "cosyvoice3-repo": "CosyVoice",
 }
+#: clips of one speaker, 16 kHz mono
+Clips = Sequence[np.ndarray]
 
 
 def vc_dir() -> Path:
@@ -92,18 +94,27 @@ def match_loudness(audio: np.ndarray, reference: np.ndarray, peak_limit: float =
     return out.astype(np.float32)
 
 
-def finish(audio: np.ndarray, source: np.ndarray) -> np.ndarray:
-    """The source's exact length and loudness, float32."""
-    return match_loudness(fit_length(np.asarray(audio, dtype=np.float32), source.size), source)
+def low_pass(audio: np.ndarray, cutoff_hz: float) -> np.ndarray:
+    """Zero-phase low-pass (8th-order Butterworth) at ``cutoff_hz``, float32."""
+    from scipy.signal import butter, sosfiltfilt
+
+    sos = butter(8, cutoff_hz, btype="low", fs=SAMPLING_RATE, output="sos")
+    return sosfiltfilt(sos, np.asarray(audio, dtype=np.float64)).astype(np.float32)
 
 
 class VoiceConverter(ABC):
-    """A voice-conversion backend. See the module docstring for the contract."""
+    """A voice-conversion backend. See the module docstring for the contract.
+
+    ``convert`` and ``resynthesize`` check the input clip, hand it to the backend's own step
+    (``_convert``, ``_resynthesize``: any length and level) and finish its output alike: low-passed
+    to ``bandwidth_hz`` where set, then the input's exact length and loudness.
+    """
 
     name: str
     offline: bool  # True when it needs no downloaded weights
+    #: low-pass cutoff (Hz) of every output, converted or resynthesised; None keeps the full band
+    bandwidth_hz: float | None = None
 
-    @abstractmethod
     def convert(
         self,
         source: np.ndarray,
@@ -115,10 +126,27 @@ class VoiceConverter(ABC):
         ``source_clips`` are other clips of the source speaker, used by backends that need the
         source speaker's statistics (the source itself is used when they are not given).
         """
+        source = as_clip(source, "source")
+        return self._finish(self._convert(source, target_clips, source_clips), source)
 
-    @abstractmethod
     def resynthesize(self, audio: np.ndarray) -> np.ndarray:
         """``audio`` through the same analysis-resynthesis path with no identity change."""
+        audio = as_clip(audio)
+        return self._finish(self._resynthesize(audio), audio)
+
+    @abstractmethod
+    def _convert(self, source: np.ndarray, target_clips: Clips, source_clips: Clips | None) -> np.ndarray:
+        """The backend's conversion of a checked ``source`` clip."""
+
+    @abstractmethod
+    def _resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        """The backend's analysis-resynthesis of a checked clip."""
+
+    def _finish(self, audio: np.ndarray, source: np.ndarray) -> np.ndarray:
+        """``audio`` band-limited to ``bandwidth_hz`` (if set), with the source's exact length and loudness."""
+        if self.bandwidth_hz is not None:
+            audio = low_pass(audio, self.bandwidth_hz)
+        return match_loudness(fit_length(np.asarray(audio, dtype=np.float32), source.size), source)
 
     #: how to stage the model folders, appended to the missing-files error
     staging: str = ""
@@ -146,9 +174,10 @@ class NeuralConverter(VoiceConverter):
 
     A subclass loads its model from local files and implements ``_run(source, targets)`` on
     audio at ``input_rate``, returning ``(waveform, its sampling rate)``. This class resamples
-    in and out, checks that the model kept the source's timing (within ``length_tolerance``
-    seconds or 10 %, whichever is larger), and fixes the exact length and loudness. The models
-    take the source speaker from the source turn itself, so ``source_clips`` is not used.
+    in and out, checks that the model kept the source's timing (within
+    ``length_tolerance`` seconds or 10 %, whichever is larger); ``VoiceConverter`` fixes the exact
+    length and loudness. The models take the source speaker from the source turn itself, so
+    ``source_clips`` is not used.
 
     ``resynthesis`` chooses what ``resynthesize`` does: ``"self"`` converts the clip to its own
     voice (the model's analysis-resynthesis path, so its artefacts are shared by every turn);
@@ -156,11 +185,11 @@ class NeuralConverter(VoiceConverter):
     """
 
     offline = False
+    #: sampling rate of the audio ``_run`` gets
     input_rate: int = SAMPLING_RATE
     length_tolerance: float = 0.1
     #: longest reference audio (seconds) handed to the model, all target clips together
     max_reference_seconds: float = 25.0
-
     def __init__(self, resynthesis: str = "self"):
         if resynthesis not in ("self", "identity"):
             raise ValueError(f"resynthesis must be 'self' or 'identity', got {resynthesis!r}")
@@ -168,14 +197,14 @@ class NeuralConverter(VoiceConverter):
 
     @abstractmethod
     def _run(self, source: np.ndarray, targets: list[np.ndarray]) -> tuple[np.ndarray, int]:
-        """The model call on float32 audio at ``input_rate``."""
+        """The model call on float32 audio at ``input_rate``: its waveform (any array-like) and rate."""
 
     def _to_model_rate(self, clip: np.ndarray) -> np.ndarray:
         from speech.audio import resample
 
         return resample(clip, SAMPLING_RATE, self.input_rate)
 
-    def _references(self, target_clips: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _references(self, target_clips: Clips) -> list[np.ndarray]:
         if len(target_clips) == 0:
             raise ValueError(f"{self.name}: convert needs at least one target clip")
         budget = int(self.max_reference_seconds * SAMPLING_RATE)
@@ -188,15 +217,10 @@ class NeuralConverter(VoiceConverter):
             budget -= clip.size
         return kept
 
-    def convert(
-        self,
-        source: np.ndarray,
-        target_clips: Sequence[np.ndarray],
-        source_clips: Sequence[np.ndarray] | None = None,
-    ) -> np.ndarray:
+    def _convert(self, source: np.ndarray, target_clips: Clips, source_clips: Clips | None) -> np.ndarray:
+        """The model's output back at 16 kHz; refused if it lost the source's timing."""
         from speech.audio import resample
 
-        source = as_clip(source, "source")
         out, rate = self._run(self._to_model_rate(source), self._references(target_clips))
         out = resample(np.asarray(out, dtype=np.float32).reshape(-1), rate, SAMPLING_RATE)
         drift = abs(out.size - source.size) / SAMPLING_RATE
@@ -205,10 +229,12 @@ class NeuralConverter(VoiceConverter):
                 f"{self.name}: the model returned {out.size / SAMPLING_RATE:.2f} s for a "
                 f"{source.size / SAMPLING_RATE:.2f} s source; the conversion did not keep the timing"
             )
-        return finish(out, source)
+        return out
 
     def resynthesize(self, audio: np.ndarray) -> np.ndarray:
-        audio = as_clip(audio)
         if self.resynthesis == "identity":
-            return audio.copy()
-        return self.convert(audio, [audio])
+            return as_clip(audio).copy()
+        return super().resynthesize(audio)
+
+    def _resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        return self._convert(audio, [audio], None)

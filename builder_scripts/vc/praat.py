@@ -23,14 +23,13 @@ the source's exact length and RMS loudness.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 
 import numpy as np
 import parselmouth
 from parselmouth.praat import call
 
-from .base import SAMPLING_RATE, VoiceConverter, as_clip, finish
-from .world import F0_SCALE_RANGE, band_limit, f0_median, speaker_profile, vtl_ratio
+from .base import SAMPLING_RATE, Clips, VoiceConverter
+from .world import BANDWIDTH_HZ, F0_SCALE_RANGE, f0_median, speaker_profile, vtl_ratio
 
 
 class PraatConverter(VoiceConverter):
@@ -38,6 +37,7 @@ class PraatConverter(VoiceConverter):
 
     name = "praat"
     offline = True
+    bandwidth_hz = BANDWIDTH_HZ
 
     def __init__(self, pitch_floor: float = 60.0, pitch_ceiling: float = 600.0):
         self.pitch_floor = pitch_floor
@@ -58,15 +58,9 @@ class PraatConverter(VoiceConverter):
         )
         if out.sampling_frequency != SAMPLING_RATE:
             raise RuntimeError(f"Praat returned {out.sampling_frequency} Hz audio, expected {SAMPLING_RATE}")
-        return finish(band_limit(out.values[0]), audio)
+        return out.values[0]
 
-    def convert(
-        self,
-        source: np.ndarray,
-        target_clips: Sequence[np.ndarray],
-        source_clips: Sequence[np.ndarray] | None = None,
-    ) -> np.ndarray:
-        source = as_clip(source, "source")
+    def _convert(self, source: np.ndarray, target_clips: Clips, source_clips: Clips | None) -> np.ndarray:
         target = speaker_profile(target_clips)
         if source_clips:
             origin, turn_median = speaker_profile(source_clips), f0_median(source)
@@ -77,5 +71,5 @@ class PraatConverter(VoiceConverter):
         new_median = target.f0_median * (turn_median / origin.f0_median) ** scale
         return self._change_gender(source, vtl_ratio(origin, target), float(new_median), scale)
 
-    def resynthesize(self, audio: np.ndarray) -> np.ndarray:
-        return self._change_gender(as_clip(audio), 1.0, 0.0, 1.0)
+    def _resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        return self._change_gender(audio, 1.0, 0.0, 1.0)

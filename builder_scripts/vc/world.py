@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyworld
 
-from .base import SAMPLING_RATE, VoiceConverter, as_clip, finish
+from .base import SAMPLING_RATE, Clips, VoiceConverter, as_clip
 
 F0_FLOOR = 60.0
 F0_CEIL = 700.0
@@ -202,14 +202,6 @@ def vtl_ratio(source: SpeakerProfile, target: SpeakerProfile) -> float:
     return float(alphas[np.argmin(np.mean(residuals**2, axis=1))])
 
 
-def band_limit(audio: np.ndarray) -> np.ndarray:
-    """Zero-phase low-pass (8th-order Butterworth) at ``BANDWIDTH_HZ``."""
-    from scipy.signal import butter, sosfiltfilt
-
-    sos = butter(8, BANDWIDTH_HZ, btype="low", fs=SAMPLING_RATE, output="sos")
-    return sosfiltfilt(sos, np.asarray(audio, dtype=np.float64)).astype(np.float32)
-
-
 def map_f0(f0: np.ndarray, source: SpeakerProfile, target: SpeakerProfile) -> np.ndarray:
     """Log-F0 mean/variance mapping on voiced frames; unvoiced frames stay 0."""
     scale = np.clip(target.log_f0_std / max(source.log_f0_std, 1e-6), *F0_SCALE_RANGE)
@@ -241,6 +233,7 @@ class WorldConverter(VoiceConverter):
 
     name = "world"
     offline = True
+    bandwidth_hz = BANDWIDTH_HZ
 
     def __init__(self, frame_period: float = 5.0, f0_estimator: str = "praat"):
         if f0_estimator not in F0_ESTIMATORS:
@@ -261,26 +254,16 @@ class WorldConverter(VoiceConverter):
 
         return self._analyses.get_or_make(_digest(audio), run)
 
-    def _synthesize(self, f0: np.ndarray, sp: np.ndarray, ap: np.ndarray, source: np.ndarray) -> np.ndarray:
-        out = pyworld.synthesize(
-            np.ascontiguousarray(f0), np.ascontiguousarray(sp), ap, SAMPLING_RATE, self.frame_period
-        )
-        return finish(band_limit(out), source)
+    def _synthesize(self, f0: np.ndarray, sp: np.ndarray, ap: np.ndarray) -> np.ndarray:
+        f0, sp = np.ascontiguousarray(f0), np.ascontiguousarray(sp)
+        return pyworld.synthesize(f0, sp, ap, SAMPLING_RATE, self.frame_period)
 
-    def convert(
-        self,
-        source: np.ndarray,
-        target_clips: Sequence[np.ndarray],
-        source_clips: Sequence[np.ndarray] | None = None,
-    ) -> np.ndarray:
-        source = as_clip(source, "source")
+    def _convert(self, source: np.ndarray, target_clips: Clips, source_clips: Clips | None) -> np.ndarray:
         target = speaker_profile(target_clips)
         origin = speaker_profile(source_clips if source_clips else [source])
         f0, sp, ap = self.analyse(source)
         alpha = vtl_ratio(origin, target)
-        return self._synthesize(map_f0(f0, origin, target), warp_envelope(sp, alpha), ap, source)
+        return self._synthesize(map_f0(f0, origin, target), warp_envelope(sp, alpha), ap)
 
-    def resynthesize(self, audio: np.ndarray) -> np.ndarray:
-        audio = as_clip(audio)
-        f0, sp, ap = self.analyse(audio)
-        return self._synthesize(f0, sp, ap, audio)
+    def _resynthesize(self, audio: np.ndarray) -> np.ndarray:
+        return self._synthesize(*self.analyse(audio))
