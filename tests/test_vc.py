@@ -366,7 +366,7 @@ def test_freevc_adapter_runs_coqui_end_to_end(tiny_freevc, speakers, monkeypatch
     monkeypatch.delenv("TTS_HOME", raising=False)
     conv = vc.get_converter("freevc", model_dir=tiny_freevc)
     assert "TTS_HOME" not in os.environ  # only set while the model was built
-    assert conv.input_rate == 16000 and conv._synthesizer.output_sample_rate == 24000
+    assert conv.input_rate == 16000 and conv._model.output_sample_rate == 24000
     turn = speakers["male_a"]["turn"]
     a = conv.convert(turn, speakers["female_a"]["refs"][:1])
     b = conv.convert(turn, speakers["male_b"]["refs"][:1])
@@ -379,7 +379,7 @@ def test_model_dir_reaches_the_backend(tiny_freevc, tiny_yourtts):
     """What the pipeline does, ``get_converter(name)``, loads from the ``--model-dir`` folder."""
     use_model_dirs({"freevc": tiny_freevc, "yourtts": tiny_yourtts})
     try:
-        assert vc.get_converter("freevc")._synthesizer.output_sample_rate == 24000
+        assert vc.get_converter("freevc")._model.output_sample_rate == 24000
         assert vc.get_converter("yourtts").input_rate == 16000
     finally:
         use_model_dirs({})

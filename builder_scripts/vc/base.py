@@ -172,9 +172,10 @@ class VoiceConverter(ABC):
 class NeuralConverter(VoiceConverter):
     """Shared plumbing of the weight-based adapters.
 
-    A subclass loads its model from local files and implements ``_run(source, targets)`` on
-    audio at ``input_rate``, returning ``(waveform, its sampling rate)``. This class resamples
-    in and out, checks that the model kept the source's timing (within
+    A subclass names its files (``model_files``, or its own ``model_folders``), loads its model
+    from them (``_load``) and implements ``_run(source, targets)`` on audio at ``input_rate``,
+    returning ``(waveform, its sampling rate)``. This class checks the files before loading,
+    resamples in and out, and checks that the model kept the source's timing (within
     ``length_tolerance`` seconds or 10 %, whichever is larger); ``VoiceConverter`` fixes the exact
     length and loudness. The models take the source speaker from the source turn itself, so
     ``source_clips`` is not used.
@@ -185,15 +186,41 @@ class NeuralConverter(VoiceConverter):
     """
 
     offline = False
-    #: sampling rate of the audio ``_run`` gets
+    #: sampling rate of the audio ``_run`` gets (a property where the loaded model sets it)
     input_rate: int = SAMPLING_RATE
     length_tolerance: float = 0.1
     #: longest reference audio (seconds) handed to the model, all target clips together
     max_reference_seconds: float = 25.0
-    def __init__(self, resynthesis: str = "self"):
+    #: files the model folder must hold (the one folder of ``model_folders`` unless overridden)
+    model_files: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        device: str = "cpu",
+        resynthesis: str = "self",
+        model=None,
+        **paths,
+    ):
+        """Load the model onto ``device`` from ``model_dir`` (resolved by ``model_folder``) and the
+        backend's other ``paths``, after checking that they hold every file; ``model``: one already
+        loaded (skips both)."""
         if resynthesis not in ("self", "identity"):
             raise ValueError(f"resynthesis must be 'self' or 'identity', got {resynthesis!r}")
         self.resynthesis = resynthesis
+        if model is None:
+            self.check_files(model_dir=model_dir, **paths)
+            model = self._load(model_folder(self.name, model_dir), device, **paths)
+        self._model = model
+
+    @classmethod
+    def model_folders(cls, model_dir=None) -> list[ModelFolder]:
+        return [ModelFolder(cls.name, model_folder(cls.name, model_dir), cls.model_files)]
+
+    @staticmethod
+    @abstractmethod
+    def _load(model_dir: Path, device: str, **paths):
+        """The model, from files that are all present."""
 
     @abstractmethod
     def _run(self, source: np.ndarray, targets: list[np.ndarray]) -> tuple[np.ndarray, int]:

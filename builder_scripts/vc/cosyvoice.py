@@ -69,19 +69,9 @@ class CosyVoiceConverter(NeuralConverter):
         "Fun-CosyVoice3-0.5B-2512 into the model folder."
     )
 
-    def __init__(
-        self,
-        model_dir: str | Path | None = None,
-        repo_dir: str | Path | None = None,
-        resynthesis: str = "self",
-        model=None,
-    ):
+    def __init__(self, model_dir=None, repo_dir=None, resynthesis: str = "self", model=None):
         """``model``: an already loaded CosyVoice model object (skips the files and loading)."""
-        super().__init__(resynthesis)
-        if model is None:
-            self.check_files(model_dir=model_dir, repo_dir=repo_dir)
-            model = self._load(*_paths(model_dir, repo_dir))
-        self._model = model
+        super().__init__(model_dir, resynthesis=resynthesis, model=model, repo_dir=repo_dir)
 
     @classmethod
     def model_folders(cls, model_dir=None, repo_dir=None) -> list[ModelFolder]:
@@ -89,7 +79,9 @@ class CosyVoiceConverter(NeuralConverter):
         return [ModelFolder("cosyvoice3", model_dir, MODEL_FILES), ModelFolder("cosyvoice3-repo", repo_dir, REPO_FILES)]
 
     @staticmethod
-    def _load(model_dir: Path, repo_dir: Path):
+    def _load(model_dir: Path, device: str, repo_dir=None):
+        """CosyVoice's ``AutoModel`` (it chooses its device), imported from the checkout."""
+        repo_dir = model_folder("cosyvoice3-repo", repo_dir)
         for path in (repo_dir / "third_party" / "Matcha-TTS", repo_dir):
             if str(path) not in sys.path:
                 sys.path.insert(0, str(path))

@@ -36,24 +36,13 @@ class FreeVCConverter(NeuralConverter):
         "model.pth) into the model folder and put WavLM-Large.pt beside them (or pass wavlm_path)."
     )
 
-    def __init__(
-        self,
-        model_dir: str | Path | None = None,
-        wavlm_path: str | Path | None = None,
-        device: str = "cpu",
-        resynthesis: str = "self",
-    ):
-        super().__init__(resynthesis)
-        self.check_files(model_dir=model_dir, wavlm_path=wavlm_path)
-        model_dir, wavlm_path = self._paths(model_dir, wavlm_path)
-        config = json.loads((model_dir / "config.json").read_text())
-        if config.get("model_args", {}).get("use_spk"):
-            raise ValueError(
-                f"{model_dir / 'config.json'} sets model_args.use_spk = true: coqui would download an "
-                "external speaker encoder at init; use the freevc24 release config (use_spk false)"
-            )
-        self.input_rate = int(config.get("audio", {}).get("input_sample_rate", 16000))
-        self._synthesizer = self._load(model_dir, wavlm_path, device)
+    def __init__(self, model_dir=None, wavlm_path=None, device: str = "cpu", resynthesis: str = "self"):
+        """``wavlm_path``: WavLM-Large.pt where it is not in the model folder."""
+        super().__init__(model_dir, device, resynthesis, wavlm_path=wavlm_path)
+
+    @property
+    def input_rate(self) -> int:
+        return int(self._model.vc_config.audio.input_sample_rate)
 
     @staticmethod
     def _paths(model_dir, wavlm_path) -> tuple[Path, Path]:
@@ -66,10 +55,18 @@ class FreeVCConverter(NeuralConverter):
         return [ModelFolder("freevc", model_dir, ("config.json", "model.pth")),
                 ModelFolder("freevc", wavlm_path.parent, (wavlm_path.name,))]
 
-    @staticmethod
-    def _load(model_dir: Path, wavlm_path: Path, device: str):
+    @classmethod
+    def _load(cls, model_dir: Path, device: str, wavlm_path=None):
+        """coqui's Synthesizer, with ``TTS_HOME`` pointing at ``wavlm_path`` while it is built."""
         from TTS.utils.synthesizer import Synthesizer
 
+        config = json.loads((model_dir / "config.json").read_text())
+        if config.get("model_args", {}).get("use_spk"):
+            raise ValueError(
+                f"{model_dir / 'config.json'} sets model_args.use_spk = true: coqui would download an "
+                "external speaker encoder at init; use the freevc24 release config (use_spk false)"
+            )
+        _, wavlm_path = cls._paths(model_dir, wavlm_path)
         previous = os.environ.get("TTS_HOME")
         with tempfile.TemporaryDirectory(prefix="freevc-home-") as home:
             link = Path(home, "tts", "wavlm", "WavLM-Large.pt")
@@ -89,5 +86,5 @@ class FreeVCConverter(NeuralConverter):
                     os.environ["TTS_HOME"] = previous
 
     def _run(self, source: np.ndarray, targets: list[np.ndarray]) -> tuple[np.ndarray, int]:
-        out = self._synthesizer.voice_conversion(source_wav=source, target_wav=targets)
-        return np.asarray(out, dtype=np.float32), int(self._synthesizer.output_sample_rate)
+        out = self._model.voice_conversion(source_wav=source, target_wav=targets)
+        return out, int(self._model.output_sample_rate)

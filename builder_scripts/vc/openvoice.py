@@ -21,9 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.model_dirs import ModelFolder
-
-from .base import NeuralConverter, model_folder
+from .base import NeuralConverter
 
 
 class OpenVoiceConverter(NeuralConverter):
@@ -32,16 +30,11 @@ class OpenVoiceConverter(NeuralConverter):
         "Copy config.json and checkpoint.pth of the OpenVoice v2 converter "
         "(checkpoints_v2_0417.zip: checkpoints_v2/converter/) into the model folder."
     )
+    model_files = ("config.json", "checkpoint.pth")
 
-    def __init__(self, model_dir: str | Path | None = None, device: str = "cpu", resynthesis: str = "self"):
-        super().__init__(resynthesis)
-        self.check_files(model_dir=model_dir)
-        self._model = self._load(model_folder("openvoice", model_dir), device)
-        self.input_rate = int(self._model.config.audio.input_sample_rate)
-
-    @classmethod
-    def model_folders(cls, model_dir=None) -> list[ModelFolder]:
-        return [ModelFolder("openvoice", model_folder("openvoice", model_dir), ("config.json", "checkpoint.pth"))]
+    @property
+    def input_rate(self) -> int:
+        return int(self._model.config.audio.input_sample_rate)
 
     @staticmethod
     def _load(model_dir: Path, device: str):
@@ -63,5 +56,4 @@ class OpenVoiceConverter(NeuralConverter):
         return model.to(device)
 
     def _run(self, source: np.ndarray, targets: list[np.ndarray]) -> tuple[np.ndarray, int]:
-        out = self._model.voice_conversion(source, targets)
-        return np.asarray(out, dtype=np.float32), int(self._model.config.audio.output_sample_rate)
+        return self._model.voice_conversion(source, targets), int(self._model.config.audio.output_sample_rate)

@@ -38,7 +38,6 @@ PATH_FIELDS = (
     "speaker_encoder_model_path",
     "speaker_encoder_config_path",
 )
-FILES = ("config.json", "model_file.pth", "model_se.pth", "config_se.json")
 
 
 def _side_files(config: dict) -> set[str]:
@@ -73,17 +72,17 @@ class YourTTSConverter(NeuralConverter):
         "Unzip coqui's tts_models--multilingual--multi-dataset--your_tts.zip into the model folder "
         "(all its files side by side)."
     )
+    model_files = ("config.json", "model_file.pth", "model_se.pth", "config_se.json")
 
-    def __init__(self, model_dir: str | Path | None = None, device: str = "cpu", resynthesis: str = "self"):
-        super().__init__(resynthesis)
-        self.check_files(model_dir=model_dir)
-        self._synthesizer = self._load(model_folder("yourtts", model_dir), device)
-        self.input_rate = int(self._synthesizer.tts_config.audio["sample_rate"])
+    @property
+    def input_rate(self) -> int:
+        return int(self._model.tts_config.audio["sample_rate"])
 
     @classmethod
     def model_folders(cls, model_dir=None) -> list[ModelFolder]:
+        """The release's files and every side file its config.json names."""
         model_dir = model_folder("yourtts", model_dir)
-        names = set(FILES)
+        names = set(cls.model_files)
         config_path = model_dir / "config.json"
         if config_path.is_file():
             names |= _side_files(json.loads(config_path.read_text()))
@@ -115,5 +114,5 @@ class YourTTSConverter(NeuralConverter):
                 sf.write(target_paths[-1], clip, self.input_rate, subtype="FLOAT")
             # speaker_name=None: Synthesizer.tts defaults it to "", which makes coqui cache the
             # cloned voice under the file name ".pth" and fail
-            out = self._synthesizer.tts(source_wav=str(source_path), speaker_wav=target_paths, speaker_name=None)
-        return np.asarray(out, dtype=np.float32), int(self._synthesizer.output_sample_rate)
+            out = self._model.tts(source_wav=str(source_path), speaker_wav=target_paths, speaker_name=None)
+        return out, int(self._model.output_sample_rate)
