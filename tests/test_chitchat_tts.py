@@ -293,7 +293,7 @@ def test_every_voice_is_closer_to_itself_than_to_any_other_voice(bank_clips):
     from speech.encoders import get_encoder  # Resemblyzer with its shipped weights, batched
 
     ids = list(bank_clips)
-    emb = _one_thread(get_encoder("resemblyzer").embed, [c for v in ids for c in bank_clips[v]]).reshape(len(ids), 2, -1)
+    emb = _one_thread(get_encoder("resemblyzer").encode, [c for v in ids for c in bank_clips[v]]).reshape(len(ids), 2, -1)
     failures = []
     for i, v in enumerate(ids):
         same = float(emb[i, 0] @ emb[i, 1])
