@@ -49,7 +49,6 @@ from datasets import Audio, Features, List, Value
 from speech.audio import SAMPLING_RATE, check_waveform, resample
 from speech.files import write_text_atomic
 
-VARIANTS = ("main", "4vc", "10turn")
 TASKS = ("detection", "localization", "discrimination")
 SPLITS = ("test", "validation")
 SCENARIOS = ("S1", "S2", "S3")
@@ -58,8 +57,35 @@ GENDERS = ("female", "male")
 CANDIDATE_LABELS = ("A", "B", "C")
 #: Gold order of the discrimination candidates: original, similar speaker, gender switch.
 GOLD_SCENARIO_ORDER = ("S1", "S3", "S2")
-NUM_TARGET_TURNS = {"main": 5, "4vc": 5, "10turn": 10}
 MAX_SEGMENT_TURNS = 20
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """What makes a variant of the benchmark.
+
+    A segment holds ``target_turns`` turns of the target speaker among at most
+    ``max_window_turns`` turns; variants with the same ``target_turns`` are built on the same
+    segments (main and 4vc). The converted turn of every dialogue is made by the build's one
+    backend, or, with ``draws_backend``, by a backend drawn per dialogue among several (4vc).
+    """
+
+    name: str
+    target_turns: int
+    draws_backend: bool = False
+    max_window_turns: int = MAX_SEGMENT_TURNS
+
+
+VARIANT_SPECS = {s.name: s for s in (VariantSpec("main", 5), VariantSpec("4vc", 5, draws_backend=True), VariantSpec("10turn", 10))}
+VARIANTS = tuple(VARIANT_SPECS)
+
+
+def segment_sharing(variant: str) -> tuple[str, ...]:
+    """The variants built on the same segments as ``variant`` (itself included), in schema order."""
+    n = VARIANT_SPECS[variant].target_turns
+    return tuple(v for v, spec in VARIANT_SPECS.items() if spec.target_turns == n)
+
+
 MAX_SHARD_BYTES = 500 * 1000**2
 AUDIO_FORMAT = "FLAC"
 
@@ -125,7 +151,7 @@ class ConfigSpec:
 
     @property
     def num_target_turns(self) -> int:
-        return NUM_TARGET_TURNS[self.variant]
+        return VARIANT_SPECS[self.variant].target_turns
 
     @property
     def data_dir(self) -> str:
@@ -650,8 +676,9 @@ def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool) -> li
     if row["target_gender"] not in GENDERS:
         errs.append(f"{where}: target_gender {row['target_gender']!r} is not one of {GENDERS}")
     turns, positions = row["turns"] or [], row["target_turn_positions"] or []
-    if len(turns) > MAX_SEGMENT_TURNS:
-        errs.append(f"{where}: {len(turns)} turns, more than {MAX_SEGMENT_TURNS}")
+    window_cap = VARIANT_SPECS[spec.variant].max_window_turns
+    if len(turns) > window_cap:
+        errs.append(f"{where}: {len(turns)} turns, more than {window_cap}")
     if len(positions) != n:
         errs.append(f"{where}: {len(positions)} target turn positions, expected {n}")
     flagged = [i for i, t in enumerate(turns) if t["is_target"]]

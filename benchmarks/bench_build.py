@@ -1,18 +1,23 @@
 """Build benchmark: cold build, no-change rebuild, peak memory, overhead over the model calls.
 
     python benchmarks/bench_build.py [--dialogues 60 --dialogues-10turn 30] [--small 20,10] [--jobs 2] [--workdir /tmp/bench_build]
+    git worktree add /tmp/before <rev> && python benchmarks/bench_build.py --before /tmp/before --cold-only
 
 Runs ``python -m builder_scripts build`` in fresh processes: a cold build (empty cache), the same
 build again (nothing changed), and a smaller cold build, to show that peak memory does not grow
 with the number of dialogues. Prints wall time (and, with ``--jobs``, the slowest shard's and the
 serial merge's), time inside TTS / voice conversion / the speaker encoder (from the build
-reports), the overhead ratio wall / (TTS + VC + encoder), and peak RSS.
+reports), the overhead ratio wall / (TTS + VC + encoder), and peak RSS. With ``--before DIR`` (a
+checkout of earlier code) the cold build runs from that tree first, then from this one, and the
+two published folders are compared file by file: a refactoring keeps them byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -23,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, fresh: bool, jobs: int) -> dict:
+def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, fresh: bool, jobs: int, tree: Path = ROOT) -> dict:
     cache, out = workdir / f"cache-{name}", workdir / f"out-{name}"
     if fresh:
         shutil.rmtree(cache, ignore_errors=True)
@@ -34,7 +39,7 @@ def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, f
     ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)), check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     report = json.loads((cache / "build_report.json").read_text())
@@ -58,6 +63,14 @@ def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, f
     }
 
 
+def differing_files(a: Path, b: Path) -> list[str]:
+    """Files of the published folders ``a`` and ``b`` that differ or exist in one only (the
+    fingerprint stamp, which hashes the code, aside)."""
+    names = {p.relative_to(a) for p in a.rglob("*") if p.is_file()} | {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
+    names.discard(Path(".build_fingerprint.json"))
+    return sorted(str(n) for n in names if not ((a / n).is_file() and (b / n).is_file() and filecmp.cmp(a / n, b / n, shallow=False)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dialogues", type=int, default=60)
@@ -65,22 +78,34 @@ def main() -> None:
     parser.add_argument("--small", default="20,10", help="dialogues,dialogues_10turn of the smaller cold build ('' to skip)")
     parser.add_argument("--jobs", type=int, default=2, help="conversion processes (default 2, one per core)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench_build"))
+    parser.add_argument("--before", type=Path, help="a checkout of earlier code: its cold build runs first, for comparison")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold full build(s)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    rows = [
-        run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs),
-        run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=False, jobs=args.jobs),
-    ]
-    rows[0]["build"], rows[1]["build"] = "full, cold", "full, rebuild (no change)"
-    if args.small:
+    rows = []
+    if args.before:
+        rows.append(run_build(args.workdir, "before", args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs, tree=args.before.resolve()))
+        rows[0]["build"] = f"full, cold, {args.before}"
+    rows.append(run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs))
+    rows[-1]["build"] = "full, cold"
+    if not args.cold_only:
+        rows.append(run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=False, jobs=args.jobs))
+        rows[-1]["build"] = "full, rebuild (no change)"
+    if args.small and not args.cold_only:
         small = [int(x) for x in args.small.split(",")]
         rows.append(run_build(args.workdir, "small", small[0], small[1], fresh=True, jobs=args.jobs))
-        rows[2]["build"] = "small, cold"
+        rows[-1]["build"] = "small, cold"
     keys = list(rows[0])
     print(" | ".join(keys))
     for row in rows:
         print(" | ".join(str(row[k]) for k in keys))
-    print(f"rebuild / cold wall: {100 * rows[1]['wall_s'] / rows[0]['wall_s']:.1f} %")
+    cold = rows[1 if args.before else 0]
+    if not args.cold_only:
+        print(f"rebuild / cold wall: {100 * rows[rows.index(cold) + 1]['wall_s'] / cold['wall_s']:.1f} %")
+    if args.before:
+        print(f"cold wall, this tree / before: {100 * cold['wall_s'] / rows[0]['wall_s']:.1f} %")
+        differ = differing_files(args.workdir / "out-before", args.workdir / "out-full")
+        print("published folders byte-identical" if not differ else f"published folders differ in {len(differ)} files: {', '.join(differ[:10])}")
 
 
 if __name__ == "__main__":

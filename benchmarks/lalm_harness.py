@@ -30,7 +30,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, serve() as server:
         data = build_synthetic_dataset(Path(tmp) / "data", dialogues=args.dialogues, variants=("main",))
-        n = ssd.NUM_TARGET_TURNS["main"]
+        n = ssd.VARIANT_SPECS["main"].target_turns
         print(f"synthetic main variant: {3 * args.dialogues} turn instances, {args.dialogues} discrimination; "
               f"concurrency {args.concurrency}; answers from a local HTTP double (no model time)")
         print(f"{'setting':<9} {'tasks':<38} {'instances':>9} {'requests':>8} {'naive':>6} {'inst/s':>8} "

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import speakersleuth_dataset as ssd
 
-from judges.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
+from speech.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
 
-from .scenarios import SubstitutePoolError
-from .sources import SOURCES, CorpusLayoutError, get_source_class
+from .pipeline import REFUSALS
+from .sources import SOURCES, get_source_class
 from .vc import MODEL_DIRS
 
 #: ``--model-dir`` names: the neural voice-conversion backends' folders and the S3 encoders'
@@ -45,52 +45,7 @@ def _source_args(sources: list[str], values: list[str]) -> dict[str, dict]:
     return args
 
 
-def run_jobs(argv: list[str], cache: Path, jobs: int) -> None:
-    """Build in ``jobs`` shard processes at once (one thread each; they share the speaker pool's
-    voicing too); the caller merges. Every process writes the same stage cache. Shard 0 shows its
-    progress here; the others write theirs to ``<cache>/logs/shard<i>.log``."""
-    import os
-    import subprocess
-
-    base = _without_option(argv, "--jobs")
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    logs = cache / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    procs = []
-    for i in range(jobs):
-        log = None if i == 0 else (logs / f"shard{i}.log").open("w")
-        quiet = [] if i == 0 else ["--no-progress"]
-        cmd = [sys.executable, "-m", "builder_scripts", *base, "--num-shards", str(jobs), "--shard-index", str(i), "--threads", "1", *quiet]
-        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log), log))
-    codes = []
-    for proc, log in procs:
-        codes.append(proc.wait())
-        if log is not None:
-            log.close()
-    if 2 in codes:  # a refusal (corpus layout, model folder, substitute pool) is the same in every shard: once, exit 2
-        first = codes.index(2)
-        if first:  # shard 0 printed its refusal here already; the others wrote it to their logs
-            print((logs / f"shard{first}.log").read_text().strip().splitlines()[-1], file=sys.stderr)
-        raise SystemExit(2)
-    failed = [i for i, code in enumerate(codes) if code]
-    if failed:
-        where = ", ".join(str(logs / f"shard{i}.log") for i in failed if i)
-        raise SystemExit(f"build shards {failed} failed{f' (see {where})' if where else ''}; rerun the same command to resume")
-
-
-def _without_option(argv: list[str], name: str) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == name:
-            skip = True
-        elif not arg.startswith(name + "="):
-            out.append(arg)
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline.")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or resume building) a dataset folder")
@@ -128,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
     review.add_argument("--dataset", type=Path, default=Path("speakersleuth"))
     review.add_argument("--out", type=Path, default=Path("review"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
 
     if args.command == "review-export":
@@ -144,14 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ModelFolderError) as err:
         refuse(err)
     try:
-        return _build(opts, args.jobs, argv)
-    except (CorpusLayoutError, ModelFolderError, SubstitutePoolError) as err:  # a corpus not in its layout: one line, no traceback
+        return _build(opts, args.jobs)
+    except REFUSALS as err:  # e.g. a corpus not in its layout: one line, no traceback
         refuse(err)
 
 
 def _options(args: argparse.Namespace):
     """The build options of the command line, after checking the model folders it names."""
-    from judges.encoders import check_encoder
+    from speech.encoders import check_encoder
 
     from .pipeline import BuildOptions
     from .vc import CONVERTERS, converter_class
@@ -184,19 +144,15 @@ def _options(args: argparse.Namespace):
     return opts
 
 
-def _build(opts, jobs: int, argv: list[str] | None) -> int:
-    from .pipeline import Builder, make_source
+def _build(opts, jobs: int) -> int:
+    from .pipeline import BuildShardsFailed, build
 
-    if jobs > 1:
-        for name in (*opts.sources, *opts.substitute_pool):  # the corpus's one-off preparation, on all the jobs' cores, before the shards
-            make_source(name, opts).prepare(workers=jobs)
-        run_jobs(argv if argv is not None else sys.argv[1:], opts.cache, jobs)
-    report = Builder(opts).run()
-    report_path = opts.cache / ("build_report.json" if opts.num_shards == 1 else f"build_report.shard{opts.shard_index}.json")
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(json.dumps(report, indent=2))
+    try:
+        report = build(opts, jobs=jobs)
+    except BuildShardsFailed as err:
+        raise SystemExit(str(err)) from None
     print(json.dumps({k: report[k] for k in ("dialogues", "validation_dialogues", "seconds", "peak_memory_mb") if k in report}, indent=2))
-    print(f"report: {report_path}" + (f"; dataset: {opts.out}" if opts.num_shards == 1 else ""))
+    print(f"report: {opts.report_path}" + (f"; dataset: {opts.out}" if opts.num_shards == 1 else ""))
     return 0
 
 

@@ -1,155 +1,120 @@
-"""The dataset card of a build: every number in it is computed from the written shards.
+"""Stage 4 of the build, publishing: the finished units into the dataset folder.
 
-``dataset_card.md`` at the repository root is the template (``str.format`` fields); this module
-fills it with a Table-1-style statistics table per variant and source, a clip-duration histogram
-(``duration_histogram.png`` beside the card), the voice-conversion mix, the substitutes'
-similarity to the target, the verification counts, the shortcut audit, and the sources' licenses
-and citations.
+Per (variant, split) and source, the first ``wanted`` units that passed verification, in
+candidate order (``Plan.select``), through ``speakersleuth_dataset.DatasetWriter`` into the
+nine configs; then the dataset card and the validator. Publishing reads units only: every unit
+the selection needs must be made before (``Plan.missing_units``), else it refuses before writing.
 """
 
 from __future__ import annotations
 
-import io
+import hashlib
+import json
 from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-import soundfile as sf
+from tqdm.auto import tqdm
 
 import speakersleuth_dataset as ssd
+from speech.files import write_text_atomic
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "dataset_card.md"
-HISTOGRAM = "duration_histogram.png"
+from .card import write_dataset_card
+from .plan import Part, Plan, Selection
+from .scenarios import unit_rng
+from .shortcuts import ShortcutAudit
+from .units import UnitStore
 
-
-def _seconds(clip: dict) -> float:
-    info = sf.info(io.BytesIO(clip["bytes"]))
-    return info.frames / info.samplerate
-
-
-def _rows(root: Path, task: str, variant: str, columns: list[str], split: str = "test") -> list[dict]:
-    """Rows (these columns) of one config and split; empty when it has no shards."""
-    name = ssd.config_name(task, variant)
-    if not ssd.shard_paths(root, name, split):
-        return []
-    return ssd.read_rows(root, name, split, columns=columns).to_pylist()
+#: The code a published folder depends on besides its units (hashed into its fingerprint).
+CODE = (Path(__file__).parent, Path(__file__).parents[1] / "speech", Path(ssd.__file__), Path(__file__).parents[1] / "dataset_card.md")
 
 
-def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
-    """Markdown table per variant, split and source, and the test target-clip durations per variant."""
-    lines = [
-        "| variant | split | source | dialogues | instances (det/loc) | discrimination | target speakers | avg. turns / segment | target turns | audio (min) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    durations: dict[str, list[float]] = defaultdict(list)
-    columns = ["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]
-    for variant in ssd.VARIANTS:
+def publish(opts, plan: Plan, store: UnitStore, sources: dict) -> dict:
+    """Write the dataset folder ``opts.out`` (unless it is current) and return the report's part."""
+    stamp = opts.out / ".build_fingerprint.json"
+    fingerprint = build_fingerprint(opts, plan, store)
+    if stamp.is_file() and (opts.out / "README.md").is_file():
+        previous = json.loads(stamp.read_text())
+        if previous.get("fingerprint") == fingerprint:
+            return previous["report"] | {"published": "unchanged (nothing to do)"}
+    parts = [(v, s) for v in opts.variants for s in ssd.SPLITS if (v, s) in plan.candidates]
+    selections = {part: plan.select(part, store.verdict) for part in parts}
+    missing = [(part, segment) for part, selection in selections.items() for segment, _ in selection.missing]
+    if missing:
+        (variant, split), segment = missing[0]
+        raise RuntimeError(f"cannot publish: {len(missing)} selected units are not made (first: {variant} {split} "
+                           f"{segment.source}/{segment.dialogue_id}); make the plan's missing_units first")
+    audits, counts, dropped = {}, defaultdict(dict), Counter()
+    for part, selection in selections.items():
+        audit = ShortcutAudit()
+        if part[1] == "test":  # the audit describes the benchmark itself
+            audits[part[0]] = audit
+        dropped.update(selection.dropped)
+        n = _write_part(opts, store, part, selection, audit)
+        counts[part[1]][part[0]] = n
+        wanted = sum(w for (v, s, _), w in plan.wanted.items() if (v, s) == part)
+        if n < wanted:
+            dropped[f"{part[0]} {part[1]}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
+    _remove_stale_shards(opts.out, plan)
+    verification = {"segment and text filter (before voicing)": dict(plan.skipped), "after conversion": dict(dropped)}
+    write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts)
+    validated = ssd.validate_folder(opts.out, check_audio=False)
+    report = {"dialogues": counts["test"], "verification": verification, "rows": validated,
+              "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}
+    if counts["validation"]:
+        report["validation_dialogues"] = counts["validation"]
+    write_text_atomic(stamp, json.dumps({"fingerprint": build_fingerprint(opts, plan, store), "report": report}))
+    return report
+
+
+def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit: ShortcutAudit) -> int:
+    """The selected units of one (variant, split) into its three configs; returns how many."""
+    variant, split = part
+    order = unit_rng(opts.seed, "rows", variant, split)
+    writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant), split) for task in ssd.TASKS}
+    try:
+        for segment, _ in tqdm(selection.kept, desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress):
+            unit = store.load(variant, segment)
+            rows, discrimination = unit.records(opts.seed)
+            order.shuffle(rows)
+            for task in ("detection", "localization"):
+                writers[task].write_all(rows)
+            writers["discrimination"].write(discrimination)
+            audit.add(unit)
+        for writer in writers.values():
+            writer.close()
+    except BaseException:
+        for writer in writers.values():
+            writer.abort()
+        raise
+    return len(selection.kept)
+
+
+def build_fingerprint(opts, plan: Plan, store: UnitStore) -> str:
+    """What the published folder depends on: options, the substitute pool (the store's), units,
+    review decisions and the code."""
+    digest = hashlib.sha256()
+    options = {k: str(v) for k, v in asdict(opts).items() if k not in ("num_shards", "shard_index", "threads", "progress", "until")}
+    digest.update(json.dumps(options, sort_keys=True).encode())
+    digest.update(store.root.name.encode())
+    for variant, split in sorted(plan.candidates):
+        for segment, _ in plan.candidates[(variant, split)]:
+            for path in (store.path(variant, segment), store.marker(variant, segment)):
+                if path.is_file():
+                    stat = path.stat()
+                    digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    if opts.review_decisions:
+        digest.update(Path(opts.review_decisions).read_bytes())
+    for path in sorted(p for root in CODE for p in ([root] if root.is_file() else root.rglob("*.py"))):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _remove_stale_shards(out: Path, plan: Plan) -> None:
+    """Shards of a (config, split) this build did not write (left by an earlier build with other
+    variants or a validation split) would be described and loaded as if current."""
+    for spec in ssd.CONFIGS.values():
         for split in ssd.SPLITS:
-            rows = _rows(root, "detection", variant, columns, split)
-            if not rows:
-                continue
-            disc = Counter(r["source_dataset"] for r in _rows(root, "discrimination", variant, ["source_dataset"], split))
-            by_source = defaultdict(list)
-            for row in rows:
-                by_source[row["source_dataset"]].append(row)
-            for source, items in sorted(by_source.items()):
-                seconds = 0.0
-                for row in items:
-                    lengths = [_seconds(c) for c in row["target_audio"]]
-                    if row["scenario"] == "S1" and split == "test":
-                        durations[variant] += lengths
-                    seconds += sum(lengths) + _seconds(row["reference_audio"])
-                lines.append(
-                    f"| {variant} | {split} | {source} | {len({r['dialogue_id'] for r in items})} | {len(items)} | {disc[source]} "
-                    f"| {len({r['target_speaker'] for r in items})} | {np.mean([len(r['turns']) for r in items]):.1f} "
-                    f"| {sum(len(r['target_audio']) for r in items)} | {seconds / 60:.1f} |"
-                )
-    return "\n".join(lines), durations
-
-
-def vc_mix(root: Path) -> str:
-    """Share of each backend among the test split's converted clips, per variant."""
-    lines = ["| variant | voice-conversion backend | share of inconsistent clips |", "|---|---|---|"]
-    for variant in ssd.VARIANTS:
-        models = Counter(r["vc_model"] for r in _rows(root, "discrimination", variant, ["vc_model"]))
-        total = sum(models.values())
-        for model, n in sorted(models.items()):
-            lines.append(f"| {variant} | {model} | {100 * n / total:.1f} % ({n}) |")
-    return "\n".join(lines)
-
-
-def similarity(root: Path) -> str:
-    """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per variant."""
-    lines = ["| variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|"]
-    for variant in ssd.VARIANTS:
-        by_dialogue = defaultdict(dict)
-        for row in _rows(root, "detection", variant, ["dialogue_id", "scenario", "substitute_similarity"]):
-            if row["scenario"] != "S1":
-                by_dialogue[row["dialogue_id"]][row["scenario"]] = row["substitute_similarity"]
-        if not by_dialogue:
-            continue
-        ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
-        for scenario in ("S2", "S3"):
-            values = np.array([d[scenario] for d in by_dialogue.values()])
-            lines.append(
-                f"| {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} | {np.median(values):.3f} "
-                f"| {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
-            )
-    return "\n".join(lines)
-
-
-def histogram(durations: dict[str, list[float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=120)
-    upper = max((max(v) for v in durations.values() if v), default=1.0)
-    bins = np.linspace(0, upper, 30)
-    for variant, values in durations.items():
-        ax.hist(values, bins=bins, alpha=0.55, label=f"{variant} ({len(values)} clips)")
-    ax.set_xlabel("target-turn duration (s)")
-    ax.set_ylabel("clips")
-    ax.set_title("Target-turn durations (S1 instances)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def _counts_table(verification: dict) -> str:
-    lines = ["| stage | reason | dialogues |", "|---|---|---|"]
-    for stage, counts in verification.items():
-        if not counts:
-            lines.append(f"| {stage} | (none) | 0 |")
-        for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-            lines.append(f"| {stage} | {reason} | {n} |")
-    return "\n".join(lines)
-
-
-def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification: dict, options) -> Path:
-    root = Path(root)
-    stats, durations = statistics(root)
-    histogram(durations, root / HISTOGRAM)
-    source_lines = "\n".join(
-        f"- **{s.name}** ({s.homepage}): license {s.license}." for s in sources.values()
-    )
-    citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
-    audit_tables = "\n\n".join(f"**{variant}**\n\n{audit.table()}" for variant, audit in audits.items())
-    body = TEMPLATE.read_text(encoding="utf-8").format(
-        statistics=stats,
-        histogram=HISTOGRAM,
-        vc_mix=vc_mix(root),
-        similarity=similarity(root),
-        verification=_counts_table(verification),
-        shortcut_audit=audit_tables,
-        sources=source_lines,
-        source_citations=citations,
-        seed=options.seed,
-        vc=options.vc,
-        vc_4vc=", ".join(options.vc_4vc),
-        encoder=options.encoder,
-        text_filter=options.text_filter,
-    )
-    return ssd.write_card(root, body)
+            if (spec.variant, split) not in plan.candidates:
+                for path in ssd.shard_paths(out, spec.name, split):
+                    path.unlink()

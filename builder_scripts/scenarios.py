@@ -113,6 +113,12 @@ class Unit:
                 checks=meta["checks"], dropped=meta["dropped"],
             )
 
+    @staticmethod
+    def read_dropped(path: Path) -> str | None:
+        """Why the unit saved at ``path`` was dropped (None when it was not), reading no audio."""
+        with np.load(path) as data:
+            return json.loads(data["meta"].tobytes())["dropped"]
+
     # ------------------------------------------------------------------------------ records
 
     def records(self, seed: int) -> tuple[list[dict], dict]:

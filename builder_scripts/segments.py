@@ -47,6 +47,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from builder_scripts.sources.base import Dialogue
+from speakersleuth_dataset import MAX_SEGMENT_TURNS
 from speech.files import atomic_path
 
 #: Tolerance of duration comparisons (seconds), so float rounding never decides a rule.
@@ -145,7 +146,7 @@ def select_segment(
     dialogue: Dialogue,
     seed: int = 0,
     num_target_turns: int = 5,
-    max_turns: int = 20,
+    max_turns: int = MAX_SEGMENT_TURNS,
     min_target_seconds: float = MIN_TARGET_SECONDS,
     min_reference_seconds: float = MIN_REFERENCE_SECONDS,
     durations: Sequence[float] | None = None,

@@ -19,7 +19,7 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 
-TURN_SLOTS = max(ssd.NUM_TARGET_TURNS.values())
+TURN_SLOTS = max(s.target_turns for s in ssd.VARIANT_SPECS.values())
 CANDIDATE_SLOTS = len(ssd.CANDIDATE_LABELS)
 ANY = "(any)"
 

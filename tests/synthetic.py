@@ -33,7 +33,7 @@ def tone(f0: float, seconds: float, seed: int) -> np.ndarray:
 
 def dialogue_records(variant: str, index: int, rng: random.Random) -> tuple[list[dict], dict]:
     """The S1/S2/S3 turn-task records and the discrimination record of one synthetic dialogue."""
-    n = ssd.NUM_TARGET_TURNS[variant]
+    n = ssd.VARIANT_SPECS[variant].target_turns
     target = rng.choice(sorted(SPEAKERS))
     gender, f0 = SPEAKERS[target]
     other = rng.choice([s for s in SPEAKERS if s != target])

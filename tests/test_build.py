@@ -10,7 +10,8 @@ import pytest
 from datasets import load_dataset
 
 import speakersleuth_dataset as ssd
-from builder_scripts.pipeline import Builder, BuildOptions
+from builder_scripts import pipeline
+from builder_scripts.pipeline import BuildOptions
 from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
 from tests.pipeline_fixtures import SpeechLikeCorpus
 
@@ -26,7 +27,7 @@ def options(tmp: Path, **overrides) -> BuildOptions:
 
 
 def build(opts: BuildOptions, corpus_root: Path) -> dict:
-    return Builder(opts, sources={"speechlike": SpeechLikeCorpus(corpus_root, dialogues=6)}).run()
+    return pipeline.build(opts, sources={"speechlike": SpeechLikeCorpus(corpus_root, dialogues=6)})
 
 
 def recorded(root: Path) -> Path:
@@ -166,6 +167,42 @@ def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpu
     assert not (tmp_path / "speakersleuth").exists()
     merged = build(options(tmp_path), corpus)  # the merge: every unit comes from the cache
     assert merged["seconds"].get("vc", 0) == 0
+    assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
+
+
+def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path, corpus):
+    """A dropped unit's replacement is the plan's decision (``missing_units``), made before
+    publishing; publishing a selection with a unit not made is refused before anything is written."""
+    from builder_scripts.plan import make_plan
+    from builder_scripts.publish import publish
+    from builder_scripts.units import UnitStore
+    from builder_scripts.verification import get_text_filter
+
+    tmp, _ = built
+    opts = options(tmp, out=tmp_path / "out")
+    plan = make_plan(opts, {"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, get_text_filter("heuristic"))
+    (pool,) = (tmp / "cache" / "units").glob("pool-*")
+    store = UnitStore(opts.cache, pool.name.removeprefix("pool-"))
+    assert plan.missing_units(store.verdict) == []  # the built cache holds every selected unit
+    kept = plan.select(("main", "test"), store.verdict).kept
+    rejected = kept[0][0]
+    store.review = {("main", f"speechlike/{rejected.dialogue_id}"): "review: garbled"}
+    (job,) = plan.missing_units(store.verdict)
+    later = [segment.dialogue_id for segment, _ in plan.candidates[("main", "test")]]
+    assert job.variants == ("main", "4vc") and later.index(job.segment.dialogue_id) > later.index(kept[-1][0].dialogue_id)
+    with pytest.raises(RuntimeError, match=f"not made .first: main test speechlike/{job.segment.dialogue_id}"):
+        publish(opts, plan, store, {})
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_library_caller_builds_in_a_process_pool_to_the_same_dataset(built, tmp_path, corpus):
+    """``build(jobs=2)``: two shard processes of the library's pool, then the merge, as the CLI's
+    ``--jobs 2`` does; same seed, same dataset as one process."""
+    tmp, _ = built
+    report = pipeline.build(options(tmp_path), sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2)
+    shards = sorted(p.name for p in (tmp_path / "cache").glob("build_report.shard*.json"))
+    assert shards == ["build_report.shard0.json", "build_report.shard1.json"]
+    assert report["seconds"].get("vc", 0) == 0, "the merge made no unit: the shards made them all"
     assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
 
 

@@ -44,7 +44,7 @@ def bank() -> SpeakerBank:
     return SpeakerBank.from_embeddings({name: (g, rng.standard_normal(16)) for name, g in genders.items()})
 
 
-@pytest.mark.parametrize("num_targets", sorted(set(ssd.NUM_TARGET_TURNS.values())))
+@pytest.mark.parametrize("num_targets", sorted({s.target_turns for s in ssd.VARIANT_SPECS.values()}))
 def test_converted_turn_can_be_any_target_turn_including_the_last(num_targets):
     window = tuple(range(2 * num_targets))
     segments = [Segment(str(d), "synthetic", "t", "female", window, window[::2], (), 0) for d in range(200)]

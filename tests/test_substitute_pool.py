@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import speakersleuth_dataset as ssd
-from builder_scripts.pipeline import Builder, BuildOptions
+from builder_scripts.pipeline import BuildOptions, build as run_build, substitute_bank
+from builder_scripts.units import Clock
 from builder_scripts.scenarios import SubstitutePoolError, check_pool, choose
 from builder_scripts.segments import Segment
 from builder_scripts.sources.ami import AMI
@@ -41,7 +42,7 @@ def corpora(tmp_path_factory) -> dict[str, Path]:
 
 def build(opts: BuildOptions, corpora: dict[str, Path]) -> dict:
     ami = AMI(corpus_dir=corpora["ami"], output_dir=corpora["ami"] / "extracted", meetings=AMI_SPEAKERS)
-    return Builder(opts, sources={"dailytalk": DailyTalk(corpora["dailytalk"]), "ami": ami}).run()
+    return run_build(opts, sources={"dailytalk": DailyTalk(corpora["dailytalk"]), "ami": ami})
 
 
 def substitute_names(root: Path, source: str) -> set[str]:
@@ -123,10 +124,10 @@ def test_speakers_of_two_corpora_with_the_same_ids_stay_apart(corpora, tmp_path)
     class Twin(SpeechLikeCorpus):
         name = "twin"
 
-    builder = Builder(options(tmp_path))
+    opts = options(tmp_path)
     one = SpeechLikeCorpus(corpora["speechlike"], dialogues=6)
-    alone, _ = builder.substitute_bank([one])
-    both, pool = builder.substitute_bank([one, Twin(corpora["speechlike"], dialogues=6)])
+    alone, _ = substitute_bank(opts, [one], Clock())
+    both, pool = substitute_bank(opts, [one, Twin(corpora["speechlike"], dialogues=6)], Clock())
     assert alone.names == [f"speechlike/{s}" for s in ("f1", "f2", "f3", "m1", "m2", "m3")]
     assert both.names == alone.names + [f"twin/{s}" for s in ("f1", "f2", "f3", "m1", "m2", "m3")] and set(pool) == set(both.names)
     assert alone.key != both.key

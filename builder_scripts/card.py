@@ -1,0 +1,155 @@
+"""The dataset card of a build: every number in it is computed from the written shards.
+
+``dataset_card.md`` at the repository root is the template (``str.format`` fields); this module
+fills it with a Table-1-style statistics table per variant and source, a clip-duration histogram
+(``duration_histogram.png`` beside the card), the voice-conversion mix, the substitutes'
+similarity to the target, the verification counts, the shortcut audit, and the sources' licenses
+and citations.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+import speakersleuth_dataset as ssd
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "dataset_card.md"
+HISTOGRAM = "duration_histogram.png"
+
+
+def _seconds(clip: dict) -> float:
+    info = sf.info(io.BytesIO(clip["bytes"]))
+    return info.frames / info.samplerate
+
+
+def _rows(root: Path, task: str, variant: str, columns: list[str], split: str = "test") -> list[dict]:
+    """Rows (these columns) of one config and split; empty when it has no shards."""
+    name = ssd.config_name(task, variant)
+    if not ssd.shard_paths(root, name, split):
+        return []
+    return ssd.read_rows(root, name, split, columns=columns).to_pylist()
+
+
+def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
+    """Markdown table per variant, split and source, and the test target-clip durations per variant."""
+    lines = [
+        "| variant | split | source | dialogues | instances (det/loc) | discrimination | target speakers | avg. turns / segment | target turns | audio (min) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    durations: dict[str, list[float]] = defaultdict(list)
+    columns = ["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]
+    for variant in ssd.VARIANTS:
+        for split in ssd.SPLITS:
+            rows = _rows(root, "detection", variant, columns, split)
+            if not rows:
+                continue
+            disc = Counter(r["source_dataset"] for r in _rows(root, "discrimination", variant, ["source_dataset"], split))
+            by_source = defaultdict(list)
+            for row in rows:
+                by_source[row["source_dataset"]].append(row)
+            for source, items in sorted(by_source.items()):
+                seconds = 0.0
+                for row in items:
+                    lengths = [_seconds(c) for c in row["target_audio"]]
+                    if row["scenario"] == "S1" and split == "test":
+                        durations[variant] += lengths
+                    seconds += sum(lengths) + _seconds(row["reference_audio"])
+                lines.append(
+                    f"| {variant} | {split} | {source} | {len({r['dialogue_id'] for r in items})} | {len(items)} | {disc[source]} "
+                    f"| {len({r['target_speaker'] for r in items})} | {np.mean([len(r['turns']) for r in items]):.1f} "
+                    f"| {sum(len(r['target_audio']) for r in items)} | {seconds / 60:.1f} |"
+                )
+    return "\n".join(lines), durations
+
+
+def vc_mix(root: Path) -> str:
+    """Share of each backend among the test split's converted clips, per variant."""
+    lines = ["| variant | voice-conversion backend | share of inconsistent clips |", "|---|---|---|"]
+    for variant in ssd.VARIANTS:
+        models = Counter(r["vc_model"] for r in _rows(root, "discrimination", variant, ["vc_model"]))
+        total = sum(models.values())
+        for model, n in sorted(models.items()):
+            lines.append(f"| {variant} | {model} | {100 * n / total:.1f} % ({n}) |")
+    return "\n".join(lines)
+
+
+def similarity(root: Path) -> str:
+    """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per variant."""
+    lines = ["| variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|"]
+    for variant in ssd.VARIANTS:
+        by_dialogue = defaultdict(dict)
+        for row in _rows(root, "detection", variant, ["dialogue_id", "scenario", "substitute_similarity"]):
+            if row["scenario"] != "S1":
+                by_dialogue[row["dialogue_id"]][row["scenario"]] = row["substitute_similarity"]
+        if not by_dialogue:
+            continue
+        ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
+        for scenario in ("S2", "S3"):
+            values = np.array([d[scenario] for d in by_dialogue.values()])
+            lines.append(
+                f"| {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} | {np.median(values):.3f} "
+                f"| {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
+            )
+    return "\n".join(lines)
+
+
+def histogram(durations: dict[str, list[float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=120)
+    upper = max((max(v) for v in durations.values() if v), default=1.0)
+    bins = np.linspace(0, upper, 30)
+    for variant, values in durations.items():
+        ax.hist(values, bins=bins, alpha=0.55, label=f"{variant} ({len(values)} clips)")
+    ax.set_xlabel("target-turn duration (s)")
+    ax.set_ylabel("clips")
+    ax.set_title("Target-turn durations (S1 instances)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _counts_table(verification: dict) -> str:
+    lines = ["| stage | reason | dialogues |", "|---|---|---|"]
+    for stage, counts in verification.items():
+        if not counts:
+            lines.append(f"| {stage} | (none) | 0 |")
+        for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            lines.append(f"| {stage} | {reason} | {n} |")
+    return "\n".join(lines)
+
+
+def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification: dict, options) -> Path:
+    root = Path(root)
+    stats, durations = statistics(root)
+    histogram(durations, root / HISTOGRAM)
+    source_lines = "\n".join(
+        f"- **{s.name}** ({s.homepage}): license {s.license}." for s in sources.values()
+    )
+    citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
+    audit_tables = "\n\n".join(f"**{variant}**\n\n{audit.table()}" for variant, audit in audits.items())
+    body = TEMPLATE.read_text(encoding="utf-8").format(
+        statistics=stats,
+        histogram=HISTOGRAM,
+        vc_mix=vc_mix(root),
+        similarity=similarity(root),
+        verification=_counts_table(verification),
+        shortcut_audit=audit_tables,
+        sources=source_lines,
+        source_citations=citations,
+        seed=options.seed,
+        vc=options.vc,
+        vc_4vc=", ".join(options.vc_4vc),
+        encoder=options.encoder,
+        text_filter=options.text_filter,
+    )
+    return ssd.write_card(root, body)

@@ -1,0 +1,148 @@
+"""Stage 3 of the build, the units: one file per (variant, dialogue) with its converted,
+resynthesised and checked clips, cached.
+
+``units/pool-<bank key>/<variant>/<source>/<dialogue>.npz`` (another substitute pool, e.g. one
+more source, makes new units); a unit dropped before conversion leaves a small
+``.dropped.json`` marker instead. A unit depends only on the seed and its dialogue, so whichever
+process or machine makes it, the file is the same, and a killed build resumes here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+import speakersleuth_dataset as ssd
+from speech.files import write_text_atomic
+
+from .audio import load_span
+from .plan import MISSING, UnitJob, backend_for
+from .scenarios import Unit, build_unit, choose
+from .segments import Segment, check_durations, widen_reference
+from .speaker_bank import SpeakerBank, pool_name
+from .verification import audio_checks
+from .vc import get_converter
+
+
+class Clock:
+    """Seconds spent inside the model calls (TTS, voice conversion, speaker encoder)."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter = Counter()
+
+    @contextmanager
+    def __call__(self, what: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[what] += time.perf_counter() - start
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+class UnitStore:
+    """The unit files of one substitute pool, and their verdicts (review decisions included)."""
+
+    def __init__(self, cache: Path, bank_key: str, review: dict[tuple[str, str], str] | None = None):
+        self.root = Path(cache) / "units" / f"pool-{bank_key}"
+        self.review = review or {}
+
+    def path(self, variant: str, segment: Segment) -> Path:
+        return self.root / variant / segment.source / f"{_safe(segment.dialogue_id)}.npz"
+
+    def marker(self, variant: str, segment: Segment) -> Path:
+        return self.path(variant, segment).with_suffix(".dropped.json")
+
+    def done(self, variant: str, segment: Segment) -> bool:
+        return self.path(variant, segment).is_file() or self.marker(variant, segment).is_file()
+
+    def verdict(self, variant: str, segment: Segment) -> str | None | object:
+        """Why the unit is dropped (verification, or the review), None when it is kept, or
+        ``MISSING`` when it is not made yet."""
+        marker = self.marker(variant, segment)
+        if marker.is_file():
+            return json.loads(marker.read_text())["dropped"]
+        path = self.path(variant, segment)
+        if not path.is_file():
+            return MISSING
+        return Unit.read_dropped(path) or self.review.get((variant, f"{segment.source}/{segment.dialogue_id}"))
+
+    def load(self, variant: str, segment: Segment) -> Unit:
+        return Unit.load(self.path(variant, segment))
+
+    def save_dropped(self, variant: str, segment: Segment, reason: str) -> None:
+        """A unit dropped before conversion leaves a small marker instead of audio."""
+        write_text_atomic(self.marker(variant, segment), json.dumps({"variant": variant, "segment": segment.to_json(), "dropped": reason}))
+
+
+class UnitMaker:
+    """Makes units: voicing (TTS sources), conversion to the chosen substitutes, the audio checks."""
+
+    def __init__(self, opts, sources: dict, bank: SpeakerBank, pool: dict[str, tuple[str, list]], store: UnitStore, clock: Clock):
+        self.opts, self.sources, self.bank, self.pool, self.store, self.clock = opts, sources, bank, pool, store, clock
+        self._converters: dict = {}
+        self._clips: dict[str, list[np.ndarray]] = {}
+
+    def make_all(self, jobs: list[UnitJob], desc: str = "units") -> None:
+        for job in tqdm(jobs, desc=desc, unit="dialogue", disable=not self.opts.progress):
+            self.make(job)
+
+    def make(self, job: UnitJob) -> None:
+        """Voice, convert, resynthesise and check the job's segment for each of its variants."""
+        segment, audio, reason = self._voiced(job.segment, job.dialogue)
+        choice = None if reason else choose(
+            segment, self.bank, self.opts.seed, target=pool_name(segment.source, segment.target_speaker),
+            exclude=tuple(pool_name(segment.source, s) for s in job.dialogue.speakers),
+        )
+        for variant in job.variants:
+            if self.store.done(variant, segment):
+                continue
+            if reason is not None:
+                self.store.save_dropped(variant, segment, f"segment: {reason} (after voicing)")
+                continue
+            clips = {s.speaker: self._substitute_clips(s.speaker) for s in (choice.s2, choice.s3)}
+            with self.clock("vc"):
+                unit = build_unit(
+                    variant, segment, job.dialogue, [audio[i] for i in segment.target_turns],
+                    [audio[i] for i in segment.reference_turns], choice, clips, self._converter(backend_for(variant, segment, self.opts)),
+                )
+            unit.dropped, unit.checks = audio_checks(unit)
+            unit.save(self.store.path(variant, segment))
+
+    def _voiced(self, segment: Segment, dialogue) -> tuple[Segment, dict[int, np.ndarray], str | None]:
+        """The segment's turns voiced and read; a reference voiced shorter than planned grows by a
+        turn instead of being dropped. Returns the (possibly wider) segment, its audio and the
+        duration rule it breaks (None when none)."""
+        source = self.sources[segment.source]
+        audio: dict[int, np.ndarray] = {}
+        while True:
+            needed = sorted((set(segment.target_turns) | set(segment.reference_turns)) - set(audio))
+            with self.clock("tts"):
+                source.ensure_audio(dialogue, needed)
+            audio |= {i: load_span(dialogue.turns[i].audio) for i in needed}
+            reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
+            wider = widen_reference(segment, dialogue) if reason == "reference_too_short" else None
+            if wider is None:
+                return segment, audio, reason
+            segment = wider
+
+    def _converter(self, name: str):
+        if name not in self._converters:
+            self._converters[name] = get_converter(name)
+        return self._converters[name]
+
+    def _substitute_clips(self, name: str) -> list[np.ndarray]:
+        """The clips of the pool speaker ``name`` (``<source>/<speaker>``), read once."""
+        if name not in self._clips:
+            self._clips[name] = [load_span(c) for c in self.pool[name][1]]
+        return self._clips[name]

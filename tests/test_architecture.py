@@ -1,0 +1,66 @@
+"""The layout ARCHITECTURE.md describes, checked on the source: which part may import which, and
+no function too long to read at once. Imports inside functions count too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Each part of the project and the project parts it may import (itself always).
+ALLOWED = {
+    "speech": set(),
+    "speakersleuth_dataset": {"speech"},
+    "metrics": {"speakersleuth_dataset"},
+    "builder_scripts": {"speech", "speakersleuth_dataset"},
+    "judges": {"speech", "speakersleuth_dataset", "metrics"},
+    "space": {"speech", "speakersleuth_dataset", "metrics"},
+}
+MAX_FUNCTION_LINES = 60
+
+
+def modules() -> list[Path]:
+    return sorted(p for part in ALLOWED for p in [ROOT / f"{part}.py", *(ROOT / part).rglob("*.py")] if p.is_file())
+
+
+def project_imports(path: Path) -> set[str]:
+    """The project parts ``path`` imports (relative imports resolve inside its own part)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        found |= {name.split(".")[0] for name in names} & set(ALLOWED)
+    return found
+
+
+def part_of(path: Path) -> str:
+    return path.relative_to(ROOT).parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_one_way(path):
+    part = part_of(path)
+    wrong = project_imports(path) - ALLOWED[part] - {part}
+    assert not wrong, f"{path.relative_to(ROOT)} ({part}) imports {sorted(wrong)}; {part} may import only {sorted(ALLOWED[part])}"
+
+
+def test_a_metric_folder_imports_nothing_of_the_project():
+    for path in (ROOT / "metrics").glob("*/*.py"):
+        assert not project_imports(path), f"{path.relative_to(ROOT)} must stand alone (evaluate loads the folder by itself)"
+
+
+def test_no_function_over_60_lines():
+    long = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, "functions over 60 lines: " + ", ".join(long)
+
+
+def test_the_checks_see_what_they_guard(tmp_path):
+    """The import scan finds imports inside functions and from-imports, not relative ones."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import speech.audio\nfrom . import x\ndef f():\n    from judges.encoders import get_encoder\n")
+    assert project_imports(probe) == {"speech", "judges"}
