@@ -17,6 +17,7 @@ from pathlib import Path
 
 import speakersleuth_dataset as ssd
 
+from speech.encoders import folder_encoders
 from speech.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
 
 from .pipeline import REFUSALS
@@ -24,7 +25,7 @@ from .sources import SOURCES, get_source_class
 from .vc import MODEL_DIRS
 
 #: ``--model-dir`` names: the neural voice-conversion backends' folders and the S3 encoders'
-MODEL_DIR_NAMES = (*MODEL_DIRS, "ecapa", "wavlm")
+MODEL_DIR_NAMES = (*MODEL_DIRS, *folder_encoders())
 
 
 def _source_args(sources: list[str], values: list[str]) -> dict[str, dict]:
@@ -126,7 +127,7 @@ def _options(args: argparse.Namespace):
     sources = args.source or ["chitchat_tts"]
     backends = {args.vc, *(v for v in args.vc_4vc.split(",") if v)}
     users = {folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()}
-    users |= {name: f"--encoder {name}" for name in ("ecapa", "wavlm")}
+    users |= {name: f"--encoder {name}" for name in folder_encoders()}
     used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {args.encoder.partition(":")[0].strip().lower()}
     use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), used, users))
     opts = BuildOptions(

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from speech.model_dirs import ModelFolder, check_model_folders, model_dir
-from speakersleuth_dataset import SAMPLING_RATE
+from speech.audio import SAMPLING_RATE, check_waveform
 
 
 #: Environment variable naming the folder that holds the neural backends' local model folders.
@@ -57,18 +57,6 @@ def model_folder(name: str, given: str | Path | None = None) -> Path:
     if given is not None:
         return Path(given)
     return model_dir(name, vc_dir() / MODEL_DIRS[name])
-
-
-def as_clip(audio: np.ndarray, what: str = "audio") -> np.ndarray:
-    """Validate a 16 kHz mono clip and return it as C-contiguous float32."""
-    clip = np.ascontiguousarray(audio, dtype=np.float32)
-    if clip.ndim != 1:
-        raise ValueError(f"{what}: expected mono audio as a 1-D array, got shape {clip.shape}")
-    if clip.size == 0:
-        raise ValueError(f"{what}: empty audio")
-    if not np.isfinite(clip).all():
-        raise ValueError(f"{what}: audio contains NaN or infinite samples")
-    return clip
 
 
 def fit_length(audio: np.ndarray, length: int) -> np.ndarray:
@@ -126,12 +114,12 @@ class VoiceConverter(ABC):
         ``source_clips`` are other clips of the source speaker, used by backends that need the
         source speaker's statistics (the source itself is used when they are not given).
         """
-        source = as_clip(source, "source")
+        source = check_waveform(source, "source")
         return self._finish(self._convert(source, target_clips, source_clips), source)
 
     def resynthesize(self, audio: np.ndarray) -> np.ndarray:
         """``audio`` through the same analysis-resynthesis path with no identity change."""
-        audio = as_clip(audio)
+        audio = check_waveform(audio)
         return self._finish(self._resynthesize(audio), audio)
 
     @abstractmethod
@@ -239,7 +227,7 @@ class NeuralConverter(VoiceConverter):
         for i, clip in enumerate(target_clips):
             if budget <= 0:
                 break
-            clip = as_clip(clip, f"target clip {i}")[:budget]
+            clip = check_waveform(clip, f"target clip {i}")[:budget]
             kept.append(self._to_model_rate(clip))
             budget -= clip.size
         return kept
@@ -260,7 +248,7 @@ class NeuralConverter(VoiceConverter):
 
     def resynthesize(self, audio: np.ndarray) -> np.ndarray:
         if self.resynthesis == "identity":
-            return as_clip(audio).copy()
+            return check_waveform(audio).copy()
         return super().resynthesize(audio)
 
     def _resynthesize(self, audio: np.ndarray) -> np.ndarray:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyworld
 
-from .base import SAMPLING_RATE, Clips, VoiceConverter, as_clip
+from .base import SAMPLING_RATE, Clips, VoiceConverter, check_waveform
 
 F0_FLOOR = 60.0
 F0_CEIL = 700.0
@@ -121,7 +121,7 @@ def f0_track(x: np.ndarray, frame_period: float, estimator: str = "praat") -> tu
 
 def f0_median(audio: np.ndarray) -> float:
     """Median F0 (Hz) of a clip's voiced frames, by the profiles' analysis (10 ms frames)."""
-    f0, _ = f0_track(as_clip(audio).astype(np.float64), 10.0)
+    f0, _ = f0_track(check_waveform(audio).astype(np.float64), 10.0)
     if (f0 > 0).sum() < MIN_VOICED_FRAMES:
         raise ValueError(f"too little voiced speech for an F0 median: {(f0 > 0).sum()} voiced 10 ms frames")
     return float(np.exp(np.median(np.log(f0[f0 > 0]))))
@@ -183,7 +183,7 @@ def _compute_profile(clips: list[np.ndarray]) -> SpeakerProfile:
 
 def speaker_profile(clips: Sequence[np.ndarray]) -> SpeakerProfile:
     """The profile of the speaker of ``clips`` (16 kHz), cached by the clips' content."""
-    clips = [as_clip(c, f"clip {i}") for i, c in enumerate(clips)]
+    clips = [check_waveform(c, f"clip {i}") for i, c in enumerate(clips)]
     if not clips:
         raise ValueError("a speaker profile needs at least one clip")
     return _PROFILES.get_or_make(tuple(map(_digest, clips)), lambda: _compute_profile(clips))
