@@ -8,8 +8,10 @@ build again (nothing changed), and a smaller cold build, to show that peak memor
 with the number of dialogues. Prints wall time (and, with ``--jobs``, the slowest shard's and the
 serial merge's), time inside TTS / voice conversion / the speaker encoder (from the build
 reports), the overhead ratio wall / (TTS + VC + encoder), and peak RSS. With ``--before DIR`` (a
-checkout of earlier code) the cold build runs from that tree first, then from this one, and the
-two published folders are compared file by file: a refactoring keeps them byte-identical.
+checkout of earlier code) the cold build runs from that tree first, then from this one; then this
+tree builds once more over the before build's voicing (its TTS cache and speaker bank copied: the
+voicing samples noise, so two cold builds differ) and that folder is compared file by file with
+the before build's: a refactoring keeps them byte-identical.
 """
 
 from __future__ import annotations
@@ -71,6 +73,19 @@ def differing_files(a: Path, b: Path) -> list[str]:
     return sorted(str(n) for n in names if not ((a / n).is_file() and (b / n).is_file() and filecmp.cmp(a / n, b / n, shallow=False)))
 
 
+def same_voicing_build(workdir: Path, dialogues: int, dialogues_10turn: int, jobs: int) -> dict:
+    """This tree's units and publishing over the ``before`` build's voicing (its TTS cache and
+    speaker bank copied into an empty cache)."""
+    cache = workdir / "cache-same-voicing"
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(workdir / "out-same-voicing", ignore_errors=True)
+    for part in ("tts", "speaker_bank"):
+        shutil.copytree(workdir / "cache-before" / part, cache / part)
+    row = run_build(workdir, "same-voicing", dialogues, dialogues_10turn, fresh=False, jobs=jobs)
+    row["build"] = "full, units + publish over the before build's voicing"
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dialogues", type=int, default=60)
@@ -95,6 +110,8 @@ def main() -> None:
         small = [int(x) for x in args.small.split(",")]
         rows.append(run_build(args.workdir, "small", small[0], small[1], fresh=True, jobs=args.jobs))
         rows[-1]["build"] = "small, cold"
+    if args.before:
+        rows.append(same_voicing_build(args.workdir, args.dialogues, args.dialogues_10turn, args.jobs))
     keys = list(rows[0])
     print(" | ".join(keys))
     for row in rows:
@@ -104,8 +121,9 @@ def main() -> None:
         print(f"rebuild / cold wall: {100 * rows[rows.index(cold) + 1]['wall_s'] / cold['wall_s']:.1f} %")
     if args.before:
         print(f"cold wall, this tree / before: {100 * cold['wall_s'] / rows[0]['wall_s']:.1f} %")
-        differ = differing_files(args.workdir / "out-before", args.workdir / "out-full")
-        print("published folders byte-identical" if not differ else f"published folders differ in {len(differ)} files: {', '.join(differ[:10])}")
+        for name, what in (("full", "cold builds"), ("same-voicing", "same voicing")):
+            differ = differing_files(args.workdir / "out-before", args.workdir / f"out-{name}")
+            print(f"{what}: published folders " + ("byte-identical" if not differ else f"differ in {len(differ)} files: {', '.join(differ[:10])}"))
 
 
 if __name__ == "__main__":
