@@ -479,11 +479,16 @@ def shard_paths(root: str | os.PathLike, config: str, split: str = "test") -> li
     return sorted((Path(root) / spec.data_dir).glob(f"{split}-*.parquet"))
 
 
+def tasks_present(root: str | os.PathLike, variant: str, split: str = "test") -> list[str]:
+    """The tasks of ``variant`` with shards of ``split`` in the built folder ``root``, in schema order."""
+    return [t for t in TASKS if shard_paths(root, config_name(t, variant), split)]
+
+
 def variants_present(root: str | os.PathLike, split: str = "test", *, every_task: bool = False) -> list[str]:
     """The variants with shards of ``split`` in the built folder ``root``, in schema order: of at
     least one task, or (``every_task``) of all three."""
-    has = all if every_task else any
-    return [v for v in VARIANTS if has(shard_paths(root, config_name(t, v), split) for t in TASKS)]
+    wanted = len(TASKS) if every_task else 1
+    return [v for v in VARIANTS if len(tasks_present(root, v, split)) >= wanted]
 
 
 def read_rows(

@@ -23,7 +23,7 @@ from judges.embedding import (
     write_jsonl,
 )
 from judges.names import EmbeddingJudgeName, parse_judge_name
-from judges.sweep import cache_for, calibrate as calibrate_threshold, has_split
+from judges.sweep import cache_for, calibrate as calibrate_threshold
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import load_gold, parse_submission
 
@@ -99,13 +99,13 @@ def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, enc
         cache = cache_for(spec, caches, cache_dir, batch_size)
         encoder = cache.encoder
         for variant in variants:
-            tasks = [t for t in ssd.TASKS if ssd.shard_paths(dataset, ssd.config_name(t, variant), split)]
+            tasks = ssd.tasks_present(dataset, variant, split)
             embeddings = embed_variant(dataset, variant, tasks, cache, split=split, progress=progress)
             gold = load_gold(dataset, variant, split)
             for method in METHODS:
                 threshold, how = DEFAULT_THRESHOLDS[method], "paper default"
                 if calibrate:
-                    if has_split(dataset, variant, "validation"):
+                    if "detection" in ssd.tasks_present(dataset, variant, "validation"):
                         threshold = calibrate_threshold(method, cache, dataset, variant, progress=progress)["threshold"]
                         how = "calibrated on validation"
                     else:

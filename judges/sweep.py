@@ -41,10 +41,6 @@ THRESHOLDS = tuple(round(0.1 * k, 1) for k in range(1, 8))
 TURN_TASKS = ("detection", "localization")
 
 
-def has_split(folder: str | os.PathLike, variant: str, split: str, task: str = "detection") -> bool:
-    return bool(ssd.shard_paths(folder, ssd.config_name(task, variant), split))
-
-
 def threshold_metrics(scores: VariantScores, gold: Gold, threshold: float) -> dict[str, float | None]:
     """Detection Bal acc and localization Bal F1 (percent) of ``scores`` thresholded at τ."""
     lines = predictions(scores, threshold, tasks=TURN_TASKS)
@@ -76,7 +72,7 @@ def calibrate(method: str, cache: EmbeddingCache, folder: str | os.PathLike, var
               grid: Sequence[float] = THRESHOLDS, *, progress: bool = True) -> dict:
     """Calibrate τ of ``method`` on the validation split; returns ``{"threshold", "validation"}``
     where ``validation`` is the per-τ sweep there. Raises when there is no validation split."""
-    if not has_split(folder, variant, "validation"):
+    if "detection" not in ssd.tasks_present(folder, variant, "validation"):
         config = ssd.config_name("detection", variant)
         raise FileNotFoundError(
             f"{Path(folder) / ssd.get_config(config).data_dir}: no validation shards for {config!r}; "
@@ -112,10 +108,10 @@ def run_sweep(folder: str | os.PathLike, variant: str, judges: Sequence[str], ou
     for name in judges:
         method, spec = embedding_judge_name(name)
         by_encoder.setdefault(spec, []).append(method)
-    tasks = [t for t in TURN_TASKS if has_split(folder, variant, split, t)]
+    tasks = [t for t in ssd.tasks_present(folder, variant, split) if t in TURN_TASKS]
     if "detection" not in tasks:
         raise FileNotFoundError(f"{folder}: no {split} detection shards for variant {variant!r}; nothing to sweep")
-    splits = [split] + (["validation"] if split != "validation" and has_split(folder, variant, "validation") else [])
+    splits = [split] + (["validation"] if split != "validation" and "detection" in ssd.tasks_present(folder, variant, "validation") else [])
     golds = {s: load_gold(folder, variant, s) for s in splits}
     rows: list[dict] = []
     calibration: dict[str, dict] = {}

@@ -295,7 +295,7 @@ def test_read_rows_by_id_and_gold(folder):
         ssd.read_gold(folder, "5vc")
 
 
-def test_variants_present_counts_the_shards_of_a_split(tmp_path):
+def test_variants_and_tasks_present_count_the_shards_of_a_split(tmp_path):
     from tests.synthetic import build_synthetic_dataset
 
     root = build_synthetic_dataset(tmp_path / "ds", dialogues=2, variants=("10turn", "main"))
@@ -305,3 +305,5 @@ def test_variants_present_counts_the_shards_of_a_split(tmp_path):
     assert ssd.variants_present(root) == ["main", "10turn"]
     assert ssd.variants_present(root, every_task=True) == ["main"]
     assert ssd.variants_present(root, "validation") == []
+    assert ssd.tasks_present(root, "10turn") == ["detection", "localization"]
+    assert ssd.tasks_present(root, "main") == list(ssd.TASKS) and ssd.tasks_present(root, "4vc") == []
