@@ -117,6 +117,9 @@ def _options(args: argparse.Namespace):
     from .pipeline import BuildOptions
     from .vc import CONVERTERS, converter_class
 
+    for flag, value in (("--jobs", args.jobs), ("--num-shards", args.num_shards)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: must be at least 1")
     if args.jobs > 1 and args.num_shards != 1:
         raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
     variants = [v for v in args.variants.split(",") if v]
@@ -152,6 +155,9 @@ def _build(opts, jobs: int) -> int:
         report = build(opts, jobs=jobs)
     except BuildShardsFailed as err:
         raise SystemExit(str(err)) from None
+    except KeyboardInterrupt:
+        print("interrupted; the finished units are cached: rerun the same command to resume", file=sys.stderr)
+        return 130
     print(json.dumps({k: report[k] for k in ("dialogues", "validation_dialogues", "seconds", "peak_memory_mb") if k in report}, indent=2))
     print(f"report: {opts.report_path}" + (f"; dataset: {opts.out}" if opts.num_shards == 1 else ""))
     return 0

@@ -8,7 +8,7 @@
    and embedded, cached by content. A pool too small to serve S2 and S3 is refused here.
 3. *units* (``units.py``): the expensive stage, cached. ``build_shard`` makes one shard's share
    of the plan's first units (``num_shards``/``shard_index``: the same function run per shard by
-   ``build(jobs=N)``'s process pool, or by an external scheduler such as a Slurm array).
+   ``build(jobs=N)``'s spawned processes, or by an external scheduler such as a Slurm array).
 4. *publish* (``publish.py``, one process, after every shard): the plan first names the units
    still missing (replacements for dropped ones) and they are made; then the selected units go
    into the nine configs, the dataset card and the validator. Publishing never converts.
@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from multiprocessing import get_context
+from multiprocessing import current_process, get_context
 from pathlib import Path
 
 import speakersleuth_dataset as ssd
@@ -86,6 +87,8 @@ class BuildOptions:
             raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
         if self.until not in ("units", "publish"):
             raise ValueError(f"until must be units or publish, got {self.until!r}")
+        if self.num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1, got {self.num_shards}")
         if not 0 <= self.shard_index < self.num_shards:
             raise ValueError(f"shard index {self.shard_index} is not in 0..{self.num_shards - 1}")
 
@@ -118,11 +121,20 @@ def build(opts: BuildOptions, sources: dict[str, DialogueSource] | None = None, 
     first shows its progress, the others log to ``<cache>/logs/shard<i>.log``), then this process
     publishes. ``sources`` replaces registry sources by name (e.g. a corpus object in a test).
     """
-    if jobs > 1:
-        if opts.num_shards != 1:
-            raise ValueError("jobs runs its own shards; do not combine it with num_shards")
-        run_shards(opts, jobs, sources)
-    return build_shard(opts, sources)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if jobs == 1:
+        return build_shard(opts, sources)
+    if opts.num_shards != 1:
+        raise ValueError("jobs runs its own shards; do not combine it with num_shards")
+    if getattr(current_process(), "_inheriting", False):  # multiprocessing's own sign: a spawned process is importing the caller's script
+        raise RuntimeError("build(jobs=N) was called while a spawned shard process imported the calling script: "
+                           'call it under `if __name__ == "__main__":`')
+    shards_seconds = run_shards(opts, jobs, sources)
+    report = build_shard(opts, sources)
+    report["seconds"]["shards"] = round(shards_seconds, 1)  # the shard processes' wall time, before this merge
+    write_text_atomic(opts.report_path, json.dumps(report, indent=2))
+    return report
 
 
 def build_shard(opts: BuildOptions, sources: dict[str, DialogueSource] | None = None) -> dict:
@@ -185,35 +197,76 @@ def _shard_jobs(opts: BuildOptions, plan: Plan, sources: dict, store: UnitStore)
 # ------------------------------------------------------------------------------ parallel shards
 
 
-def run_shards(opts: BuildOptions, jobs: int, sources: dict | None = None) -> None:
-    """``build_shard`` in ``jobs`` processes at once (a process pool; one thread each), after the
-    corpora's one-off preparation on all their cores. A refusal (``REFUSALS``) is raised once; a
-    failed shard raises ``BuildShardsFailed`` naming its log."""
+def run_shards(opts: BuildOptions, jobs: int, sources: dict | None = None) -> float:
+    """``build_shard`` in ``jobs`` spawned processes at once (one thread each), after the corpora's
+    one-off preparation on all their cores; returns the seconds they took. A refusal
+    (``REFUSALS``) is raised once; a failed or killed shard raises ``BuildShardsFailed`` naming it
+    and its log, after the other shards finish their work. An interrupt (Ctrl-C) ends every shard
+    at once; finished units stay cached for the rerun."""
     for name in dict.fromkeys((*opts.sources, *opts.substitute_pool)):
         ((sources or {}).get(name) or make_source(name, opts)).prepare(workers=jobs)
     logs = opts.cache / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    shards = [replace(opts, num_shards=jobs, shard_index=i, threads=1, progress=opts.progress and i == 0) for i in range(jobs)]
-    with _one_thread_per_process(), ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(_shard_process, shard, sources, None if i == 0 else logs / f"shard{i}.log") for i, shard in enumerate(shards)]
-    errors = [future.exception() for future in futures]
-    refusal = next((err for err in errors if isinstance(err, REFUSALS)), None)
+    context, start = get_context("spawn"), time.perf_counter()
+    results = context.SimpleQueue()  # (shard index, the exception it ended with, or None)
+    shards = []
+    with _one_thread_per_process():
+        for i in range(jobs):
+            shard = replace(opts, num_shards=jobs, shard_index=i, threads=1, progress=opts.progress and i == 0)
+            log = None if i == 0 else logs / f"shard{i}.log"
+            shards.append(context.Process(target=_shard_process, args=(shard, sources, log, results), name=f"shard{i}"))
+            shards[-1].start()
+    try:
+        for process in shards:
+            process.join()
+    except BaseException:
+        for process in shards:
+            process.terminate()
+        for process in shards:
+            process.join()
+        raise
+    _raise_failures(shards, results, logs)
+    return time.perf_counter() - start
+
+
+def _raise_failures(shards: list, results, logs: Path) -> None:
+    """Raise what the shard processes ended with: a refusal as it is, else ``BuildShardsFailed``."""
+    errors = {}
+    while not results.empty():
+        i, err = results.get()
+        errors[i] = err
+    refusal = next((err for err in errors.values() if isinstance(err, REFUSALS)), None)
     if refusal is not None:
         raise refusal
-    failed = [i for i, err in enumerate(errors) if err is not None]
+    for i, process in enumerate(shards):
+        if process.exitcode and errors.get(i) is None:  # ended before it could report: killed, or failed starting
+            errors[i] = "ended by " + (f"signal {signal.Signals(-process.exitcode).name}" if process.exitcode < 0 else f"exit code {process.exitcode}")
+    failed = sorted(i for i, err in errors.items() if err is not None)
     if failed:
-        where = ", ".join(f"shard {i}: {errors[i]}" + (f" (log {logs / f'shard{i}.log'})" if i else "") for i in failed)
+        logged = {i: logs / f"shard{i}.log" for i in failed if (logs / f"shard{i}.log").is_file()}
+        where = "; ".join(f"shard {i}: {errors[i]} ({f'log {logged[i]}' if i in logged else 'output above'})" for i in failed)
         raise BuildShardsFailed(f"build shards {failed} failed: {where}; rerun the same command to resume")
 
 
-def _shard_process(opts: BuildOptions, sources: dict | None, log: Path | None) -> None:
-    """One shard in a pool process; its output goes to ``log`` when given."""
+def _shard_process(opts: BuildOptions, sources: dict | None, log: Path | None, results) -> None:
+    """One shard in a spawned process; its output goes to ``log`` when given, and what it ended
+    with (None, a refusal, or a failure as text) to ``results``."""
     if log is not None:
         stream = log.open("w")
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
         sys.stdout = sys.stderr = stream
-    build_shard(opts, sources)
+    try:
+        build_shard(opts, sources)
+    except REFUSALS as err:
+        results.put((opts.shard_index, err))
+    except KeyboardInterrupt:
+        results.put((opts.shard_index, "interrupted"))
+    except BaseException as err:
+        traceback.print_exc()
+        results.put((opts.shard_index, f"{type(err).__name__}: {err}"))
+    else:
+        results.put((opts.shard_index, None))
 
 
 @contextmanager

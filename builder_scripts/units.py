@@ -94,7 +94,7 @@ class UnitMaker:
         self._clips: dict[str, list[np.ndarray]] = {}
 
     def make_all(self, jobs: list[UnitJob], desc: str = "units") -> None:
-        for job in tqdm(jobs, desc=desc, unit="dialogue", disable=not self.opts.progress):
+        for job in tqdm(jobs, desc=desc, unit="dialogue", disable=not (self.opts.progress and jobs)):
             self.make(job)
 
     def make(self, job: UnitJob) -> None:

@@ -103,3 +103,6 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(scores, indent=2) if args.json else format_report(scores))
     return 0
 
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from datasets import load_dataset
 
@@ -15,6 +21,7 @@ from builder_scripts.pipeline import BuildOptions
 from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
 from tests.pipeline_fixtures import SpeechLikeCorpus
 
+ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
@@ -195,15 +202,89 @@ def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path,
     assert not (tmp_path / "out").exists()
 
 
-def test_a_library_caller_builds_in_a_process_pool_to_the_same_dataset(built, tmp_path, corpus):
-    """``build(jobs=2)``: two shard processes of the library's pool, then the merge, as the CLI's
+def test_a_library_caller_builds_in_shard_processes_to_the_same_dataset(built, tmp_path, corpus):
+    """``build(jobs=2)``: two shard processes, then the merge, as the CLI's
     ``--jobs 2`` does; same seed, same dataset as one process."""
     tmp, _ = built
     report = pipeline.build(options(tmp_path), sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2)
     shards = sorted(p.name for p in (tmp_path / "cache").glob("build_report.shard*.json"))
     assert shards == ["build_report.shard0.json", "build_report.shard1.json"]
     assert report["seconds"].get("vc", 0) == 0, "the merge made no unit: the shards made them all"
+    assert report["seconds"]["shards"] > report["seconds"]["wall"], "the report counts the shards' time too"
     assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
+
+
+SHARDED_BUILD = """
+import sys
+from pathlib import Path
+
+from builder_scripts import pipeline
+from tests.pipeline_fixtures import SpeechLikeCorpus
+
+if __name__ == "__main__":
+    tmp, corpus = Path(sys.argv[1]), Path(sys.argv[2])
+    opts = pipeline.BuildOptions(out=tmp / "out", cache=tmp / "cache", sources=("speechlike",), dialogues=6, dialogues_10turn=3, progress=False)
+    try:
+        pipeline.build(opts, sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except pipeline.BuildShardsFailed as err:
+        sys.exit(str(err))
+"""
+
+
+@pytest.fixture()
+def sharded_build(tmp_path, corpus):
+    """A ``build(jobs=2)`` in its own process group, returned once both shards are converting,
+    with its shard processes; killed at the end whatever happened."""
+    script = tmp_path / "build_script.py"
+    script.write_text(SHARDED_BUILD)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(corpus)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not ((tmp_path / "cache" / "logs" / "shard1.log").is_file() and list((tmp_path / "cache").glob("units/*/*/*/*.npz"))):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    shards = [c for c in psutil.Process(proc.pid).children() if "multiprocessing" in " ".join(c.cmdline())]
+    try:
+        yield proc, shards
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+
+
+def test_an_interrupt_ends_every_shard_at_once(sharded_build):
+    """Ctrl-C (SIGINT to the process group) mid-conversion: the build ends within seconds and no
+    shard process is left behind."""
+    proc, shards = sharded_build
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=30)
+    assert proc.returncode == 130
+    _, alive = psutil.wait_procs(shards, timeout=10)
+    assert not alive, alive
+
+
+def test_a_killed_shard_is_named_and_the_others_finish(sharded_build, tmp_path):
+    proc, shards = sharded_build
+    victim = next(s for s in shards if any(f.path.endswith("shard1.log") for f in s.open_files()))
+    victim.kill()
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    assert "build shards [1] failed: shard 1: ended by signal SIGKILL (log " in err and "rerun the same command to resume" in err, err
+    assert (tmp_path / "cache" / "build_report.shard0.json").is_file(), "shard 0 finished its units"
+
+
+def test_a_script_without_the_main_guard_is_told_what_to_do(tmp_path, corpus):
+    """Spawned shard processes import the calling script; one that calls ``build(jobs=2)`` at
+    module level would start shards from shards: each is refused, naming the guard."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(SHARDED_BUILD.replace('if __name__ == "__main__":\n    tmp', 'if True:\n    tmp'))
+    done = subprocess.run([sys.executable, str(script), str(tmp_path), str(corpus)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert 'call it under `if __name__ == "__main__":`' in done.stderr and "build shards [0, 1] failed" in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "out").exists()
 
 
 def test_rebuild_without_changes_skips_the_work(built, corpus):

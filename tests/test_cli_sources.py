@@ -392,6 +392,17 @@ def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, 
     assert f"error: {message}; to leave a variant out, list the others with --variants" in err, err
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--jobs", "0"], "--jobs 0: must be at least 1"),
+    (["--jobs", "-3"], "--jobs -3: must be at least 1"),
+    (["--num-shards", "0"], "--num-shards 0: must be at least 1"),
+    (["--jobs", "2", "--num-shards", "2"], "--jobs runs its own shards; do not combine it with --num-shards"),
+])
+def test_a_process_count_below_one_is_refused(flags, message, tmp_path, capsys, no_build):
+    code, err = run_main(["build", *flags, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and err.count("\n") == 1 and f"error: {message}\n" in err, err
+
+
 def test_a_count_of_a_variant_not_built_is_not_checked(tmp_path, no_build):
     """--dialogues 0 with only 10turn built is fine: main and 4vc are left out by --variants."""
     from builder_scripts.__main__ import main
