@@ -208,14 +208,14 @@ def run_shards(opts: BuildOptions, jobs: int, sources: dict | None = None) -> fl
     logs = opts.cache / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     context, start = get_context("spawn"), time.perf_counter()
-    results = context.SimpleQueue()  # (shard index, the exception it ended with, or None)
-    shards = []
+    shards, reports = [], []  # the processes, and the read end of each one's report pipe
     with _one_thread_per_process():
         for i in range(jobs):
             shard = replace(opts, num_shards=jobs, shard_index=i, threads=1, progress=opts.progress and i == 0)
-            log = None if i == 0 else logs / f"shard{i}.log"
-            shards.append(context.Process(target=_shard_process, args=(shard, sources, log, results), name=f"shard{i}"))
+            reports.append(context.Pipe(duplex=False))
+            shards.append(context.Process(target=_shard_process, args=(shard, sources, None if i == 0 else logs / f"shard{i}.log", reports[-1][1]), name=f"shard{i}"))
             shards[-1].start()
+            reports[-1][1].close()  # the shard holds the write end
     try:
         for process in shards:
             process.join()
@@ -225,16 +225,18 @@ def run_shards(opts: BuildOptions, jobs: int, sources: dict | None = None) -> fl
         for process in shards:
             process.join()
         raise
-    _raise_failures(shards, results, logs)
+    _raise_failures(shards, [reader for reader, _ in reports], logs)
     return time.perf_counter() - start
 
 
-def _raise_failures(shards: list, results, logs: Path) -> None:
+def _raise_failures(shards: list, reports: list, logs: Path) -> None:
     """Raise what the shard processes ended with: a refusal as it is, else ``BuildShardsFailed``."""
     errors = {}
-    while not results.empty():
-        i, err = results.get()
-        errors[i] = err
+    for i, reader in enumerate(reports):
+        try:
+            errors[i] = reader.recv()
+        except EOFError:  # ended without a report
+            pass
     refusal = next((err for err in errors.values() if isinstance(err, REFUSALS)), None)
     if refusal is not None:
         raise refusal
@@ -248,9 +250,9 @@ def _raise_failures(shards: list, results, logs: Path) -> None:
         raise BuildShardsFailed(f"build shards {failed} failed: {where}; rerun the same command to resume")
 
 
-def _shard_process(opts: BuildOptions, sources: dict | None, log: Path | None, results) -> None:
+def _shard_process(opts: BuildOptions, sources: dict | None, log: Path | None, report) -> None:
     """One shard in a spawned process; its output goes to ``log`` when given, and what it ended
-    with (None, a refusal, or a failure as text) to ``results``."""
+    with (None, a refusal, or a failure as text) to the ``report`` pipe."""
     if log is not None:
         stream = log.open("w")
         os.dup2(stream.fileno(), 1)
@@ -259,14 +261,14 @@ def _shard_process(opts: BuildOptions, sources: dict | None, log: Path | None, r
     try:
         build_shard(opts, sources)
     except REFUSALS as err:
-        results.put((opts.shard_index, err))
+        report.send(err)
     except KeyboardInterrupt:
-        results.put((opts.shard_index, "interrupted"))
+        report.send("interrupted")
     except BaseException as err:
         traceback.print_exc()
-        results.put((opts.shard_index, f"{type(err).__name__}: {err}"))
+        report.send(f"{type(err).__name__}: {err}")
     else:
-        results.put((opts.shard_index, None))
+        report.send(None)
 
 
 @contextmanager
