@@ -18,6 +18,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 
+from functools import lru_cache
+
 import numpy as np
 
 import speakersleuth_dataset as ssd
@@ -33,14 +35,44 @@ SILENCE_DBFS = -50.0
 # ----------------------------------------------------------------------------- text coherence
 
 
+#: Why a window with a word of the word list is dropped (the card counts it under this name).
+PROFANITY = "text: profanity or slur (glin-profanity English list)"
+
+
+@lru_cache(maxsize=1)
+def _word_list():
+    """glin-profanity's filter over its English list: whole words, case-insensitive, accents and
+    masking folded (``fück``, ``f*ck``); no fuzzy matching, so ``Scunthorpe`` passes."""
+    from glin_profanity import Filter
+
+    return Filter({"languages": ["english"], "detect_leetspeak": True, "normalize_unicode": True})
+
+
+def profane_words(text: str) -> list[str]:
+    """The words of ``text`` on glin-profanity's English list of profanity and slurs.
+
+    >>> profane_words("Shut up, you bitch!"), profane_words("What the fück"), profane_words("I moved to Scunthorpe.")
+    (['bitch'], ['fuck'], [])
+    """
+    return list(_word_list().check_profanity(text)["profane_words"])
+
+
 class TextFilter(ABC):
-    """Judges whether a segment's text reads as one coherent stretch of conversation."""
+    """Judges whether a segment's text may be published: no profanity or slur in any turn (a
+    maintained word list, whatever the filter), and one coherent stretch of conversation."""
 
     name: str
 
-    @abstractmethod
     def check(self, turns: Sequence[dict]) -> str | None:
-        """``turns``: the window's ``{"speaker", "text", "is_target"}``; ``None`` when coherent."""
+        """``turns``: the window's ``{"speaker", "text", "is_target"}``; ``None`` when it passes,
+        else why not."""
+        if any(profane_words(t["text"]) for t in turns):
+            return PROFANITY
+        return self.coherence(turns)
+
+    @abstractmethod
+    def coherence(self, turns: Sequence[dict]) -> str | None:
+        """``None`` when the window reads as one coherent conversation, else why not."""
 
 
 class HeuristicTextFilter(TextFilter):
@@ -57,7 +89,7 @@ class HeuristicTextFilter(TextFilter):
         self.min_target_words = min_target_words
         self.min_alpha_share = min_alpha_share
 
-    def check(self, turns: Sequence[dict]) -> str | None:
+    def coherence(self, turns: Sequence[dict]) -> str | None:
         if len({t["speaker"] for t in turns}) < 2:
             return "text: a single speaker"
         for a, b in zip(turns, turns[1:]):
@@ -106,7 +138,7 @@ class LLMTextFilter(TextFilter):
             "messages": [{"role": "user", "content": COHERENCE_PROMPT.replace("{excerpt}", excerpt)}],
         }
 
-    def check(self, turns: Sequence[dict]) -> str | None:
+    def coherence(self, turns: Sequence[dict]) -> str | None:
         body = json.dumps(self.request_body(turns)).encode()
         headers = {"Content-Type": "application/json"}
         if os.environ.get(self.api_key_env):
