@@ -114,6 +114,9 @@ def test_weights_file_source(eres2net, wheel_state, tmp_path):
     torch.save(partial, tmp_path / "partial.ckpt")
     with pytest.raises(ValueError, match=r"partial\.ckpt does not fit ERes2Net .*fuse_mode12\.local_att\.0\.weight"):
         get_encoder(f"eres2net:{tmp_path / 'partial.ckpt'}")
+    (tmp_path / "notes.ckpt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match=r"notes\.ckpt is not a torch checkpoint of tensors"):
+        get_encoder(f"eres2net:{tmp_path / 'notes.ckpt'}")
     torch.save({"model": wheel_state}, tmp_path / "wrapped.ckpt")
     with pytest.raises(ValueError, match=r"wrapped\.ckpt is not an ERes2Net state dict"):
         get_encoder(f"eres2net:{tmp_path / 'wrapped.ckpt'}")

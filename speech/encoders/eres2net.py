@@ -16,6 +16,7 @@ found with ``find_spec`` and the model module is imported from its 3D-Speaker fo
 from __future__ import annotations
 
 import importlib
+import pickle
 import sys
 from importlib.util import find_spec
 from pathlib import Path
@@ -64,7 +65,7 @@ def import_threed_speaker(name: str) -> ModuleType:
 
 def architecture(state: dict) -> dict:
     """``ERes2Net``'s constructor arguments, read off a state dict's tensor shapes."""
-    blocks = [1 + max(int(key.split(".")[1]) for key in state if key.startswith(f"layer{i}.")) for i in range(1, 5)]
+    blocks = [1 + max((int(key.split(".")[1]) for key in state if key.startswith(f"layer{i}.")), default=0) for i in range(1, 5)]
     return {
         "m_channels": int(state["conv1.weight"].shape[0]),
         "num_blocks": blocks,
@@ -78,7 +79,10 @@ def load_model(path: Path):
     """3D-Speaker's ``ERes2Net`` with every tensor of the state dict at ``path`` (strict), in eval mode."""
     import torch
 
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+        raise ValueError(f"eres2net: {path} is not a torch checkpoint of tensors: {err}") from None
     if not isinstance(state, dict) or "conv1.weight" not in state or "seg_1.weight" not in state:
         raise ValueError(f"eres2net: {path} is not an ERes2Net state dict (no conv1.weight / seg_1.weight tensors)")
     model = import_threed_speaker(MODEL_MODULE).ERes2Net(**architecture(state))
