@@ -102,6 +102,7 @@ class ERes2NetEncoder(SpeakerEncoder):
     embedding never depends on its batch.
     """
 
+    label = "ERes2Net"
     #: 9 fbank frames (25 ms + 8 x 10 ms): three stride-2 stages then leave 2 frames, the fewest
     #: whose standard deviation the statistics pooling can take (with 1 it is NaN)
     min_samples = 400 + 8 * 160
