@@ -64,6 +64,7 @@ class CampplusEncoder(SpeakerEncoder):
     """
 
     dim = 192
+    label = "CAM++"
     #: 3 fbank frames (25 ms + 2 x 10 ms): the stride-2 TDNN then leaves 2 frames, the fewest whose
     #: standard deviation the statistics pooling can take (with 1 it pools a constant)
     min_samples = 400 + 2 * 160
