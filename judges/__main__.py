@@ -4,9 +4,13 @@
         --tasks detection,localization,discrimination --out preds.jsonl [--threshold T] [--calibrate]
     python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset ... --out ...
     python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset ... --out ...
-    python -m judges sweep --dataset speakersleuth --variant main \\
-        --judges pairwise-resemblyzer,centroid-resemblyzer,reference-resemblyzer --out sweep/
-    python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer]
+    python -m judges sweep --dataset speakersleuth --variant main --out sweep/ \\
+        [--judges pairwise-resemblyzer,centroid-campplus]
+    python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer,campplus] [--calibrate]
+
+Without ``--judges``/``--encoders``, sweep and baselines run every encoder whose weights ship in an
+installed package (``speech.encoders.offline_encoders``: CAM++, the d-vector, ERes2Net, Resemblyzer)
+with each of the three methods.
 
 Outputs are the submission format (``metrics.submission``); score them with
 ``python -m metrics.score preds.jsonl --dataset speakersleuth --variant main``.
@@ -18,14 +22,17 @@ import argparse
 import json
 import sys
 
-from judges.names import EmbeddingJudgeName, parse_judge_name
+from judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
-from speech.encoders import folder_encoders
+from speech.encoders import folder_encoders, offline_encoders
 from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 
 #: ``--model-dir`` names: the encoders that load from a local folder
 MODEL_DIR_NAMES = tuple(folder_encoders())
+#: what sweep and baselines run by default: every encoder that needs no folder, each method
+OFFLINE_ENCODERS = ",".join(offline_encoders())
+OFFLINE_JUDGES = ",".join(f"{method}-{encoder}" for encoder in offline_encoders() for method in METHODS)
 
 
 def _option(text: str) -> tuple[str, object]:
@@ -74,13 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser("sweep", parents=[common], help="threshold sweep of embedding judges (table + plot)")
     sweep.add_argument("--variant", default="main")
-    sweep.add_argument("--judges", default="pairwise-resemblyzer,centroid-resemblyzer,reference-resemblyzer")
-    sweep.add_argument("--thresholds", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.1..0.7)")
+    sweep.add_argument("--judges", default=OFFLINE_JUDGES, help="comma-separated embedding judges (default: every "
+                       "method with every encoder that needs no folder)")
+    sweep.add_argument("--thresholds", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.05, 0.10, ..., 0.95)")
     sweep.add_argument("--out", required=True, help="output folder")
 
     base = sub.add_parser("baselines", parents=[common], help="all embedding methods x encoders on every variant, scored")
     base.add_argument("--out", required=True, help="output folder")
-    base.add_argument("--encoders", default="resemblyzer", help="comma-separated encoder specs (default: resemblyzer)")
+    base.add_argument("--encoders", default=OFFLINE_ENCODERS, help=f"comma-separated encoder specs (default: {OFFLINE_ENCODERS})")
     base.add_argument("--variants", default=None, help="comma-separated variants (default: all present)")
     base.add_argument("--calibrate", action="store_true", help="calibrate τ on validation where the variant has one")
     base.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default: 1000)")

@@ -26,6 +26,7 @@ from judges.names import EmbeddingJudgeName, parse_judge_name
 from judges.sweep import cache_for, calibrate as calibrate_threshold
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import load_gold, parse_submission
+from speech.encoders import encoder_label, offline_encoders
 
 
 def make_judge(name: str, *, threshold: float | None = None, setting: str = "main", cache_dir=None,
@@ -67,22 +68,21 @@ def run_judge(name: str, dataset: str | os.PathLike, variant: str, tasks, out: s
 
 
 def display_name(method: str, encoder_name: str) -> str:
-    """Table-2 style: ``Pairwise (Resemblyzer)``."""
-    kind = encoder_name.partition(":")[0]
-    label = {"ecapa": "ECAPA", "wavlm": "WavLM"}.get(kind, kind.capitalize())
-    return f"{method.capitalize()} ({label})"
+    """Table-2 style: ``Pairwise (Resemblyzer)``, ``Centroid (CAM++)``."""
+    return f"{method.capitalize()} ({encoder_label(encoder_name)})"
 
 
 def file_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
 
 
-def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, encoders: Sequence[str] = ("resemblyzer",),
+def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, encoders: Sequence[str] | None = None,
                   variants: Sequence[str] | None = None, split: str = "test", calibrate: bool = False,
                   n_bootstrap: int = 1000, seed: int = 0, cache_dir=None, batch_size: int = 32,
                   caches: dict[str, EmbeddingCache] | None = None, progress: bool = True) -> dict:
-    """Every embedding method x encoder on every variant present: one JSONL per (judge, variant),
-    each parsed and scored by the metrics package; writes ``summary.json`` and ``summary.md``.
+    """Every embedding method x encoder (default: every encoder that needs no model folder) on
+    every variant present: one JSONL per (judge, variant), each parsed and scored by the metrics
+    package; writes ``summary.json`` and ``summary.md``.
 
     Methods share one embedding pass per (encoder, variant). τ is the paper default, or with
     ``calibrate`` the validation-calibrated value (a variant without a validation split keeps the
@@ -95,7 +95,7 @@ def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, enc
     if not variants:
         raise FileNotFoundError(f"{dataset}: no {split} shards for any variant")
     results, cache_stats = [], {}
-    for spec in encoders:
+    for spec in encoders or offline_encoders():
         cache = cache_for(spec, caches, cache_dir, batch_size)
         encoder = cache.encoder
         for variant in variants:

@@ -278,7 +278,7 @@ def test_sweep_writes_table_plot_and_calibration(folder, counted, tmp_path):
     rows = result["rows"]
     assert {(r["split"], r["judge"]) for r in rows} == {(s, j) for s in ("test", "validation") for j in judges}
     test_rows = [r for r in rows if r["split"] == "test"]
-    assert [r["threshold"] for r in test_rows[:7]] == list(THRESHOLDS)
+    assert [r["threshold"] for r in test_rows[: len(THRESHOLDS)]] == list(THRESHOLDS)
     assert all(0 <= r["det_bal_acc"] <= 100 and 0 <= r["loc_bal_f1"] <= 100 for r in test_rows)
     assert all(r["loc_bal_f1"] is None for r in rows if r["split"] == "validation")  # calibration uses detection only
     csv_text = (tmp_path / "sweep.csv").read_text()

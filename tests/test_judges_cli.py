@@ -12,7 +12,7 @@ import torch
 import judges.lalm
 import speakersleuth_dataset as ssd
 import speech.encoders
-from judges.__main__ import main
+from judges.__main__ import build_parser, main
 from judges.sweep import THRESHOLDS
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
@@ -159,7 +159,7 @@ def test_sweep_writes_table_and_plot(cli, folder, tmp_path):
 
 
 def test_baselines_cover_every_method_and_variant(cli, folder, tmp_path):
-    code, stdout, err = cli("baselines", "--dataset", folder, "--out", tmp_path, "--bootstrap", "20")
+    code, stdout, err = cli("baselines", "--dataset", folder, "--out", tmp_path, "--bootstrap", "20", "--encoders", "resemblyzer")
     assert code == 0, err
     assert cli.made == ["resemblyzer"]  # one encoder for all methods and variants
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -176,6 +176,14 @@ def test_baselines_cover_every_method_and_variant(cli, folder, tmp_path):
     assert summary["cache"]["resemblyzer"]["encoder_calls"] <= summary["cache"]["resemblyzer"]["unique_clips"]
     assert "| Centroid (Resemblyzer) | 0.3 |" in (tmp_path / "summary.md").read_text()
     assert "## Variant 4vc" in stdout
+
+
+def test_sweep_and_baselines_default_to_every_encoder_that_needs_no_folder():
+    parser = build_parser()
+    offline = ["campplus", "dvector", "eres2net", "resemblyzer"]
+    assert parser.parse_args(["baselines", "--dataset", "d", "--out", "o"]).encoders.split(",") == offline
+    judges = parser.parse_args(["sweep", "--dataset", "d", "--out", "o"]).judges.split(",")
+    assert judges == [f"{m}-{e}" for e in offline for m in ("pairwise", "centroid", "reference")]
 
 
 @pytest.mark.parametrize("args, named, user", [

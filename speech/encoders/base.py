@@ -37,6 +37,8 @@ class SpeakerEncoder(ABC):
     pad_batches: bool = True
     #: the spec name it is registered under (set by ``register_encoder``)
     kind: ClassVar[str]
+    #: how tables name it (``CAM++``); default: the spec name capitalised
+    label: ClassVar[str] = ""
     #: how to stage its model folder; None: the encoder loads from no folder
     staging: ClassVar[str | None] = None
     #: the files its model folder must hold
@@ -115,6 +117,18 @@ def register_encoder(kind: str) -> Callable[[type[SpeakerEncoder]], type[Speaker
 def available_encoders() -> list[str]:
     """The spec names of every registered encoder, sorted."""
     return sorted(_REGISTRY)
+
+
+def offline_encoders() -> list[str]:
+    """The registered encoders whose weights ship in an installed package (no folder to stage)."""
+    return [kind for kind in available_encoders() if _REGISTRY[kind].staging is None]
+
+
+def encoder_label(spec: str) -> str:
+    """The table name of the encoder of ``spec`` (``campplus`` -> ``CAM++``; unknown: capitalised)."""
+    kind = spec.partition(":")[0].strip().lower()
+    cls = _REGISTRY.get(kind)
+    return (cls.label if cls is not None and cls.label else kind.capitalize())
 
 
 def folder_encoders() -> list[str]:

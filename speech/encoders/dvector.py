@@ -83,6 +83,8 @@ class DVectorEncoder(SpeakerEncoder):
     0.3-0.7 s crops of the test voices, waveform padding identifies the voice more often).
     """
 
+    label = "d-vector"
+
     def __init__(self, model_path: str | Path | None = None, device: str = "cpu"):
         if device != "cpu":
             raise ValueError(f"dvector runs on onnxruntime's CPU provider; device must be 'cpu', got {device!r}")

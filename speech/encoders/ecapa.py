@@ -66,6 +66,7 @@ class EcapaEncoder(SpeakerEncoder):
     own batched inference does (faster on many clips of mixed lengths).
     """
 
+    label = "ECAPA"
     min_samples = 1600  # 0.1 s: ECAPA's reflect-padded convolutions need a few Fbank frames
     staging = ("Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and "
                "label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it.")

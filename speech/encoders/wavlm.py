@@ -23,6 +23,7 @@ class WavLMEncoder(SpeakerEncoder):
     only (see ``SpeakerEncoder``).
     """
 
+    label = "WavLM"
     staging = ("Copy config.json, preprocessor_config.json and model.safetensors (or pytorch_model.bin) of "
                "microsoft/wavlm-base-plus-sv into it.")
 
