@@ -1,15 +1,17 @@
 """Build benchmark: cold build, no-change rebuild, peak memory, overhead over the model calls.
 
     python benchmarks/bench_build.py [--dialogues 60 --dialogues-10turn 30] [--small 20,10] [--jobs 2] [--workdir /tmp/bench_build]
-    git worktree add /tmp/before <rev> && python benchmarks/bench_build.py --before /tmp/before --cold-only
+    git worktree add /tmp/before <rev> && python benchmarks/bench_build.py --before /tmp/before --rounds 2 --cold-only
 
 Runs ``python -m builder_scripts build`` in fresh processes: a cold build (empty cache), the same
 build again (nothing changed), and a smaller cold build, to show that peak memory does not grow
 with the number of dialogues. Prints wall time (and, with ``--jobs``, the slowest shard's and the
 serial merge's), time inside TTS / voice conversion / the speaker encoder (from the build
-reports), the overhead ratio wall / (TTS + VC + encoder), and peak RSS. With ``--before DIR`` (a
-checkout of earlier code) the cold build runs from that tree first, then from this one; then this
-tree builds once more over the before build's voicing (its TTS cache and speaker bank copied: the
+reports), the overhead ratio wall / (TTS + VC + encoder), the CPU seconds of the build's
+processes and peak RSS. With ``--before DIR`` (a checkout of earlier code) cold builds of that
+tree and this one alternate (``--rounds`` of each, in ABBA order, so that a drift of the
+machine's speed over the run weighs on both alike) and their means are compared; then this tree
+builds once more over the last before build's voicing (its TTS cache and speaker bank copied: the
 voicing samples noise, so two cold builds differ) and that folder is compared file by file with
 the before build's: a refactoring keeps them byte-identical.
 """
@@ -39,11 +41,13 @@ def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, f
         sys.executable, "-m", "builder_scripts", "build", "--out", str(out), "--cache", str(cache),
         "--dialogues", str(dialogues), "--dialogues-10turn", str(dialogues_10turn), "--jobs", str(jobs), "--no-progress",
     ]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage, load = resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
+    before = usage.ru_maxrss
     start = time.perf_counter()
     subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)), check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, cpu = after.ru_maxrss, after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
     report = json.loads((cache / "build_report.json").read_text())
     seconds = report["seconds"]
     # with --jobs the work is spread over a bank process, shard processes and the merge: the
@@ -56,7 +60,7 @@ def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, f
     totals = {k: round(sum(p["seconds"].get(k, 0.0) for p in parts), 1) for k in ("tts", "vc", "encoder")}
     shards = [json.loads(p.read_text())["seconds"]["wall"] for p in cache.glob("build_report.shard*.json")]
     return {
-        "build": name, "dialogues": f"{dialogues}/{dialogues_10turn}", "wall_s": round(wall, 1),
+        "build": name, "dialogues": f"{dialogues}/{dialogues_10turn}", "load_before": round(load, 2), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
         "slowest_shard_s": max(shards) if shards and fresh else None, "merge_s": seconds["wall"],
         "process_s": round(process_wall, 1), "tts_s": totals["tts"], "vc_s": totals["vc"], "encoder_s": totals["encoder"],
         "overhead_ratio": round(process_wall / inside, 2) if inside else None,
@@ -86,6 +90,20 @@ def same_voicing_build(workdir: Path, dialogues: int, dialogues_10turn: int, job
     return row
 
 
+def cold_comparison(args) -> list[dict]:
+    """Cold full builds of the ``--before`` tree and of this one, ``--rounds`` of each, in ABBA
+    order (before, this, this, before, ...) so that a drift of the machine's speed over the run
+    weighs on both alike."""
+    rows = []
+    for r in range(args.rounds):
+        for name in (("before", "full") if r % 2 == 0 else ("full", "before")):
+            tree = args.before.resolve() if name == "before" else ROOT
+            rows.append(run_build(args.workdir, name, args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs, tree=tree))
+            rows[-1]["build"] = f"full, cold, {args.before if name == 'before' else 'this tree'} (round {r + 1})"
+            rows[-1]["tree"] = name
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dialogues", type=int, default=60)
@@ -93,16 +111,17 @@ def main() -> None:
     parser.add_argument("--small", default="20,10", help="dialogues,dialogues_10turn of the smaller cold build ('' to skip)")
     parser.add_argument("--jobs", type=int, default=2, help="conversion processes (default 2, one per core)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench_build"))
-    parser.add_argument("--before", type=Path, help="a checkout of earlier code: its cold build runs first, for comparison")
+    parser.add_argument("--before", type=Path, help="a checkout of earlier code: its cold builds alternate with this tree's")
+    parser.add_argument("--rounds", type=int, default=1, help="with --before: cold builds of each tree, in ABBA order (default 1)")
     parser.add_argument("--cold-only", action="store_true", help="only the cold full build(s)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    rows = []
     if args.before:
-        rows.append(run_build(args.workdir, "before", args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs, tree=args.before.resolve()))
-        rows[0]["build"] = f"full, cold, {args.before}"
-    rows.append(run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs))
-    rows[-1]["build"] = "full, cold"
+        rows = cold_comparison(args)
+    else:
+        rows = [run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=True, jobs=args.jobs)]
+        rows[-1]["build"] = "full, cold"
+    cold = None if args.before else rows[0]
     if not args.cold_only:
         rows.append(run_build(args.workdir, "full", args.dialogues, args.dialogues_10turn, fresh=False, jobs=args.jobs))
         rows[-1]["build"] = "full, rebuild (no change)"
@@ -112,15 +131,16 @@ def main() -> None:
         rows[-1]["build"] = "small, cold"
     if args.before:
         rows.append(same_voicing_build(args.workdir, args.dialogues, args.dialogues_10turn, args.jobs))
-    keys = list(rows[0])
+    keys = [k for k in rows[0] if k != "tree"]
     print(" | ".join(keys))
     for row in rows:
-        print(" | ".join(str(row[k]) for k in keys))
-    cold = rows[1 if args.before else 0]
-    if not args.cold_only:
-        print(f"rebuild / cold wall: {100 * rows[rows.index(cold) + 1]['wall_s'] / cold['wall_s']:.1f} %")
+        print(" | ".join(str(row.get(k)) for k in keys))
+    if cold is not None and not args.cold_only:
+        print(f"rebuild / cold wall: {100 * rows[1]['wall_s'] / cold['wall_s']:.1f} %")
     if args.before:
-        print(f"cold wall, this tree / before: {100 * cold['wall_s'] / rows[0]['wall_s']:.1f} %")
+        for key in ("wall_s", "cpu_s"):
+            mean = {t: sum(r[key] for r in rows if r.get("tree") == t) / args.rounds for t in ("before", "full")}
+            print(f"cold {key}, this tree / before, mean of {args.rounds}: {mean['full']:.1f} / {mean['before']:.1f} = {100 * mean['full'] / mean['before']:.1f} %")
         for name, what in (("full", "cold builds"), ("same-voicing", "same voicing")):
             differ = differing_files(args.workdir / "out-before", args.workdir / f"out-{name}")
             print(f"{what}: published folders " + ("byte-identical" if not differ else f"differ in {len(differ)} files: {', '.join(differ[:10])}"))
