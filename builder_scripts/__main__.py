@@ -17,7 +17,7 @@ from pathlib import Path
 
 import speakersleuth_dataset as ssd
 
-from speech.encoders import folder_encoders
+from speech.encoders import available_encoders, folder_encoders
 from speech.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
 
 from .pipeline import REFUSALS
@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--vc", default="world", help="backend of main and 10turn (default world)")
     build.add_argument("--vc-4vc", default="world,praat", help="backends drawn per dialogue for 4vc")
-    build.add_argument("--encoder", default="resemblyzer", help="speaker encoder for S3 similarity (resemblyzer, ecapa, wavlm, ecapa:/dir, wavlm:/dir)")
+    build.add_argument("--encoder", default="campplus", help="speaker encoder that chooses S3 (default: campplus; any of "
+                       f"{', '.join(available_encoders())}; a folder encoder as ecapa:/dir)")
     build.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
                        help=f"local model folder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
                             "default for the backends: $SPEAKERSLEUTH_VC_DIR/<folder>")

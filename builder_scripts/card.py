@@ -18,6 +18,8 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 
+from .speaker_bank import pool_name, row_pool_name
+
 TEMPLATE = Path(__file__).resolve().parents[1] / "dataset_card.md"
 HISTOGRAM = "duration_histogram.png"
 
@@ -78,23 +80,27 @@ def vc_mix(root: Path) -> str:
     return "\n".join(lines)
 
 
-def similarity(root: Path) -> str:
-    """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per variant."""
-    lines = ["| variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|"]
-    for variant in ssd.VARIANTS:
-        by_dialogue = defaultdict(dict)
-        for row in _rows(root, "detection", variant, ["dialogue_id", "scenario", "substitute_similarity"]):
-            if row["scenario"] != "S1":
-                by_dialogue[row["dialogue_id"]][row["scenario"]] = row["substitute_similarity"]
-        if not by_dialogue:
-            continue
-        ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
-        for scenario in ("S2", "S3"):
-            values = np.array([d[scenario] for d in by_dialogue.values()])
-            lines.append(
-                f"| {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} | {np.median(values):.3f} "
-                f"| {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
-            )
+def similarity(root: Path, banks: dict) -> str:
+    """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per encoder of
+    ``banks`` (table label -> the pool's ``SpeakerBank`` under that encoder) and variant."""
+    lines = ["| encoder | variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|---|"]
+    columns = ["dialogue_id", "scenario", "source_dataset", "target_speaker", "substitute_speaker"]
+    for label, bank in banks.items():
+        for variant in ssd.VARIANTS:
+            by_dialogue = defaultdict(dict)
+            for row in _rows(root, "detection", variant, columns):
+                if row["scenario"] != "S1":
+                    target = pool_name(row["source_dataset"], row["target_speaker"])
+                    by_dialogue[row["dialogue_id"]][row["scenario"]] = bank.cosine(target, row_pool_name(row["substitute_speaker"], row["source_dataset"]))
+            if not by_dialogue:
+                continue
+            ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
+            for scenario in ("S2", "S3"):
+                values = np.array([d[scenario] for d in by_dialogue.values()])
+                lines.append(
+                    f"| {label} | {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} "
+                    f"| {np.median(values):.3f} | {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
+                )
     return "\n".join(lines)
 
 
@@ -128,7 +134,9 @@ def _counts_table(verification: dict) -> str:
     return "\n".join(lines)
 
 
-def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification: dict, options) -> Path:
+def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification: dict, options, banks: dict) -> Path:
+    """Fill the template from the written shards; ``banks`` (table label -> the pool's bank under
+    that encoder) give the substitutes' similarity under every encoder."""
     root = Path(root)
     stats, durations = statistics(root)
     histogram(durations, root / HISTOGRAM)
@@ -141,7 +149,8 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         statistics=stats,
         histogram=HISTOGRAM,
         vc_mix=vc_mix(root),
-        similarity=similarity(root),
+        similarity=similarity(root, banks),
+        encoders=", ".join(banks),
         verification=_counts_table(verification),
         shortcut_audit=audit_tables,
         sources=source_lines,

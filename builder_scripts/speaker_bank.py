@@ -46,6 +46,15 @@ def row_name(name: str, source: str) -> str:
     return name[len(prefix):] if name.startswith(prefix) else name
 
 
+def row_pool_name(name: str, source: str) -> str:
+    """The pool name of a speaker as a row of ``source`` names it (the inverse of ``row_name``).
+
+    >>> row_pool_name("spk3", "ami"), row_pool_name("dailytalk/spk0", "ami")
+    ('ami/spk3', 'dailytalk/spk0')
+    """
+    return name if "/" in name else pool_name(source, name)
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     norm = np.linalg.norm(x, axis=-1, keepdims=True)

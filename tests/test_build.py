@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 from datasets import load_dataset
@@ -19,6 +20,7 @@ import speakersleuth_dataset as ssd
 from builder_scripts import pipeline
 from builder_scripts.pipeline import BuildOptions
 from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
+from speech.encoders import encoder_label, offline_encoders
 from tests.pipeline_fixtures import SpeechLikeCorpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +86,19 @@ def test_build_passes_validator_and_loads_everywhere(built):
     assert "| main | test | speechlike | 2 | 6 | 2 |" in card and "| validation |" not in card
     assert (root / "duration_histogram.png").stat().st_size > 1000
     assert "spectral_flatness" in card and "world" in card
-    assert "| main | S3 | 2 |" in card and "| 2 of 2 |" in card  # substitute similarity, S3 > S2 in every dialogue
+    assert "| 2 of 2 |" in card  # S3 > S2 in every dialogue
+
+
+def test_the_card_measures_s2_and_s3_under_every_wheel_encoder(built):
+    tmp, _ = built
+    root = tmp / "speakersleuth"
+    table = {tuple(cells[:3]): cells[3:] for line in (root / "README.md").read_text().splitlines()
+             if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 9}
+    assert {label for label, variant, scenario in table if variant == "main"} == {encoder_label(e) for e in offline_encoders()}
+    rows = ssd.read_rows(root, ssd.config_name("detection", "main")).to_pylist()
+    for scenario in ("S2", "S3"):  # the build's own encoder (CAM++ by default) agrees with substitute_similarity
+        chosen = np.mean([r["substitute_similarity"] for r in rows if r["scenario"] == scenario])
+        assert table[("CAM++", "main", scenario)][:2] == ["2", f"{chosen:.3f}"]
 
 
 def test_s2_and_s3_hold_on_every_instance(built):
@@ -198,7 +212,7 @@ def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path,
     later = [segment.dialogue_id for segment, _ in plan.candidates[("main", "test")]]
     assert job.variants == ("main", "4vc") and later.index(job.segment.dialogue_id) > later.index(kept[-1][0].dialogue_id)
     with pytest.raises(RuntimeError, match=f"not made .first: main test speechlike/{job.segment.dialogue_id}"):
-        publish(opts, plan, store, {})
+        publish(opts, plan, store, {}, {})
     assert not (tmp_path / "out").exists()
 
 

@@ -371,7 +371,7 @@ def no_build(monkeypatch):
 @pytest.mark.parametrize("flags, named, user", [
     (["--model-dir", "yourtts={}"], "yourtts", "--vc/--vc-4vc yourtts"),  # the default backends are world and praat
     (["--vc", "freevc", "--model-dir", "cosyvoice3-repo={}"], "cosyvoice3-repo", "--vc/--vc-4vc cosyvoice3"),
-    (["--model-dir", "ecapa={}"], "ecapa", "--encoder ecapa"),  # the default encoder is resemblyzer
+    (["--model-dir", "ecapa={}"], "ecapa", "--encoder ecapa"),  # the default encoder is campplus
     (["--encoder", "ecapa:{}", "--model-dir", "wavlm={}"], "wavlm", "--encoder wavlm"),
 ])
 def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tmp_path, capsys, no_build):
