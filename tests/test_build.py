@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -224,7 +225,8 @@ def test_a_library_caller_builds_in_shard_processes_to_the_same_dataset(built, t
     shards = sorted(p.name for p in (tmp_path / "cache").glob("build_report.shard*.json"))
     assert shards == ["build_report.shard0.json", "build_report.shard1.json"]
     assert report["seconds"].get("vc", 0) == 0, "the merge made no unit: the shards made them all"
-    assert report["seconds"]["shards"] > report["seconds"]["wall"], "the report counts the shards' time too"
+    shard_walls = [json.loads((tmp_path / "cache" / name).read_text())["seconds"]["wall"] for name in shards]
+    assert report["seconds"]["shards"] >= max(shard_walls), "the report counts the shards' time too"
     assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
 
 
