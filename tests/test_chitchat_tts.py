@@ -16,6 +16,7 @@ from builder_scripts.sources import get_source_class
 from builder_scripts.sources.chitchat_tts import ChitchatTTS, cast_voices, estimate_duration, speaking_turns
 from builder_scripts.tts.text import is_speakable, normalize_chat
 from builder_scripts.tts.voice_bank import VOICES, Voicer, median_f0, voices_of
+from tests.tts_voices import same_voice_failures
 
 DIALOGUES = 250  # of the real corpus, for the parsing and casting tests
 #: Two turns every voice reads in the bank test (about 3.5 s each: shorter clips make
@@ -294,15 +295,7 @@ def test_every_voice_is_closer_to_itself_than_to_any_other_voice(bank_clips):
 
     ids = list(bank_clips)
     emb = _one_thread(get_encoder("resemblyzer").encode, [c for v in ids for c in bank_clips[v]]).reshape(len(ids), 2, -1)
-    failures = []
-    for i, v in enumerate(ids):
-        same = float(emb[i, 0] @ emb[i, 1])
-        # different speakers on different texts, like the same-speaker pair: v's text 1 with u's text 2 and back
-        cross = {u: float(emb[i, 0] @ emb[j, 1] + emb[i, 1] @ emb[j, 0]) / 2 for j, u in enumerate(ids) if j != i}
-        nearest = max(cross, key=cross.get)
-        if same <= cross[nearest]:
-            failures.append(f"{v}: same-speaker {same:.3f} <= {nearest} {cross[nearest]:.3f}")
-    assert not failures, failures
+    assert same_voice_failures(emb, ids) == []
 
 
 def test_duration_estimate_matches_the_voiced_length(bank_clips, dialogues):
