@@ -15,7 +15,10 @@ Discrimination, with the N-1 context turns as e_1..e_{N-1} and each candidate x:
 pairwise scores mean_j cos(x, e_j), centroid scores 1 - cos(x, mean_j e_j) (lower is better),
 reference scores cos(x, r). Classification picks the best candidate; the ranking sorts all of them
 best first (ties keep label order). Detection is "inconsistent" when any turn is flagged;
-localization is the flagged turns as 1-based positions.
+localization is the flagged turns as 1-based positions. A detection line also carries the
+threshold-free ``score`` the scorer's AUROC and EER use: the quantity detection thresholds, the
+largest inconsistency of any turn, 1 - min_i s_i (pairwise, reference; flagged above 1 - τ) or
+max_i s_i (centroid; flagged above τ).
 
 The judges read only audio columns (and candidate labels), never gold labels.
 """
@@ -102,6 +105,14 @@ def flagged_turns(method: str, scores: np.ndarray, threshold: float) -> list[int
     _check_method(method)
     flags = scores < threshold if HIGHER_IS_CONSISTENT[method] else scores > threshold
     return [int(i) + 1 for i in np.flatnonzero(flags)]
+
+
+def detection_score(method: str, scores: np.ndarray) -> float:
+    """The instance's inconsistency (higher = more likely inconsistent) from its per-turn scores:
+    1 - the lowest similarity, or the largest centroid distance. Detection says "inconsistent"
+    when it passes 1 - τ (pairwise, reference) or τ (centroid)."""
+    _check_method(method)
+    return float(1.0 - np.min(scores)) if HIGHER_IS_CONSISTENT[method] else float(np.max(scores))
 
 
 def ranking(method: str, labels: Sequence[str], scores: np.ndarray) -> list[str]:
@@ -281,8 +292,11 @@ def predictions(scores: VariantScores, threshold: float, tasks: Sequence[str] | 
             continue
         for rid, s in items:
             flagged = flagged_turns(method, s, threshold)
-            value = flagged if task == "localization" else ("inconsistent" if flagged else "consistent")
-            lines.append({"task": task, "id": rid, "prediction": value})
+            if task == "localization":
+                lines.append({"task": task, "id": rid, "prediction": flagged})
+            else:
+                lines.append({"task": task, "id": rid, "prediction": "inconsistent" if flagged else "consistent",
+                              "score": detection_score(method, s)})
     if wanted is None or "discrimination" in wanted:
         for rid, labels, s in scores.discrimination:
             order = ranking(method, labels, s)

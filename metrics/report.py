@@ -16,8 +16,9 @@ from metrics.submission import SubmissionError, load_gold, parse_submission
 
 
 def format_report(scores: dict) -> str:
-    """The human-readable Table-2 row: one block per scored task, percent with one decimal,
-    95 % intervals beside the headline metrics, then the row as tab-separated paper columns."""
+    """The human-readable Table-2 row: one block per scored task (detection with AUROC and EER
+    when its lines carry scores), percent with one decimal, 95 % intervals beside the headline
+    metrics, then the row as tab-separated paper columns."""
     boot = scores["bootstrap"]
     lines = [
         f"SpeakerSleuth scores: variant {scores['variant']}, split {scores['split']}, "
@@ -36,6 +37,8 @@ def format_report(scores: dict) -> str:
             *[(s, det["accuracy"][s], None) for s in SCENARIOS],
             ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
             (f"Paired ({det['paired_dialogues']} dialogues)", det["paired_accuracy"], det["ci"]["paired_accuracy"]),
+            *([("AUROC (scores)", det["auroc"], det["ci"]["auroc"]), ("EER (scores)", det["eer"], det["ci"]["eer"])]
+              if det["auroc"] is not None else []),
         ])
     if loc:
         entries = [("S1 F1", loc["f1"]["S1"], None)]

@@ -11,6 +11,12 @@ Conventions (all values in percent):
   counts: one without an answer (no line, or ``null``) is wrong. Detection: a wrong label.
   Localization: precision = recall = F1 = 0, also for S1 (no answer is not the empty set).
   Discrimination: not the original. ``coverage`` is the share of instances answered.
+- Threshold-free detection (AUROC, EER) is scored when the detection lines carry a ``score``
+  (higher = more likely inconsistent; ``metrics.submission``): the ROC curve of the scores against
+  the gold labels, by scikit-learn's ``roc_curve``. An instance without a line counts as ranked
+  wrong (an inconsistent one below every score, a consistent one above). EER is the rate where the
+  false-positive and false-negative rates meet, interpolated on the curve. Perfect scores give
+  AUROC 100 and EER 0, constant scores AUROC 50 and EER 50, reversed ones AUROC 0.
 - Ranking metrics (NDCG@1, NDCG@2, exact match) are scored when at least one discrimination line
   has a ``ranking``; an instance without one gets NDCG 0 and no exact match, and
   ``ranking_coverage`` says how many had one.
@@ -30,6 +36,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 from threadpoolctl import threadpool_limits
 
 from metrics.core import (
@@ -58,12 +65,13 @@ TABLE2_KEYS: tuple[str, ...] = (
     "det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc",
     "loc_s1_f1", "loc_s2_p", "loc_s2_r", "loc_s2_f1", "loc_s3_p", "loc_s3_r", "loc_s3_f1", "loc_bal_f1",
     *[f"disc_acc_{key}" for key in PAPER_SOURCES], "disc_acc_avg", "ndcg_at_1", "ndcg_at_2", "exact_match",
-    "det_paired_acc", "loc_paired_acc", "det_coverage", "loc_coverage", "disc_coverage", "rank_coverage",
+    "det_paired_acc", "loc_paired_acc", "det_auroc", "det_eer", "det_coverage", "loc_coverage", "disc_coverage", "rank_coverage",
 )
 
 #: The keys that come with a 95 % interval (``<key>_ci`` in a leaderboard row).
 INTERVAL_KEYS: tuple[str, ...] = (
     "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc",
+    "det_auroc", "det_eer",
 )
 
 
@@ -142,12 +150,66 @@ def _score_detection(answers: dict[str, dict], gold: dict[str, Any], counts: np.
     predicted = np.array([_LABEL_CODE.get(answers.get(i, {}).get("prediction"), -1) for i in gold["ids"]])
     correct = (predicted == gold["label"]).astype(np.float64)
     accuracy = grouped_mean(correct, gold["scenario"], len(SCENARIOS))
-    return {
+    out = {
         **_coverage(predicted >= 0),
         "accuracy": _per_scenario(accuracy),
         "balanced_accuracy": _pct(balanced(*accuracy)),
         **_paired_and_intervals("balanced_accuracy", correct, correct == 1, gold, counts),
     }
+    auroc, eer, ci = _threshold_free([answers.get(i, {}).get("score") for i in gold["ids"]], gold, counts)
+    out.update(scored=sum(i in answers and "score" in answers[i] for i in gold["ids"]), auroc=auroc, eer=eer)
+    out["ci"].update(ci)
+    return out
+
+
+def _threshold_free(scores: list[float | None], gold: dict[str, Any], counts: np.ndarray | None):
+    """AUROC and EER in percent of the detection ``scores`` and their intervals (all None when
+    no instance has a score)."""
+    ranked = _ranked_scores(scores, gold["label"])
+    if ranked is None:
+        return None, None, {"auroc": None, "eer": None}
+    auroc, eer = roc_summary(gold["label"], ranked)
+    intervals = {"auroc": None, "eer": None}
+    if counts is not None:
+        samples = np.array([roc_summary(gold["label"], ranked, w) for w in counts[:, gold["dialogue"]]])
+        intervals = {"auroc": _ci(samples[:, 0]), "eer": _ci(samples[:, 1])}
+    return _pct(auroc), _pct(eer), intervals
+
+
+def _ranked_scores(scores: list[float | None], labels: np.ndarray) -> np.ndarray | None:
+    """The detection scores as ranks (ties share one), an instance without a score placed wrong:
+    an inconsistent one below every score, a consistent one above; None when nothing is scored."""
+    given = np.array([s is not None for s in scores])
+    if not given.any():
+        return None
+    ranks = np.empty(given.size)
+    ranks[given] = rankdata([s for s in scores if s is not None])
+    ranks[~given] = np.where(labels[~given] == 1, 0.0, given.sum() + 1.0)
+    return ranks
+
+
+def roc_summary(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
+    """AUROC and EER (fractions) of ``scores`` (higher = class 1) against binary ``labels``,
+    instances weighted by ``weights`` (bootstrap counts); NaN when a class has no weight.
+
+    >>> roc_summary(np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.3, 0.4]))
+    (1.0, 0.0)
+    >>> roc_summary(np.array([0, 0, 1, 1]), np.array([0.4, 0.3, 0.2, 0.1]))
+    (0.0, 1.0)
+    >>> roc_summary(np.array([0, 0, 1, 1]), np.zeros(4))
+    (0.5, 0.5)
+    """
+    from sklearn.metrics import auc, roc_curve
+
+    w = np.ones(labels.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    if not (w[labels == 1].sum() > 0 and w[labels == 0].sum() > 0):
+        return np.nan, np.nan
+    fpr, tpr, _ = roc_curve(labels, scores, sample_weight=w)
+    fnr = 1.0 - tpr
+    i = int(np.flatnonzero(fnr <= fpr)[0])  # the curve starts at fnr 1 > fpr 0 and ends at fnr 0 < fpr 1
+    above, below = fnr[i - 1] - fpr[i - 1], fnr[i] - fpr[i]
+    eer = fpr[i - 1] + above / (above - below) * (fpr[i] - fpr[i - 1])
+    return float(auc(fpr, tpr)), float(eer)
 
 
 def _score_localization(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:
@@ -304,8 +366,10 @@ def leaderboard_row(scores: dict) -> dict:
     if det:
         for s in SCENARIOS:
             flat[f"det_{s.lower()}_acc"] = det["accuracy"][s]
-        flat.update(det_bal_acc=det["balanced_accuracy"], det_paired_acc=det["paired_accuracy"], det_coverage=det["coverage"])
-        ci.update(det_bal_acc=det["ci"]["balanced_accuracy"], det_paired_acc=det["ci"]["paired_accuracy"])
+        flat.update(det_bal_acc=det["balanced_accuracy"], det_paired_acc=det["paired_accuracy"], det_coverage=det["coverage"],
+                    det_auroc=det.get("auroc"), det_eer=det.get("eer"))
+        ci.update(det_bal_acc=det["ci"]["balanced_accuracy"], det_paired_acc=det["ci"]["paired_accuracy"],
+                  det_auroc=det["ci"].get("auroc"), det_eer=det["ci"].get("eer"))
     if loc:
         flat["loc_s1_f1"] = loc["f1"]["S1"]
         for s in SCENARIOS[1:]:

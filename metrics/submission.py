@@ -4,15 +4,19 @@ the judges and the Space.
 The format (ARCHITECTURE.md, "Predictions") is JSON Lines in UTF-8, one object
 per line, one file per variant::
 
-    {"task": "detection", "id": "...", "prediction": "inconsistent"}
+    {"task": "detection", "id": "...", "prediction": "inconsistent", "score": 0.93}
     {"task": "localization", "id": "...", "prediction": [3]}
     {"task": "discrimination", "id": "...", "prediction": "B", "ranking": ["B", "C", "A"]}
 
 Rules:
 
 - keys are exactly ``task``, ``id``, ``prediction``, plus an optional ``ranking`` on discrimination
-  lines; ``prediction: null`` (or ``ranking: null``) means "no answer" and scores like a missing
-  line (an unparseable judge answer can be written so);
+  lines and an optional ``score`` on detection lines; ``prediction: null`` (or ``ranking: null``)
+  means "no answer" and scores like a missing line (an unparseable judge answer can be written so);
+- a detection ``score`` is a finite number, higher = more likely inconsistent (a probability, a
+  distance: only its order counts); it gives the threshold-free AUROC and EER. Either every
+  detection line carries one or none does (a file mixing them is refused), so a judge's AUROC is
+  never computed over the instances it chose to score. A score may come with ``prediction: null``;
 - detection predictions are ``"consistent"`` or ``"inconsistent"``; localization predictions are a
   list of distinct target-turn positions 1..N of that instance (``[]`` = none inconsistent);
   discrimination predictions are one of the instance's candidate labels and a ranking is a
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,6 +47,8 @@ MAX_BYTES = 20_000_000
 MAX_LINES = 200_000
 ERRORS_SHOWN = 50
 _BOM = b"\xef\xbb\xbf"
+#: The keys a line of a task may carry besides ``task``, ``id`` and ``prediction``.
+OPTIONAL_KEYS = {"discrimination": ("ranking",), "detection": ("score",)}
 
 
 class SubmissionError(ValueError):
@@ -79,7 +86,8 @@ def load_gold(dataset: str | os.PathLike, variant: str = "main", split: str = "t
 @dataclass
 class Submission:
     """A validated predictions file: ``predictions[task][id]`` is ``{"prediction": ...}`` plus
-    ``"ranking"`` where a discrimination line has one (``None`` values mean "no answer");
+    ``"ranking"`` where a discrimination line has one and ``"score"`` (a float) where a detection
+    line has one (``None`` values mean "no answer");
     ``num_lines`` counts the non-blank lines; ``sha256`` is the hash of the raw bytes."""
 
     predictions: dict[str, dict[str, dict]]
@@ -108,6 +116,8 @@ class Submission:
                 line = {"task": task, "id": rid, "prediction": sorted(prediction) if task == "localization" and prediction else prediction}
                 if entry.get("ranking") is not None:
                     line["ranking"] = entry["ranking"]
+                if "score" in entry:
+                    line["score"] = entry["score"]
                 lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
         return "".join(lines).encode("utf-8")
 
@@ -145,6 +155,7 @@ def parse_submission(
     errors: list[str] = []
     predictions: dict[str, dict[str, dict]] = {}
     first_line: dict[tuple[str, str], int] = {}
+    scored_lines: dict[bool, int] = {}  # whether a detection line has a score -> the first such line
     num_lines = 0
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
@@ -155,10 +166,15 @@ def parse_submission(
         if problems:
             errors += [f"line {number}: {p}" for p in problems]
             continue
-        entry = {"prediction": obj["prediction"]}
-        if "ranking" in obj:
-            entry["ranking"] = obj["ranking"]
+        entry = {key: obj[key] for key in ("prediction", "ranking") if key in obj}
+        if "score" in obj:
+            entry["score"] = float(obj["score"])
         predictions.setdefault(obj["task"], {})[obj["id"]] = entry
+        if obj["task"] == "detection":
+            scored_lines.setdefault("score" in obj, number)
+    if len(scored_lines) == 2:
+        errors.append(f"line {scored_lines[False]}: detection line without \"score\" while line {scored_lines[True]} has one; "
+                      "either every detection line carries a score or none does")
     if not num_lines and not errors:
         errors.append("the file holds no predictions")
     if errors:
@@ -230,7 +246,7 @@ def _check_line(obj: Any, gold: Gold, number: int, first_line: dict[tuple[str, s
             f"it has {_options(gold.tasks)}"
         ]
     problems = []
-    allowed = ("task", "id", "prediction", "ranking") if task == "discrimination" else ("task", "id", "prediction")
+    allowed = ("task", "id", "prediction", *OPTIONAL_KEYS.get(task, ()))
     unknown = [k for k in obj if k not in allowed]
     if unknown:
         problems.append(f"unknown key(s) {_options(unknown)} on a {task} line; allowed: {_options(allowed)}")
@@ -258,11 +274,15 @@ def _check_line(obj: Any, gold: Gold, number: int, first_line: dict[tuple[str, s
 
 
 def _check_prediction(task: str, obj: dict, row: dict) -> list[str]:
-    """The problems of the prediction (and ranking) of one line against its gold row."""
+    """The problems of the prediction (and ranking or score) of one line against its gold row."""
     value = obj["prediction"]
     if task == "detection":
+        problems = []
         if value is not None and value not in ssd.LABELS:
-            return [f"detection prediction must be {' or '.join(map(_show, ssd.LABELS))}, got {_show(value)}"]
+            problems.append(f"detection prediction must be {' or '.join(map(_show, ssd.LABELS))}, got {_show(value)}")
+        if "score" in obj and not _is_finite_number(obj["score"]):
+            problems.append(f"detection score must be a finite number (higher = more likely inconsistent), got {_show(obj['score'])}")
+        return problems
     elif task == "localization":
         n = row["num_target_turns"]
         if value is None:
@@ -292,6 +312,16 @@ def _check_prediction(task: str, obj: dict, row: dict) -> list[str]:
             problems.append(f"{expected}, got {_show(ranking)}")
         return problems
     return []
+
+
+def _is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a JSON number that is a finite float (``1e400`` parses as infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond the float range
+        return False
 
 
 def _show(value: Any, limit: int = 60) -> str:

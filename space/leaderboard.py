@@ -54,7 +54,7 @@ COLUMN_LABELS = {
     "loc_s3_p": "Loc S3 P", "loc_s3_r": "Loc S3 R", "loc_s3_f1": "Loc S3 F1", "loc_bal_f1": "Loc Bal F1",
     **{f"disc_acc_{key}": f"Disc {name}" for key, name in PAPER_SOURCE_NAMES.items()},
     "disc_acc_avg": "Disc Avg", "ndcg_at_1": "N@1", "ndcg_at_2": "N@2", "exact_match": "EM",
-    "det_paired_acc": "Det Paired", "loc_paired_acc": "Loc Paired",
+    "det_paired_acc": "Det Paired", "loc_paired_acc": "Loc Paired", "det_auroc": "Det AUROC", "det_eer": "Det EER",
     "det_coverage": "Det Coverage", "loc_coverage": "Loc Coverage", "disc_coverage": "Disc Coverage",
     "rank_coverage": "Rank Coverage",
 }

@@ -203,6 +203,10 @@ def test_predictions_follow_from_scores_and_threshold(counted, method):
             flags = [i + 1 for i, v in enumerate(s) if (v < tau if method != "centroid" else v > tau)]
             assert by_key[("localization", rid)]["prediction"] == flags
             assert by_key[("detection", rid)]["prediction"] == ("inconsistent" if flags else "consistent")
+            inconsistency = max(1 - v for v in s) if method != "centroid" else max(s)
+            assert by_key[("detection", rid)]["score"] == pytest.approx(inconsistency, abs=1e-12)
+            bound = tau if method == "centroid" else 1 - tau  # the score is the quantity thresholded (up to rounding at τ)
+            assert (inconsistency > bound) == bool(flags) or abs(inconsistency - bound) < 1e-9
         for rid, labels, s in scores.discrimination:
             order = sorted(range(len(labels)), key=lambda i: s[i], reverse=method != "centroid")
             line = by_key[("discrimination", rid)]
@@ -249,6 +253,7 @@ def test_judge_run_writes_a_submission_the_scorer_accepts(folder, counted, tmp_p
     gold = load_gold(folder, "main")
     scores = score_submission(parse_submission(out, gold), gold, n_bootstrap=0)
     assert scores["tasks"] == TASKS and scores["detection"]["coverage"] == 100.0
+    assert scores["detection"]["scored"] == 9 and 0.0 <= scores["detection"]["auroc"] <= 100.0
     # the run at τ = 0.55 scores as the sweep's computation at τ = 0.55
     metrics = threshold_metrics(judge.score(folder, "main", ["detection", "localization"]), gold, 0.55)
     assert metrics == {"det_bal_acc": scores["detection"]["balanced_accuracy"],

@@ -23,11 +23,12 @@ import soundfile as sf
 import speakersleuth_dataset as ssd
 from judges.lalm import make_lalm_judge
 from judges.lalm.backends import make_backend
-from judges.lalm.backends.base import Audio, FatalBackendError, Prompt, RequestError, Text
+from judges.lalm.backends.base import Audio, Backend, FatalBackendError, Prompt, RequestError, Text
 from judges.lalm.backends.openai_backend import chat_messages
-from judges.lalm.harness import RAW_SUFFIX, TURN_COLUMNS, turn_instance
+from judges.lalm.harness import RAW_SUFFIX, TURN_COLUMNS, LALMJudge, turn_instance
 from judges.lalm.parsing import parse_answer
 from judges.lalm.prompts import SYSTEM, TurnInstance, turn_queries
+from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
 from tests.lalm_http_double import canned_answer, serve
 from tests.lalm_tiny_models import TINY_BUILDERS
@@ -366,6 +367,35 @@ def test_per_turn_queries_serve_both_tasks_once(server, dataset, tmp_path):
         make_lalm_judge(f"vllm:{server.url}/v1:m", setting="main", progress=False).run(dataset, "main", "detection", out)
 
 
+class LogitBackend(Backend):
+    """A stand-in for a backend that sees logits: answers in format ("consistent", no turn) and
+    reports for a yes/no query a P("inconsistent") made from the prompt's key (test data)."""
+
+    kind = "logits"
+
+    def _send(self, prompt):
+        if not prompt.answers:
+            return '{"inconsistent_turns": []}', {}
+        return prompt.answers[1], {"p_inconsistent": int(prompt.key()[:6], 16) / 0xFFFFFF}
+
+
+@pytest.mark.parametrize("setting", ["main", "per_turn"])
+def test_detection_lines_carry_the_backends_probability_as_score(dataset, tmp_path, setting):
+    out = tmp_path / "preds.jsonl"
+    LALMJudge(LogitBackend("m"), setting, progress=False).run(dataset, "main", "detection,localization", out)
+    lines = {(x["task"], x["id"]): x for x in _lines(out)}
+    for row in ssd.read_rows(dataset, "detection", columns=TURN_COLUMNS).to_pylist():
+        queries = turn_queries("detection", setting, turn_instance(row))
+        expected = max(LogitBackend("m")._send(q.prompt)[1]["p_inconsistent"] for q in queries)
+        assert lines[("detection", row["id"])]["score"] == expected  # per turn: the turn most likely different
+        assert "score" not in lines[("localization", row["id"])]
+    raw = _lines(str(out) + RAW_SUFFIX)
+    assert all((a["p_inconsistent"] is None) == (a["kind"] == "localization") for r in raw for a in r["answers"])
+    gold = load_gold(dataset, "main")
+    detection = score_submission(parse_submission(out, gold), gold, n_bootstrap=0)["detection"]
+    assert detection["scored"] == 6 and detection["auroc"] is not None
+
+
 # -------------------------------------------------------------------- transformers backend
 
 
@@ -405,9 +435,33 @@ def test_transformers_backend_processor_and_generate(tiny_lalm, prompt):
     first = backend.generate(prompt)
     again = backend.generate(prompt)
     assert first.text == again.text and first.meta["new_tokens"] <= 6  # greedy: deterministic
+    assert first.meta["p_inconsistent"] == again.meta["p_inconsistent"]
     too_long = Prompt(prompt.system, (*prompt.parts[:-1], Audio(_clip(6.0, 100), "long")))
     with pytest.raises(ValueError, match="longer than the processor's 5 s window"):
         backend.inputs(too_long)
+
+
+def test_transformers_backend_gives_p_inconsistent_from_the_next_token_logits(tiny_lalm, prompt):
+    import torch
+
+    backend = make_backend(f"transformers:{tiny_lalm}", max_new_tokens=2, device="cpu")
+    inconsistent, consistent = prompt.answers
+    p = backend.generate(prompt).meta["p_inconsistent"]
+    # teacher-forced over the whole "inconsistent" answer: the logits where the two answers part
+    tok = backend.processor.tokenizer
+    first, second = (tok(a, add_special_tokens=False)["input_ids"] for a in prompt.answers)
+    shared = [a == b for a, b in zip(first, second)].index(False)
+    batch = backend.inputs(prompt)
+    answer = torch.tensor([first])
+    inputs = {**batch, "input_ids": torch.cat([batch["input_ids"], answer], dim=1),
+              "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(answer)], dim=1)}
+    with torch.inference_mode():
+        logits = backend.generator(**inputs).logits[0, batch["input_ids"].shape[1] + shared - 1].float()
+    expected = torch.softmax(logits[[first[shared], second[shared]]], dim=0)[0].item()
+    assert p == pytest.approx(expected, abs=1e-5) and 0.0 < p < 1.0 and p != 0.5
+    swapped = Prompt(prompt.system, prompt.parts, (consistent, inconsistent))
+    assert backend.generate(swapped).meta["p_inconsistent"] == pytest.approx(1 - p, abs=1e-6)
+    assert "p_inconsistent" not in backend.generate(Prompt(prompt.system, prompt.parts)).meta
 
 
 def test_transformers_backend_refuses_what_it_cannot_load(tmp_path):

@@ -37,7 +37,7 @@ def _score(gold: Gold, lines, n_bootstrap: int = 0, seed: int = 0) -> dict:
 def _perfect(gold: Gold) -> list[dict]:
     lines = []
     for rid, row in gold.tasks.get("detection", {}).items():
-        lines.append({"task": "detection", "id": rid, "prediction": row["label"]})
+        lines.append({"task": "detection", "id": rid, "prediction": row["label"], "score": float(row["label"] == "inconsistent")})
     for rid, row in gold.tasks.get("localization", {}).items():
         lines.append({"task": "localization", "id": rid, "prediction": row["inconsistent_turns"]})
     for rid, row in gold.tasks.get("discrimination", {}).items():
@@ -187,6 +187,74 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
     assert low < a["balanced_accuracy"] < high
 
 
+# ------------------------------------------------------------------------- threshold-free detection
+
+
+def _scored_lines(gold: Gold, score_of) -> list[dict]:
+    """Detection lines answering "consistent" with ``score_of(label code, row)`` as the score."""
+    return [{"task": "detection", "id": rid, "prediction": "consistent", "score": score_of(int(row["label"] == "inconsistent"), row)}
+            for rid, row in gold.tasks["detection"].items()]
+
+
+@pytest.mark.parametrize(("score_of", "auroc", "eer"), [
+    (lambda y, row: 0.2 + 0.5 * y, 100.0, 0.0),  # perfect
+    (lambda y, row: -3.0 * y, 0.0, 100.0),  # reversed
+    (lambda y, row: 0.7, 50.0, 50.0),  # constant
+])
+def test_auroc_and_eer_of_perfect_reversed_and_constant_scores(score_of, auroc, eer):
+    scores = _score(synthetic_gold(20, random.Random(0)), _scored_lines(synthetic_gold(20, random.Random(0)), score_of), 50)
+    det = scores["detection"]
+    assert (det["auroc"], det["eer"], det["scored"]) == (auroc, eer, 60)
+    assert det["balanced_accuracy"] == 50.0  # the labels say "consistent" throughout: only the scores separate
+    assert det["ci"]["auroc"] == [auroc, auroc] and det["ci"]["eer"] == [eer, eer]
+    assert leaderboard_row(scores)["det_auroc"] == auroc and leaderboard_row(scores)["det_eer_ci"] == [eer, eer]
+
+
+def test_auroc_is_sklearns_and_an_unscored_instance_ranks_wrong():
+    from sklearn.metrics import roc_auc_score
+
+    gold = synthetic_gold(30, random.Random(2))
+    rng = random.Random(5)
+    lines = _scored_lines(gold, lambda y, row: rng.gauss(y, 1.0))
+    labels = [int(row["label"] == "inconsistent") for row in gold.tasks["detection"].values()]
+    det = _score(gold, lines)["detection"]
+    assert det["auroc"] == pytest.approx(100 * roc_auc_score(labels, [line["score"] for line in lines]), abs=1e-3)
+    assert 0 < det["eer"] < 50 and det["ci"] == {"balanced_accuracy": None, "paired_accuracy": None, "auroc": None, "eer": None}
+    kept = [line for line in lines if line["id"] not in ("main-00000-S1", "main-00000-S2")]
+    worst = [line["score"] if line in kept else (1e9 if y == 0 else -1e9) for line, y in zip(lines, labels)]
+    det = _score(gold, kept)["detection"]
+    assert det["auroc"] == pytest.approx(100 * roc_auc_score(labels, worst), abs=1e-3) and det["scored"] == 88
+    assert _score(gold, [{**line, "score": 1.0} for line in lines[:1]])["detection"]["auroc"] < 50
+
+
+def test_auroc_bootstrap_matches_a_plain_loop_over_resampled_dialogues():
+    from sklearn.metrics import roc_auc_score
+
+    gold = synthetic_gold(15, random.Random(3))
+    rng = random.Random(6)
+    lines = _scored_lines(gold, lambda y, row: round(rng.gauss(y, 1.5), 1))  # rounding makes ties
+    det = _score(gold, lines, n_bootstrap=100, seed=9)["detection"]
+    dialogues = sorted({row["dialogue_id"] for row in gold.tasks["detection"].values()})
+    rows = list(gold.tasks["detection"].values())
+    samples = []
+    for counts in core.resample_counts(len(dialogues), 100, 9):
+        weight = dict(zip(dialogues, counts))
+        labels, scores = [], []
+        for row, line in zip(rows, lines):
+            labels += [int(row["label"] == "inconsistent")] * weight[row["dialogue_id"]]
+            scores += [line["score"]] * weight[row["dialogue_id"]]
+        samples.append(roc_auc_score(labels, scores))
+    assert det["ci"]["auroc"] == pytest.approx(list(100 * np.percentile(samples, [2.5, 97.5])), abs=1e-3)
+    low, high = det["ci"]["eer"]
+    assert low < det["eer"] < high
+
+
+def test_without_scores_auroc_and_eer_are_none():
+    det = _score(_hand_gold(), HAND_LINES, n_bootstrap=20)["detection"]
+    assert (det["auroc"], det["eer"], det["scored"], det["ci"]["auroc"], det["ci"]["eer"]) == (None, None, 0, None, None)
+    assert "AUROC" not in format_report(_score(_hand_gold(), HAND_LINES))
+
+
 # ---------------------------------------------------------------------------------- invariants
 
 
@@ -218,6 +286,7 @@ def test_perfect_submission_scores_100_everywhere(case):
     row = leaderboard_row(_score(gold, _perfect(gold), n_bootstrap=20))
     values = {k: v for k, v in row.items() if v is not None}
     assert {k for k in TABLE2_KEYS if not k.startswith("disc_acc_")} <= values.keys()
+    assert values.pop("det_eer") == 0.0 and values.pop("det_eer_ci") == [0.0, 0.0]
     assert all(v == 100.0 or v == [100.0, 100.0] for v in values.values()), values
 
 
@@ -265,7 +334,8 @@ def test_leaderboard_columns_are_the_paper_columns_plus_ours():
         header = next(line for line in f if not line.startswith("#")).rstrip("\n").split("\t")
     assert list(TABLE2_KEYS[: len(header) - 2]) == header[2:]
     assert set(INTERVAL_KEYS) == {
-        "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc"}
+        "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc",
+        "det_auroc", "det_eer"}
 
 
 def test_leaderboard_row_and_report():
@@ -314,6 +384,13 @@ def test_cli_scores_a_perfect_file_on_a_built_folder(folder, tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores["detection"]["balanced_accuracy"] == 100.0 and scores["discrimination"]["exact_match"] == 100.0
     assert scores["bootstrap"]["dialogues"] == 3
+    assert main([str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"]) == 0
+    detection = json.loads(capsys.readouterr().out)["detection"]
+    assert (detection["auroc"], detection["eer"], detection["ci"]["auroc"]) == (100.0, 0.0, [100.0, 100.0])
+    assert main([str(path), "--dataset", str(folder), "--bootstrap", "20"]) == 0
+    report = capsys.readouterr().out
+    lines = {line.strip().split("  ")[0]: line.split()[-3:] for line in report.splitlines() if "(scores)" in line}
+    assert lines == {"AUROC (scores)": ["100.0", "[100.0,", "100.0]"], "EER (scores)": ["0.0", "[0.0,", "0.0]"]}
 
 
 def test_cli_refuses_a_bad_file_and_a_missing_dataset(folder, tmp_path, capsys):

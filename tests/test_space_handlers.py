@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import io
 import json
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import gradio as gr
@@ -270,7 +271,11 @@ def test_viewer_reads_one_instance_and_escapes_text(dataset):
 def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     results = tmp_path / "results"
     (results / "main").mkdir(parents=True)
-    (results / "main" / "pairwise-resemblyzer.jsonl").write_bytes(predictions(gold, 1))
+    scored = [json.loads(line) for line in predictions(gold, 1).splitlines()]
+    for line in scored:  # the embedding judges write their distance as the detection score
+        if line["task"] == "detection":
+            line["score"] = float(gold.tasks["detection"][line["id"]]["label"] == "inconsistent")
+    (results / "main" / "pairwise-resemblyzer.jsonl").write_text("".join(json.dumps(line) + "\n" for line in scored))
     (results / "centroid-resemblyzer.main.jsonl").write_bytes(predictions(gold, 2))
     (results / "custom.jsonl").write_bytes(predictions(gold, 3))
     (results / "custom.json").write_text(json.dumps({"variant": "main", "model_name": "Custom judge", "model_type": "LALM"}))
@@ -280,6 +285,10 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     names = {r.metadata.model_name: r.metadata.model_type for r in submitter.store.results("main")}
     assert names == {"pairwise-resemblyzer": "embedding", "centroid-resemblyzer": "embedding", "Custom judge": "LALM"}
     assert {r.submitter for r in submitter.store.results()} == {seed.BASELINE_SUBMITTER}
+    frame, _ = leaderboard.leaderboard_frame(leaderboard.scored(submitter.store.results("main")))
+    auroc = dict(zip(frame["Model"], frame["Det AUROC"]))
+    assert auroc.pop("pairwise-resemblyzer") == 100.0 and all(math.isnan(v) for v in auroc.values())
+    assert dict(zip(frame["Model"], frame["Det EER"]))["pairwise-resemblyzer"] == 0.0
 
 
 def test_docstring_examples():

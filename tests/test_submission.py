@@ -52,7 +52,14 @@ BAD_LINES = {
     "missing task": ({"id": "d0-S2", "prediction": "consistent"}, 'missing key "task"'),
     "task not a string": ({"task": 1, "id": "d0-S2", "prediction": "consistent"}, "task must be a string, got 1"),
     "unknown task": ({"task": "detect", "id": "d0-S2", "prediction": "consistent"}, 'unknown task "detect"; tasks are "detection"'),
-    "unknown key": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 0.3}, 'unknown key(s) "score" on a detection line'),
+    "unknown key": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "confidence": 0.3}, 'unknown key(s) "confidence" on a detection line'),
+    "score on localization": ({"task": "localization", "id": "d0-S3", "prediction": [2], "score": 0.3}, 'unknown key(s) "score" on a localization line'),
+    "score string": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": "0.3"}, 'detection score must be a finite number (higher = more likely inconsistent), got "0.3"'),
+    "score bool": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": True}, "detection score must be a finite number (higher = more likely inconsistent), got true"),
+    "score null": ({"task": "detection", "id": "d0-S2", "prediction": None, "score": None}, "detection score must be a finite number (higher = more likely inconsistent), got null"),
+    "score infinite": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 1e400}', "detection score must be a finite number (higher = more likely inconsistent), got Infinity"),
+    "score beyond floats": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 1' + "0" * 400 + "}", "detection score must be a finite number"),
+    "score Infinity": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": -Infinity}', "-Infinity is not valid JSON"),
     "ranking on detection": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "ranking": ["A"]}, 'unknown key(s) "ranking"'),
     "missing prediction": ({"task": "detection", "id": "d0-S2"}, 'missing key(s) "prediction"'),
     "id not a string": ({"task": "detection", "id": 3, "prediction": "consistent"}, "id must be a string, got 3"),
@@ -175,6 +182,20 @@ def test_accepted_file_content():
         "localization": {"d0-S2": {"prediction": [2]}, "d1-S1": {"prediction": []}},
         "discrimination": {"d0-D": {"prediction": "B", "ranking": ["B", "C", "A"]}, "d1-D": {"prediction": "A"}},
     }
+
+
+def test_detection_scores_are_floats_given_on_every_detection_line_or_none():
+    scored = [{"task": "detection", "id": f"d1-{s}", "prediction": None if s == "S3" else "inconsistent", "score": score}
+              for s, score in (("S1", 1), ("S2", -0.25), ("S3", 0.5))]
+    sub = parse_submission(_jsonl(*scored), GOLD)
+    assert sub.predictions["detection"] == {"d1-S1": {"prediction": "inconsistent", "score": 1.0},
+                                            "d1-S2": {"prediction": "inconsistent", "score": -0.25},
+                                            "d1-S3": {"prediction": None, "score": 0.5}}
+    assert b'"id":"d1-S1","prediction":"inconsistent","score":1.0}' in sub.canonical()
+    assert sub.canonical() == parse_submission(_jsonl(*scored[::-1]).replace(b": 1,", b": 1.0,"), GOLD).canonical()
+    errors = _refusal(*scored)  # GOOD's detection line (line 1) has no score
+    assert errors == ['line 1: detection line without "score" while line 4 has one; '
+                      "either every detection line carries a score or none does"]
 
 
 def test_parsing_writes_nothing(tmp_path, monkeypatch):

@@ -8,6 +8,10 @@ Output (one variant per file, the submission format of ``metrics``)::
                            version, status, and per query the raw text, how it parsed, latency,
                            attempts and API metadata
 
+A backend that sees the model's logits (transformers) reports P("inconsistent") of each yes/no
+query; it is logged per answer (``p_inconsistent``) and a detection line carries it as its
+``score`` (per-turn queries: the largest over the turns), which the scorer turns into AUROC/EER.
+
 Statuses: ``ok`` (a prediction line was written), ``unparseable`` (a required answer did not
 parse: no line, so the scorer counts the instance wrong and lowers coverage; nothing is guessed),
 ``error`` (a request failed for good; the instance is retried on the next run). A discrimination
@@ -109,15 +113,20 @@ class Job:
     labels: tuple[str, ...]
 
 
-def aggregate(task: str, queries: list[Query], parsed: list[Parsed]) -> dict | None:
-    """The prediction line of one instance from its parsed answers, or None when unparseable."""
+def aggregate(task: str, queries: list[Query], parsed: list[Parsed], p_inconsistent: list[float | None] | None = None) -> dict | None:
+    """The prediction line of one instance from its parsed answers, or None when unparseable.
+
+    A detection line gets a ``score`` when the backend gave ``p_inconsistent`` for every query:
+    that probability, or with per-turn queries the largest one (the turn most likely different)."""
     by_kind = {q.kind: p for q, p in zip(queries, parsed) if q.turn is None}
+    scores = p_inconsistent or [None] * len(queries)
+    score = {"score": max(scores)} if task == "detection" and None not in scores else {}
     if queries and queries[0].kind == "same_speaker":
         if not all(p.ok for p in parsed):
             return None
         different = [q.turn for q, p in zip(queries, parsed) if p.value is False]
         if task == "detection":
-            return {"task": task, "prediction": "inconsistent" if different else "consistent"}
+            return {"task": task, "prediction": "inconsistent" if different else "consistent", **score}
         return {"task": task, "prediction": different}
     if task == "discrimination":
         choice = by_kind["choice"]
@@ -129,7 +138,7 @@ def aggregate(task: str, queries: list[Query], parsed: list[Parsed]) -> dict | N
             line["ranking"] = ranking.value
         return line
     answer = by_kind[task]
-    return {"task": task, "prediction": answer.value} if answer.ok else None
+    return {"task": task, "prediction": answer.value, **score} if answer.ok else None
 
 
 # -------------------------------------------------------------------------------------- files
@@ -172,6 +181,7 @@ class RunLog:
                              "this harness; write to another output file")
         self.last: dict[tuple[str, str], dict] = {}
         self.answers: dict[str, str] = {}
+        self.p_inconsistent: dict[str, float] = {}  # prompt key -> the backend's P("inconsistent")
         for n, record in _records(self.raw):
             self._load(record, n)
         self.predicted = {(item["task"], item["id"]) for _, item in _records(self.out)}
@@ -191,6 +201,8 @@ class RunLog:
         for answer in record.get("answers", []):
             if answer.get("raw") is not None:
                 self.answers[answer["key"]] = answer["raw"]
+            if answer.get("p_inconsistent") is not None:
+                self.p_inconsistent[answer["key"]] = answer["p_inconsistent"]
 
     def finished(self, task: str, rid: str) -> bool:
         record = self.last.get((task, rid))
@@ -260,6 +272,8 @@ class LALMJudge:
             waiting.wait()
         try:
             completion = self.backend.generate(query.prompt)
+            if completion.meta.get("p_inconsistent") is not None:
+                log.p_inconsistent[key] = completion.meta["p_inconsistent"]
             log.answers[key] = completion.text
             return completion
         finally:
@@ -284,10 +298,10 @@ class LALMJudge:
                           "attempts": completion.attempts, "meta": completion.meta}
             result = parse_answer(query.kind, entry["raw"], num_turns=job.num_turns,
                                   labels=job.labels or ("A", "B", "C"))
-            entry |= {"parsed": result.value, "how": result.how}
+            entry |= {"parsed": result.value, "how": result.how, "p_inconsistent": log.p_inconsistent.get(key)}
             answers.append(entry)
             parsed.append(result)
-        line = aggregate(job.task, job.queries, parsed)
+        line = aggregate(job.task, job.queries, parsed, [a["p_inconsistent"] for a in answers])
         if line is not None:
             line = {"task": job.task, "id": job.id, **{k: v for k, v in line.items() if k != "task"}}
         return record | {"status": "ok" if line is not None else "unparseable", "prediction": line, "answers": answers}

@@ -127,6 +127,12 @@ ANSWER_FORMATS = {
     "same_speaker": 'Reply with only a JSON object: {"same_speaker": true} or {"same_speaker": false}.',
 }
 
+#: The two answers of each yes/no query, the one meaning "inconsistent" first (``Prompt.answers``).
+BINARY_ANSWERS = {
+    "detection": ('{"answer": "inconsistent"}', '{"answer": "consistent"}'),
+    "same_speaker": ('{"same_speaker": false}', '{"same_speaker": true}'),
+}
+
 
 # ----------------------------------------------------------------------------------- instances
 
@@ -218,7 +224,7 @@ def turn_queries(task: str, setting: str, inst: TurnInstance) -> list[Query]:
             Query("same_speaker", Prompt(SYSTEM, (
                 *_opening(inst.reference, True), Text(PER_TURN_CLIP + " "), Audio(clip, f"turn {k}"),
                 _closing("same_speaker", True, n),
-            )), turn=k)
+            ), BINARY_ANSWERS["same_speaker"]), turn=k)
             for k, clip in enumerate(inst.target_audio, start=1)
         ]
     with_reference = setting in WITH_REFERENCE
@@ -230,7 +236,7 @@ def turn_queries(task: str, setting: str, inst: TurnInstance) -> list[Query]:
         *_dialogue_parts(inst.turns, inst.target_positions, clips, setting == "context"),
         _closing(task, with_reference, n),
     ]
-    return [Query(task, Prompt(SYSTEM, tuple(parts)))]
+    return [Query(task, Prompt(SYSTEM, tuple(parts), BINARY_ANSWERS.get(task, ())))]
 
 
 def discrimination_queries(setting: str, inst: DiscriminationInstance, *, ranking: bool = True) -> list[Query]:

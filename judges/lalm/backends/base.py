@@ -47,8 +47,13 @@ class Audio:
 
 @dataclass(frozen=True)
 class Prompt:
+    """``answers``: for a yes/no question, its two complete answers, the one meaning
+    "inconsistent" first; a backend that sees the model's logits reports the probability of the
+    first against the second as ``Completion.meta["p_inconsistent"]``."""
+
     system: str
     parts: tuple[Text | Audio, ...]
+    answers: tuple[str, ...] = ()
 
     @property
     def clips(self) -> list[Audio]:

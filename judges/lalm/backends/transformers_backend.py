@@ -13,7 +13,11 @@ All go through the same path: chat messages whose user content interleaves ``{"t
 and ``{"type": "audio"}`` parts -> ``processor.apply_chat_template(tokenize=False)`` (the
 checkpoint's own template) -> ``processor(text=[...], audio=[clips], sampling_rate=16000)``, which
 expands each audio placeholder to the clip's number of audio tokens -> ``generate(do_sample=False)``
--> the new tokens decoded. Models load from a local folder only (``local_files_only=True``).
+-> the new tokens decoded. For a yes/no question (``Prompt.answers``) the backend also reports
+``meta["p_inconsistent"]``: one more forward pass over the prompt and the two answers' common start
+(e.g. ``{"answer": "``) gives the next-token logits, and the probability of the "inconsistent"
+answer's next token is taken against the other's (the P("Yes") of a yes/no prompt), whatever text
+greedy decoding produced. Models load from a local folder only (``local_files_only=True``).
 The processor pads or cuts every clip to the feature extractor's window (30 s for Whisper
 features), so a longer clip is refused rather than silently cut.
 """
@@ -104,8 +108,27 @@ class TransformersBackend(Backend):
             output = self.generator.generate(**batch, do_sample=False, max_new_tokens=self.max_new_tokens)
         new = output[:, batch["input_ids"].shape[1]:]
         text = self.processor.batch_decode(new, skip_special_tokens=True)[0]
-        return text, {"input_tokens": int(batch["input_ids"].shape[1]), "new_tokens": int(new.shape[1]),
-                      "generate_s": round(time.perf_counter() - start, 3)}
+        meta = {"input_tokens": int(batch["input_ids"].shape[1]), "new_tokens": int(new.shape[1]),
+                "generate_s": round(time.perf_counter() - start, 3)}
+        if prompt.answers:
+            meta["p_inconsistent"] = self.first_answer_probability(batch, prompt.answers)
+        return text, meta
+
+    def first_answer_probability(self, batch, answers: tuple[str, str]) -> float:
+        """P(``answers[0]``) against ``answers[1]`` after the prompt in ``batch``: the softmax over
+        the logits of their first differing tokens, after the tokens they share."""
+        import torch
+
+        first, second = (self.processor.tokenizer(a, add_special_tokens=False)["input_ids"] for a in answers)
+        shared = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), None)
+        if shared is None:
+            raise ValueError(f"{self.spec}: answers {answers} do not differ in a token where both go on")
+        prefix = torch.tensor([first[:shared]], dtype=batch["input_ids"].dtype, device=batch["input_ids"].device)
+        inputs = {**batch, "input_ids": torch.cat([batch["input_ids"], prefix], dim=1),
+                  "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(prefix)], dim=1)}
+        with torch.inference_mode():
+            logits = self.generator(**inputs).logits[0, -1].float()
+        return float(torch.softmax(logits[[first[shared], second[shared]]], dim=0)[0])
 
     def close(self) -> None:
         del self.generator, self.lm
