@@ -58,9 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="local corpus folder of a source (repeatable; needed by every source but chitchat_tts)")
     build.add_argument("--dialogues", type=int, default=60, help="dialogues per source for main and 4vc (default 60)")
     build.add_argument("--dialogues-10turn", type=int, default=30, help="dialogues per source for 10turn (default 30)")
-    build.add_argument("--validation-dialogues", type=int, default=0, metavar="N",
-                       help="also build a validation split (threshold calibration): N dialogues per source for main "
-                            "and 4vc, N/2 for 10turn, disjoint from the test split (default 0: none)")
+    build.add_argument("--validation-dialogues", type=int, default=None, metavar="N",
+                       help="the validation split (threshold calibration): N dialogues per source for main and 4vc, "
+                            "N/2 for 10turn, disjoint from the test split (default: a fifth of --dialogues; 0: none)")
     build.add_argument("--max-target-seconds", type=float, default=6.0,
                        help="longest target turn a segment may hold, in (estimated) seconds (default 6)")
     build.add_argument("--seed", type=int, default=0)
@@ -121,6 +121,8 @@ def _options(args: argparse.Namespace):
     for flag, value in (("--jobs", args.jobs), ("--num-shards", args.num_shards)):
         if value < 1:
             raise ValueError(f"{flag} {value}: must be at least 1")
+    if args.validation_dialogues is not None and args.validation_dialogues < 0:
+        raise ValueError(f"--validation-dialogues {args.validation_dialogues}: must be 0 (no validation split) or more")
     if args.jobs > 1 and args.num_shards != 1:
         raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
     variants = [v for v in args.variants.split(",") if v]

@@ -20,6 +20,7 @@ was split.
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import signal
@@ -64,7 +65,9 @@ class BuildOptions:
     variants: tuple[str, ...] = ssd.VARIANTS
     dialogues: int = 60  # per source, main and 4vc
     dialogues_10turn: int = 30  # per source
-    validation_dialogues: int = 0  # per source, main and 4vc; 10turn gets half (rounded up)
+    #: per source, main and 4vc; 10turn gets half (rounded up). None: a fifth of ``dialogues``
+    #: (12 for the default 60), enough to calibrate τ; 0: no validation split
+    validation_dialogues: int | None = None
     seed: int = 0
     vc: str = "world"
     vc_4vc: tuple[str, ...] = ("world", "praat")
@@ -81,6 +84,8 @@ class BuildOptions:
 
     def __post_init__(self) -> None:
         self.out, self.cache = Path(self.out), Path(self.cache)
+        if self.validation_dialogues is None:
+            self.validation_dialogues = math.ceil(self.dialogues / 5)
         self.substitute_pool = tuple(dict.fromkeys(POOL_ALIASES.get(n, n) for n in self.substitute_pool))
         unknown = [v for v in self.variants if v not in ssd.VARIANTS]
         if unknown:

@@ -6,11 +6,16 @@
     python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset ... --out ...
     python -m judges sweep --dataset speakersleuth --variant main --out sweep/ \\
         [--judges pairwise-resemblyzer,centroid-campplus]
-    python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer,campplus] [--calibrate]
+    python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer,campplus]
 
 Without ``--judges``/``--encoders``, sweep and baselines run every encoder whose weights ship in an
 installed package (``speech.encoders.offline_encoders``: CAM++, the d-vector, ERes2Net, Resemblyzer)
-with each of the three methods.
+with each of the three methods. Baselines run each judge at the paper's τ and, where the variant
+has a validation split, also at the τ calibrated there (``<judge>-calibrated``).
+
+Embedding judges run torch (and the d-vector's onnxruntime) on one thread unless ``--threads``
+says otherwise: on the 2-core build machine every encoder was slower on two threads than on one
+(benchmarks/bench_judge_threads.py).
 
 Outputs are the submission format (``metrics.submission``); score them with
 ``python -m metrics.score preds.jsonl --dataset speakersleuth --variant main``.
@@ -63,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--cache-dir", default=None, help="on-disk embedding cache (default: memory only)")
     common.add_argument("--batch-size", type=int, default=32, help="clips per encoder batch (default: 32)")
     common.add_argument("--quiet", action="store_true", help="no progress bars")
+    common.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="CPU threads of torch and onnxruntime (default: 1 for embedding judges, the library's "
+                             "default for LALM judges)")
     common.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
                         help=f"local model folder of an encoder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
                              "then e.g. --judge centroid-ecapa loads from it")
@@ -90,7 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--out", required=True, help="output folder")
     base.add_argument("--encoders", default=OFFLINE_ENCODERS, help=f"comma-separated encoder specs (default: {OFFLINE_ENCODERS})")
     base.add_argument("--variants", default=None, help="comma-separated variants (default: all present)")
-    base.add_argument("--calibrate", action="store_true", help="calibrate τ on validation where the variant has one")
     base.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default: 1000)")
     base.add_argument("--seed", type=int, default=0)
     return parser
@@ -107,6 +114,16 @@ def _encoders(args: argparse.Namespace) -> set[str]:
     return {spec.partition(":")[0].strip().lower() for spec in specs}
 
 
+def _threads(args: argparse.Namespace) -> int | None:
+    """``--threads``, else 1 when the command runs embedding judges only (None: leave torch's default)."""
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads {args.threads}: expected a positive number of threads")
+        return args.threads
+    lalm = args.command == "run" and not isinstance(parse_judge_name(args.judge), EmbeddingJudgeName)
+    return None if lalm else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache_dir, "batch_size": args.batch_size, "progress": not args.quiet}
@@ -114,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         option = {"run": "--judge centroid-{}", "sweep": "--judges centroid-{}", "baselines": "--encoders {}"}[args.command]
         users = {name: option.format(name) for name in MODEL_DIR_NAMES}
         use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), _encoders(args), users))
+        threads = _threads(args)
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
         if args.command == "run":
             summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, args.out, split=args.split,
                                 threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,
@@ -127,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             summary = run_baselines(args.dataset, args.out, encoders=[e.strip() for e in args.encoders.split(",") if e.strip()],
                                     variants=args.variants.split(",") if args.variants else None, split=args.split,
-                                    calibrate=args.calibrate, n_bootstrap=args.bootstrap, seed=args.seed, **shared)
+                                    n_bootstrap=args.bootstrap, seed=args.seed, **shared)
             print(open(f"{args.out}/summary.md", encoding="utf-8").read())
             print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.out}")
     except (ValueError, FileNotFoundError) as err:

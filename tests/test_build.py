@@ -31,7 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 def options(tmp: Path, **overrides) -> BuildOptions:
     base = dict(
         out=tmp / "speakersleuth", cache=tmp / "cache", sources=("speechlike",), dialogues=2, dialogues_10turn=1,
-        margin=0.5, vc="world", vc_4vc=("world", "praat"), progress=False,
+        margin=0.5, vc="world", vc_4vc=("world", "praat"), validation_dialogues=0, progress=False,
     )
     return BuildOptions(**(base | overrides))
 
@@ -239,7 +239,7 @@ from tests.pipeline_fixtures import SpeechLikeCorpus
 
 if __name__ == "__main__":
     tmp, corpus = Path(sys.argv[1]), Path(sys.argv[2])
-    opts = pipeline.BuildOptions(out=tmp / "out", cache=tmp / "cache", sources=("speechlike",), dialogues=6, dialogues_10turn=3, progress=False)
+    opts = pipeline.BuildOptions(out=tmp / "out", cache=tmp / "cache", sources=("speechlike",), dialogues=6, dialogues_10turn=3, validation_dialogues=0, progress=False)
     try:
         pipeline.build(opts, sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2)
     except KeyboardInterrupt:

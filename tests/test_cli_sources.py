@@ -381,6 +381,22 @@ def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tm
     assert f"error: --model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
 
 
+@pytest.mark.parametrize("flags, validation", [([], 12), (["--dialogues", "7"], 2), (["--validation-dialogues", "0"], 0)])
+def test_the_build_has_a_validation_split_by_default(flags, validation, tmp_path, monkeypatch):
+    """A fifth of --dialogues (12 of the default 60) go to validation unless told otherwise."""
+    import builder_scripts.__main__ as cli_main
+
+    seen = []
+    monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: seen.append(opts) or 0)
+    assert cli_main.main(["build", *flags, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]) == 0
+    assert seen[0].validation_dialogues == validation
+
+
+def test_a_negative_validation_split_is_refused(tmp_path, capsys, no_build):
+    code, err = run_main(["build", "--validation-dialogues", "-1", "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "error: --validation-dialogues -1: must be 0 (no validation split) or more" in err, err
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--dialogues", "0"], "--dialogues 0: must be at least 1 for 4vc/main"),
     (["--variants", "4vc", "--dialogues", "-2"], "--dialogues -2: must be at least 1 for 4vc"),

@@ -13,7 +13,8 @@ import judges.lalm
 import speakersleuth_dataset as ssd
 import speech.encoders
 from judges.__main__ import build_parser, main
-from judges.sweep import THRESHOLDS
+from judges.cache import EmbeddingCache
+from judges.sweep import THRESHOLDS, calibrate
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
 from tests.synthetic import build_synthetic_dataset, dialogue_records
@@ -158,23 +159,35 @@ def test_sweep_writes_table_and_plot(cli, folder, tmp_path):
     assert (tmp_path / "sweep.png").stat().st_size > 1000
 
 
-def test_baselines_cover_every_method_and_variant(cli, folder, tmp_path):
+def test_baselines_cover_every_method_and_variant(cli, folder, resemblyzer, tmp_path):
+    """Every method at the paper's τ on every variant, plus a calibrated run where the variant has
+    a validation split (main here, not 4vc)."""
     code, stdout, err = cli("baselines", "--dataset", folder, "--out", tmp_path, "--bootstrap", "20", "--encoders", "resemblyzer")
     assert code == 0, err
     assert cli.made == ["resemblyzer"]  # one encoder for all methods and variants
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [(r["judge"], r["variant"]) for r in summary["results"]] == [
-        (f"{m}-resemblyzer", v) for v in ("main", "4vc") for m in ("pairwise", "centroid", "reference")
+    methods = ("pairwise", "centroid", "reference")
+    assert [(r["judge"], r["variant"], r["threshold_source"]) for r in summary["results"]] == [
+        *((j, "main", src) for m in methods for j, src in ((f"{m}-resemblyzer", "paper"), (f"{m}-resemblyzer-calibrated", "validation"))),
+        *((f"{m}-resemblyzer", "4vc", "paper") for m in methods),
     ]
+    paper = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
     for result in summary["results"]:
         gold = load_gold(folder, result["variant"])
         parse_submission(result["predictions"], gold)  # raises if the file is not a valid submission
-        assert result["threshold"] == {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}[result["judge"].split("-")[0]]
+        method = result["judge"].split("-")[0]
+        if result["threshold_source"] == "paper":
+            assert result["threshold"] == paper[method]
+        else:
+            tau = calibrate(method, EmbeddingCache(resemblyzer), folder, "main", progress=False)["threshold"]
+            assert result["threshold"] == tau
         row = result["row"]
         assert row["det_bal_acc"] is not None and row["loc_bal_f1"] is not None and row["ndcg_at_2"] is not None
         assert row["det_bal_acc_ci"] is not None
     assert summary["cache"]["resemblyzer"]["encoder_calls"] <= summary["cache"]["resemblyzer"]["unique_clips"]
-    assert "| Centroid (Resemblyzer) | 0.3 |" in (tmp_path / "summary.md").read_text()
+    table = (tmp_path / "summary.md").read_text()
+    assert "| Centroid (Resemblyzer) | 0.3 | paper |" in table
+    assert table.count("| validation |") == 3
     assert "## Variant 4vc" in stdout
 
 
@@ -197,3 +210,24 @@ def test_a_model_folder_no_judge_uses_is_refused(args, named, user, tmp_path, ca
     err = capsys.readouterr().err
     assert code == 2 and f"--model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, threads", [
+    (["sweep", "--judges", "centroid-resemblyzer"], 1),
+    (["sweep", "--judges", "centroid-resemblyzer", "--threads", "3"], 3),
+    (["run", "--judge", "openai:gpt-4o-audio-preview"], None),
+])
+def test_embedding_judges_run_on_one_thread_unless_told(args, threads, monkeypatch, tmp_path):
+    """torch gets 1 thread for embedding judges by default, --threads N when given, and is left
+    alone for LALM judges; the command itself is stopped at its first step."""
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    monkeypatch.setattr("judges.__main__.run_sweep", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop")))
+    monkeypatch.setattr("judges.__main__.run_judge", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop")))
+    assert main([*args, "--dataset", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert calls == ([] if threads is None else [threads])
+
+
+def test_a_non_positive_thread_count_is_refused(capsys, tmp_path):
+    assert main(["sweep", "--dataset", str(tmp_path), "--out", str(tmp_path / "o"), "--threads", "0"]) == 2
+    assert "--threads 0: expected a positive number" in capsys.readouterr().err

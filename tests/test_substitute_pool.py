@@ -27,7 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 def options(tmp: Path, **overrides) -> BuildOptions:
     base = dict(
         out=tmp / "speakersleuth", cache=tmp / "cache", sources=("dailytalk", "ami"), variants=("main",),
-        dialogues=2, progress=False,
+        dialogues=2, validation_dialogues=0, progress=False,
     )
     return BuildOptions(**(base | overrides))
 
