@@ -23,14 +23,22 @@ What this module offers on top:
 - ``load``: ``load_dataset`` on a folder by absolute path, offline.
 - ``read_gold`` and ``read_rows``: fast pyarrow readers that skip audio (for the scorer) or read one
   instance (for the Space viewer) without decoding the whole dataset.
+- ``write_blind`` / ``python -m speakersleuth_dataset blind <folder> --public <out> --gold <gold_dir>``:
+  a public copy whose test split carries no gold or provenance (``BLIND_COLUMNS``), with ids that
+  are a keyed hash under a random secret (not recomputable) and rows in the order of those ids (a
+  dialogue's S1/S2/S3 scattered); the gold, under the public ids, goes to a private folder that
+  ``read_gold`` (and so ``python -m metrics.score --gold``) reads. The validation split stays
+  labelled (for calibration).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import hmac
 import io
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -523,7 +531,8 @@ GOLD_COLUMNS = {
 
 
 def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test") -> dict[str, list[dict]]:
-    """Gold labels of every task present for a variant, without reading audio.
+    """Gold labels of every task present for a variant, without reading audio, from a built folder
+    or the gold folder of a blind copy (``write_blind``).
 
     Returns ``{task: [row, ...]}``; turn-task rows carry ``num_target_turns``.
     """
@@ -532,8 +541,12 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
     gold = {}
     for task in TASKS:
         name = config_name(task, variant)
-        if not shard_paths(root, name, split):
+        paths = shard_paths(root, name, split)
+        if not paths:
             continue
+        if not set(GOLD_COLUMNS[task]) <= set(pq.read_schema(paths[0]).names):
+            raise ValueError(f"{root}: the {split} split of {name!r} holds no gold (a blind copy); "
+                             "read the gold from its gold folder (python -m metrics.score --gold <gold_dir>)")
         rows = read_rows(root, name, split, columns=GOLD_COLUMNS[task]).to_pylist()
         for row in rows:
             if "target_turn_positions" in row:
@@ -542,6 +555,147 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
     if not gold:
         raise FileNotFoundError(f"{root}: no {split} shards for variant {variant!r}")
     return gold
+
+
+# ------------------------------------------------------------------------------------ blind copy
+
+#: Columns of a test row that give away its gold, how it was made, or its dialogue (and so the
+#: S1/S2/S3 rows that belong together): a blind copy's test split leaves them out.
+BLIND_COLUMNS = (
+    "dialogue_id", "label", "inconsistent_turns", "scenario", "converted_turn", "vc_model", "substitute_speaker",
+    "substitute_gender", "substitute_similarity", "candidate_scenarios", "candidate_substitute_speakers",
+    "candidate_similarities", "answer", "gold_ranking",
+)
+BLIND_NOTE = """## Blind test split
+
+This is the blind copy of the build: the test split has no gold or provenance column, its ids are a
+keyed hash of the build's ids under a secret that is not published, and its rows are in the order of
+those ids. Submissions are scored against the private gold (on the leaderboard Space, or with
+`python -m metrics.score predictions.jsonl --gold <gold_dir>`). The validation split keeps its labels,
+as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-validation", split="validation")`)."""
+
+
+def blind_features(config: str) -> Features:
+    """The features of a config's test split in a blind copy: the config's without ``BLIND_COLUMNS``."""
+    return Features({k: v for k, v in get_config(config).features.items() if k not in BLIND_COLUMNS})
+
+
+def is_blind(root: str | os.PathLike, split: str = "test") -> bool:
+    """Whether ``root`` is a blind copy: its first config with ``split`` shards has no gold column."""
+    for spec in CONFIGS.values():
+        paths = shard_paths(root, spec.name, split)
+        if paths:
+            return not set(BLIND_COLUMNS) & set(pq.read_schema(paths[0]).names)
+    return False
+
+
+def public_id(secret: bytes, instance_id: str) -> str:
+    """The blind id of an instance: HMAC-SHA256 of its id under ``secret`` (128 bits, hex)."""
+    return hmac.new(secret, instance_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+
+def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder")
+    for path in (public, gold):
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise ValueError(f"{path}: exists and is not an empty folder; blind writes a new one")
+    paths = [p.resolve() for p in (folder, public, gold)]
+    if any(a == b or a in b.parents for a in paths for b in paths if a is not b):
+        raise ValueError("the build, the public copy and the gold folder must be three separate folders, none inside another")
+    if is_blind(folder):
+        raise ValueError(f"{folder}: already a blind copy; blind a full build")
+
+
+def write_blind(folder: str | os.PathLike, public: str | os.PathLike, gold: str | os.PathLike) -> dict[str, int]:
+    """Write the blind copy of the built ``folder`` to ``public`` and its test gold to ``gold``
+    (see the module docstring); returns ``{config/split: rows}``. Both are written beside their
+    place and moved there when complete; the secret of the ids is drawn here and kept nowhere."""
+    folder, public, gold = Path(folder), Path(public), Path(gold)
+    _check_blind_paths(folder, public, gold)
+    secret = secrets.token_bytes(32)
+    for path in (public, gold):
+        path.resolve().parent.mkdir(parents=True, exist_ok=True)
+    staging = {p: Path(tempfile.mkdtemp(prefix=f".{p.name}-", dir=p.resolve().parent)) for p in (public, gold)}
+    try:
+        counts = {}
+        for spec in CONFIGS.values():
+            for split in SPLITS:
+                paths = shard_paths(folder, spec.name, split)
+                if paths and split != "test":  # the labelled validation split, as built
+                    (staging[public] / spec.data_dir).mkdir(parents=True, exist_ok=True)
+                    for path in paths:
+                        shutil.copy2(path, staging[public] / spec.data_dir / path.name)
+                if paths:
+                    counts[f"{spec.name}/{split}"] = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+            if shard_paths(folder, spec.name, "test"):
+                _blind_config(folder, spec, secret, staging[public], staging[gold])
+        _write_blind_cards(folder, staging[public], staging[gold])
+        for path, temporary in staging.items():
+            if path.exists():
+                path.rmdir()
+            os.replace(temporary, path)
+    finally:
+        for temporary in staging.values():
+            shutil.rmtree(temporary, ignore_errors=True)
+    return counts
+
+
+def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path) -> None:
+    """One config's test split: the public shards (blind columns out, ids hashed, rows in id order)
+    and the gold table (every column but audio, under the public id, with the build's ``source_id``)."""
+    table = pa.concat_tables([pq.read_table(p) for p in shard_paths(folder, spec.name, "test")])
+    source_ids = table.column("id").to_pylist()
+    ids = [public_id(secret, rid) for rid in source_ids]
+    table = table.set_column(table.schema.get_field_index("id"), "id", pa.array(ids, pa.string()))
+    table = table.append_column("source_id", pa.array(source_ids, pa.string())).take(np.argsort(ids, kind="stable"))
+    (gold / spec.data_dir).mkdir(parents=True)
+    keep = [c for c in table.column_names if c not in spec.audio_columns]
+    pq.write_table(table.select(keep), gold / spec.data_dir / "test-00000-of-00001.parquet")
+    features = blind_features(spec.name)
+    visible = table.select(list(features)).cast(features.arrow_schema)
+    n = max(1, -(-visible.nbytes // MAX_SHARD_BYTES))
+    (public / spec.data_dir).mkdir(parents=True, exist_ok=True)  # the validation shards may be there
+    for i, rows in enumerate(np.array_split(np.arange(visible.num_rows), n)):
+        pq.write_table(visible.take(rows), public / spec.data_dir / f"test-{i:05d}-of-{n:05d}.parquet", row_group_size=32)
+
+
+def blind_card_configs(public: str | os.PathLike) -> list[dict[str, Any]]:
+    """The card's ``configs:`` of a blind copy: a config's labelled validation split has other
+    columns than its blind test split, and a ``datasets`` config has one set of features, so the
+    validation split is its own config, ``<config>-validation``.
+
+    >>> blind_card_configs("/nowhere")[0]["config_name"]
+    Traceback (most recent call last):
+    ...
+    ValueError: /nowhere: no config has shards; nothing to describe
+    """
+    configs = []
+    for entry in card_yaml(public)["configs"]:
+        for files in entry["data_files"]:
+            name = entry["config_name"] + ("" if files["split"] == "test" else f"-{files['split']}")
+            configs.append({**entry, "config_name": name, "data_files": [files]})
+            if files["split"] != "test":
+                configs[-1].pop("default", None)
+    return configs
+
+
+def _write_blind_cards(folder: Path, public: Path, gold: Path) -> None:
+    """The public card (the build's, its configs as ``blind_card_configs``, with ``BLIND_NOTE``)
+    and the gold folder's README, which says it must stay private."""
+    import yaml
+
+    text = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    header, body = {}, text
+    if text.startswith("---\n"):
+        _, head, body = text.split("---\n", 2)
+        header = yaml.safe_load(head) or {}
+    write_card(public, body.strip() + "\n\n" + BLIND_NOTE, **(header | {"configs": blind_card_configs(public)}))
+    write_text_atomic(gold / "README.md", (
+        "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
+        "(`source_id` is the build's id). Keep this folder private: score with "
+        "`python -m metrics.score predictions.jsonl --gold <this folder>` or give it to the Space "
+        "(`--gold` / `SPEAKERSLEUTH_GOLD`).\n"))
 
 
 # ----------------------------------------------------------------------------------- validator
@@ -793,10 +947,23 @@ def main(argv: list[str] | None = None) -> int:
     val.add_argument("folder")
     val.add_argument("--skip-audio", action="store_true", help="do not decode every clip")
     sub.add_parser("configs", help="list the configs and their folders")
+    blind = sub.add_parser("blind", help="write a public copy without test gold, and the gold apart")
+    blind.add_argument("folder", help="a built dataset folder")
+    blind.add_argument("--public", required=True, help="new folder for the public copy (to publish)")
+    blind.add_argument("--gold", required=True, help="new folder for the test gold (keep it private)")
     args = parser.parse_args(argv)
     if args.command == "configs":
         for spec in CONFIGS.values():
             print(f"{spec.name:<22} {spec.data_dir:<24} N={spec.num_target_turns}")
+        return 0
+    if args.command == "blind":
+        try:
+            counts = write_blind(args.folder, args.public, args.gold)
+        except (FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print("\n".join(f"{key:<30} {n:>6} rows" for key, n in counts.items()))
+        print(f"public copy: {args.public}\ngold (keep private): {args.gold}")
         return 0
     try:
         counts = validate_folder(args.folder, check_audio=not args.skip_audio)

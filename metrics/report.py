@@ -1,6 +1,7 @@
 """The scorer's command line and its text report (``python -m metrics.score`` runs ``main``).
 
-``metrics.score`` computes the scores as data; this module only presents them.
+``metrics.score`` computes the scores as data; this module only presents them. The gold comes
+from a built folder (``--dataset``) or, for a blind copy, from its private gold folder (``--gold``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL.")
     parser.add_argument("predictions", help="the predictions file (JSONL, UTF-8)")
     parser.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
+    parser.add_argument("--gold", metavar="GOLD_DIR", help="the private gold folder of a blind copy (python -m "
+                        "speakersleuth_dataset blind); read instead of --dataset")
     parser.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
     parser.add_argument("--split", default="test", help="test or validation (default: test)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     args = parser.parse_args(argv)
     try:
-        gold = load_gold(args.dataset, args.variant, args.split)
+        gold = load_gold(args.gold or args.dataset, args.variant, args.split)
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -69,7 +69,7 @@ SUBMISSION_FORMAT = """\
 One JSONL file (UTF-8) per submission and variant, one JSON object per line:
 
 ```
-{"task": "detection", "id": "...", "prediction": "inconsistent"}
+{"task": "detection", "id": "...", "prediction": "inconsistent", "score": 0.93}
 {"task": "localization", "id": "...", "prediction": [3]}
 {"task": "discrimination", "id": "...", "prediction": "B", "ranking": ["B", "C", "A"]}
 ```
@@ -81,6 +81,11 @@ One JSONL file (UTF-8) per submission and variant, one JSON object per line:
   at least one discrimination line has a `ranking`; a line without one then scores NDCG 0 and no
   exact match.
 - `"prediction": null` means "no answer" and scores like a missing line (wrong).
+- A detection line may carry a `score`: a finite number, higher = more likely inconsistent (a
+  probability such as P("inconsistent") from the logits, or an embedding distance). Either every
+  detection line has one or none does. Scores give the threshold-free AUROC and EER (columns
+  Det AUROC and Det EER): how well the judge hears the difference, apart from where its threshold
+  sits; an instance without a line counts as ranked wrong.
 - A file with any invalid line (bad JSON, unknown task or id, duplicate (task, id), wrong value
   type, position out of range, ranking that is not a permutation) is refused as a whole, with
   every error named by its line number; nothing of it is stored.
@@ -92,7 +97,8 @@ One JSONL file (UTF-8) per submission and variant, one JSON object per line:
   files per time window (see the Submit tab).
 
 Score a file locally before submitting:
-`python -m metrics.score predictions.jsonl --dataset <folder> --variant main`.
+`python -m metrics.score predictions.jsonl --dataset <folder> --variant main` (the test split of a
+blind dataset has no gold: score its validation split with `--split validation`).
 
 The example below answers every instance of the variant with a constant ("consistent", no turns,
 candidate A, ranking A > B > C). It shows the format only; it is not a baseline result.

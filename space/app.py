@@ -28,7 +28,7 @@ from space.config import SpaceConfig
 from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
 from space.store import ResultsStore, open_store
 from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
-from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file
+from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file, gold_folder
 from space.uploads import upload_guard
 from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
 from speech.files import write_bytes_atomic
@@ -86,7 +86,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         raise ValueError(f"{dataset}: no variant has test shards for all three tasks; build the dataset first")
     store = store or open_store(config)
     kwargs = {} if n_bootstrap is None else {"n_bootstrap": n_bootstrap}
-    submitter = Submitter(config, store, dataset, variants=variants, **kwargs)
+    submitter = Submitter(config, store, dataset, variants=variants, gold=gold_folder(config, dataset), **kwargs)
     examples = _write_examples(submitter, public_dir(config) / "examples")
     index = InstanceIndex(dataset)
 
@@ -129,13 +129,14 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m space.app", description="Run the SpeakerSleuth leaderboard Space.")
     parser.add_argument("--dataset", help="built dataset folder or Hub dataset id (env SPEAKERSLEUTH_DATASET)")
+    parser.add_argument("--gold", help="private test gold of a blind dataset: folder or Hub id (env SPEAKERSLEUTH_GOLD)")
     parser.add_argument("--data-dir", type=Path, help="results store and caches (env SPEAKERSLEUTH_DATA_DIR)")
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1; env SPEAKERSLEUTH_HOST)")
     parser.add_argument("--port", type=int, help="port (default 7860; env SPEAKERSLEUTH_PORT)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = SpaceConfig.from_env(dataset=args.dataset, data_dir=args.data_dir, host=args.host, port=args.port)
+        config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir, host=args.host, port=args.port)
         app = build_app(config)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

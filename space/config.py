@@ -3,6 +3,8 @@
 Environment variables (all optional except the dataset):
 
 ``SPEAKERSLEUTH_DATASET``      built dataset folder, or a Hub dataset id (downloaded once at start)
+``SPEAKERSLEUTH_GOLD``         the test gold of a blind dataset (``python -m speakersleuth_dataset blind``):
+                              a local folder, or a private Hub dataset id read with ``HF_TOKEN``
 ``SPEAKERSLEUTH_DATA_DIR``     where the results store and caches live (default ``./data/space``)
 ``SPEAKERSLEUTH_RESULTS_REPO`` Hub dataset repo for results; with ``HF_TOKEN`` selects the Hub store
 ``SPEAKERSLEUTH_HOST``/``_PORT`` address to listen on (default 127.0.0.1:7860; 0.0.0.0 only on Spaces)
@@ -45,6 +47,7 @@ class SpaceConfig:
     """Everything the app needs to know; build with ``SpaceConfig.from_env()``."""
 
     dataset: str = ""
+    gold: str = ""
     data_dir: Path = Path("data/space")
     results_repo: str | None = None
     hf_token: str | None = field(default=None, repr=False)
@@ -66,6 +69,7 @@ class SpaceConfig:
         env = dict(os.environ if env is None else env)
         config = cls(
             dataset=env.get(ENV_PREFIX + "DATASET", ""),
+            gold=env.get(ENV_PREFIX + "GOLD", ""),
             data_dir=Path(env.get(ENV_PREFIX + "DATA_DIR") or "data/space"),
             results_repo=env.get(ENV_PREFIX + "RESULTS_REPO") or None,
             hf_token=env.get("HF_TOKEN") or None,
@@ -100,15 +104,21 @@ class SpaceConfig:
         """The dataset as a local folder: the path itself, or a snapshot of the Hub id."""
         if not self.dataset:
             raise ValueError(f"no dataset configured: pass --dataset <folder> or set {ENV_PREFIX}DATASET")
-        path = Path(self.dataset).expanduser()
+        return self._local_folder(self.dataset, "dataset")
+
+    def gold_folder(self) -> Path | None:
+        """The private test gold of a blind dataset as a local folder (None when not configured)."""
+        return self._local_folder(self.gold, "gold") if self.gold else None
+
+    def _local_folder(self, value: str, what: str) -> Path:
+        """``value`` (a folder or a Hub dataset id, downloaded with the token) as a local folder."""
+        path = Path(value).expanduser()
         if path.is_dir():
             return path.resolve()
-        if path.exists() or self.dataset.startswith((".", "/", "~")) or self.dataset.count("/") != 1:
-            raise ValueError(f"dataset {self.dataset!r} is neither a folder nor a Hub dataset id (owner/name)")
+        if path.exists() or value.startswith((".", "/", "~")) or value.count("/") != 1:
+            raise ValueError(f"{what} {value!r} is neither a folder nor a Hub dataset id (owner/name)")
         from huggingface_hub import snapshot_download
 
-        local = snapshot_download(
-            self.dataset, repo_type="dataset", token=self.hf_token,
-            local_dir=self.data_dir / "dataset" / self.dataset.replace("/", "--"),
-        )
+        local = snapshot_download(value, repo_type="dataset", token=self.hf_token,
+                                  local_dir=self.data_dir / what / value.replace("/", "--"))
         return Path(local).resolve()

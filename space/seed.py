@@ -1,6 +1,6 @@
 """Seed the leaderboard store with baseline predictions (e.g. the judges' JSONL files).
 
-    python -m space.seed --results results/ --dataset speakersleuth [--data-dir data/space]
+    python -m space.seed --results results/ --dataset speakersleuth [--gold gold_dir] [--data-dir data/space]
 
 Every ``*.jsonl`` under ``--results`` is validated, scored and stored exactly like an upload
 (identical files are recognised, so seeding twice adds nothing), counted against the identity
@@ -30,7 +30,7 @@ import speakersleuth_dataset as ssd
 from space.config import SpaceConfig
 from space.names import BASELINE_ORGANISATION
 from space.store import BASELINE_SUBMITTER, open_store
-from space.submit import Submitter
+from space.submit import Submitter, gold_folder
 
 ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")
@@ -96,19 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m space.seed", description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=Path, required=True, help="folder of predictions JSONL files")
     parser.add_argument("--dataset", help="built dataset folder or Hub id (env SPEAKERSLEUTH_DATASET)")
+    parser.add_argument("--gold", help="private test gold of a blind dataset (env SPEAKERSLEUTH_GOLD)")
     parser.add_argument("--data-dir", type=Path, help="the Space's data folder (env SPEAKERSLEUTH_DATA_DIR)")
     args = parser.parse_args(argv)
     if not args.results.is_dir():
         print(f"error: {args.results}: no such folder", file=sys.stderr)
         return 2
     try:
-        config = SpaceConfig.from_env(dataset=args.dataset, data_dir=args.data_dir)
+        config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir)
         dataset = config.dataset_folder()
+        gold = gold_folder(config, dataset)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with open_store(config) as store:
-        counts = seed(Submitter(config, store, dataset, variants=ssd.variants_present(dataset, every_task=True)), args.results)
+        submitter = Submitter(config, store, dataset, variants=ssd.variants_present(dataset, every_task=True), gold=gold)
+        counts = seed(submitter, args.results)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
     return 0 if not set(counts) - {"accepted", "duplicate"} else 1
 

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import gradio as gr
 import pandas as pd
 
+import speakersleuth_dataset as ssd
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 
@@ -149,6 +150,16 @@ class SubmitResult:
         self.errors = [encodable(e) for e in self.errors]
 
 
+def gold_folder(config: SpaceConfig, dataset: Path) -> Path | None:
+    """Where the test gold of ``dataset`` is read from: the configured gold folder, or None for the
+    dataset's own; a blind dataset without a configured gold folder is refused."""
+    gold = config.gold_folder()
+    if gold is None and ssd.is_blind(dataset):
+        raise ValueError(f"{dataset} is a blind copy without test gold: give its private gold folder "
+                         "(--gold <folder or Hub id>, or SPEAKERSLEUTH_GOLD)")
+    return gold
+
+
 class Submitter:
     """Validates, rate-limits, scores and stores submissions for one dataset folder."""
 
@@ -161,14 +172,17 @@ class Submitter:
         variants: list[str],
         n_bootstrap: int = N_BOOTSTRAP,
         clock: Callable[[], float] = time.time,
+        gold: str | os.PathLike | None = None,
     ) -> None:
+        """``gold``: the private gold folder of a blind ``dataset`` (default: the dataset's own)."""
         self.config = config
         self.store = store
         self.dataset = Path(dataset)
+        self.gold_root = Path(gold) if gold is not None else self.dataset
         self.variants = list(variants)
         self.n_bootstrap = n_bootstrap
         self.clock = clock
-        self.gold = lru_cache(maxsize=None)(lambda variant: load_gold(self.dataset, variant=variant))
+        self.gold = lru_cache(maxsize=None)(lambda variant: load_gold(self.gold_root, variant=variant))
 
     def identity(self, profile: gr.OAuthProfile | None, address: str | None = None) -> str | None:
         """Who the rate limit counts against and who may withdraw: the OAuth username; when not

@@ -3,6 +3,10 @@
 ``InstanceIndex`` reads, once per config, only the light columns (id, source dataset, scenario)
 to fill the pickers; a click then reads exactly one instance with ``read_rows(ids=[...])`` (a
 parquet filter), so no click decodes the dataset. Every string from the dataset is HTML-escaped.
+
+The Viewer reads the served dataset folder only, never the private gold folder: on a blind copy
+(``speakersleuth_dataset.write_blind``) a test instance has no gold or provenance column, so it
+shows its dialogue, clips and public facts, and no scenario, label, converted turn or answer.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import pyarrow.parquet as pq
 import soundfile as sf
 
 import speakersleuth_dataset as ssd
@@ -47,8 +52,8 @@ class InstanceIndex:
     def refs(self, config: str) -> list[InstanceRef]:
         with self._lock:
             if config not in self._refs:
-                spec = ssd.get_config(config)
-                columns = ["id", "source_dataset"] + (["scenario"] if spec.task != "discrimination" else [])
+                present = set(pq.read_schema(ssd.shard_paths(self.root, config, self.split)[0]).names)
+                columns = [c for c in ("id", "source_dataset", "scenario") if c in present]  # no scenario when blind
                 rows = ssd.read_rows(self.root, config, self.split, columns=columns).to_pylist()
                 self._refs[config] = [InstanceRef(r["id"], r["source_dataset"], r.get("scenario")) for r in rows]
             return self._refs[config]
@@ -121,16 +126,26 @@ def dialogue_html(row: dict[str, Any], task: str) -> str:
 
 
 def facts_html(row: dict[str, Any], task: str) -> str:
-    """Gold labels and provenance as a small definition table."""
+    """Gold labels and provenance as a small definition table (a blind row has neither)."""
     facts: list[tuple[str, Any]] = [
-        ("id", row["id"]), ("dialogue", row["dialogue_id"]), ("source dataset", row["source_dataset"]),
+        ("id", row["id"]), ("dialogue", row.get("dialogue_id")), ("source dataset", row["source_dataset"]),
         ("variant", row["variant"]),
         ("target speaker", f"{row['target_speaker']} ({row['target_gender']})"),
     ]
     if task == "discrimination":
+        facts.append(("masked target turn", row["masked_position"]))
+    if "answer" in row or "label" in row:
+        facts += _gold_facts(row, task)
+    body = "".join(f"<tr><th>{_e(str(k))}</th><td>{_e(str(v))}</td></tr>" for k, v in facts if v is not None)
+    return f'<table class="ss-facts">{body}</table>'
+
+
+def _gold_facts(row: dict[str, Any], task: str) -> list[tuple[str, Any]]:
+    """The gold labels and provenance of a labelled row."""
+    facts: list[tuple[str, Any]] = []
+    if task == "discrimination":
         scen = dict(zip(row["candidate_labels"], row["candidate_scenarios"]))
         facts += [
-            ("masked target turn", row["masked_position"]),
             ("gold answer (original)", row["answer"]),
             ("gold ranking", " > ".join(row["gold_ranking"])),
             ("candidate scenarios", ", ".join(f"{k}={v}" for k, v in scen.items())),
@@ -153,8 +168,7 @@ def facts_html(row: dict[str, Any], task: str) -> str:
                 ("substitute speaker", f"{row['substitute_speaker']} ({row['substitute_gender']})"),
                 ("substitute similarity to target", _fmt_similarity(row["substitute_similarity"])),
             ]
-    body = "".join(f"<tr><th>{_e(str(k))}</th><td>{_e(str(v))}</td></tr>" for k, v in facts)
-    return f'<table class="ss-facts">{body}</table>'
+    return facts
 
 
 def instance_view(row: dict[str, Any], config: str) -> tuple[str, str, list[tuple[str, bytes | None]], list[tuple[str, bytes | None]], bytes | None]:
@@ -165,13 +179,13 @@ def instance_view(row: dict[str, Any], config: str) -> tuple[str, str, list[tupl
         masked = row["masked_position"]
         context_positions = [k for k in range(1, len(row["target_turn_positions"]) + 1) if k != masked]
         turns = [(f"Context: target turn {k}", wav_bytes(a)) for k, a in zip(context_positions, row["context_audio"])]
-        scen = row["candidate_scenarios"]
+        scenarios = row.get("candidate_scenarios") or [None] * len(row["candidate_labels"])
         candidates = [
-            (f"Candidate {label} for masked turn {masked} ({s})", wav_bytes(a))
-            for label, s, a in zip(row["candidate_labels"], scen, row["candidates"])
+            (f"Candidate {label} for masked turn {masked}" + (f" ({s})" if s else ""), wav_bytes(a))
+            for label, s, a in zip(row["candidate_labels"], scenarios, row["candidates"])
         ]
     else:
-        bad = set(row["inconsistent_turns"] or [])
+        bad = set(row.get("inconsistent_turns") or [])
         turns = [
             (f"Target turn {k}" + (" (converted)" if k in bad else ""), wav_bytes(a))
             for k, a in enumerate(row["target_audio"], start=1)

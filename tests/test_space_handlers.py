@@ -307,3 +307,6 @@ def test_config_from_env():
         SpaceConfig.from_env({}).dataset_folder()
     with pytest.raises(ValueError, match="neither a folder"):
         SpaceConfig.from_env({}, dataset="/no/such/folder").dataset_folder()
+    assert SpaceConfig.from_env({}).gold_folder() is None
+    with pytest.raises(ValueError, match="gold '/no/such/gold' is neither a folder nor a Hub dataset id"):
+        SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": "/no/such/gold"}).gold_folder()

@@ -1,0 +1,170 @@
+"""The blind copy (issue 17): ``python -m speakersleuth_dataset blind`` writes a public copy whose
+test split has no gold, provenance or dialogue column, ids that only a secret makes and rows in
+their order; the scorer with ``--gold`` gives exactly the full folder's scores; a stock
+``load_dataset`` reads the public copy; the Space scores it from the private gold and its Viewer
+shows no test gold."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from datasets import load_dataset
+
+import speakersleuth_dataset as ssd
+from metrics.report import main as score_main
+from metrics.submission import load_gold
+from space import viewer
+from space.config import SpaceConfig
+from space.store import SqliteStore
+from space.submit import Submitter, gold_folder
+from tests.synthetic import build_synthetic_dataset, dialogue_records
+
+DIALOGUES = 6
+#: The columns the issue names as gold or provenance, and the dialogue (which groups S1/S2/S3).
+HIDDEN = ("label", "inconsistent_turns", "scenario", "converted_turn", "vc_model", "substitute_speaker", "substitute_gender",
+          "substitute_similarity", "candidate_scenarios", "candidate_substitute_speakers", "candidate_similarities",
+          "answer", "gold_ranking", "dialogue_id")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """A full build (main and 10turn, plus a labelled validation split of detection) and its blind
+    copy: (full, public, gold)."""
+    root = tmp_path_factory.mktemp("blind")
+    full = build_synthetic_dataset(root / "full", dialogues=DIALOGUES, variants=("main", "10turn"))
+    with ssd.DatasetWriter(full, "detection", "validation") as writer:
+        writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
+    ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.")
+    assert ssd.main(["blind", str(full), "--public", str(root / "public"), "--gold", str(root / "gold")]) == 0
+    return full, root / "public", root / "gold"
+
+
+def _test_rows(folder: Path, config: str, columns=None) -> list[dict]:
+    return ssd.read_rows(folder, config, "test", columns=columns).to_pylist()
+
+
+def test_public_test_split_has_no_gold_and_ids_only_a_secret_makes(built, tmp_path):
+    full, public, gold = built
+    for config in ("detection", "localization", "discrimination", "detection-10turn", "discrimination-10turn"):
+        names = pq.read_schema(ssd.shard_paths(public, config)[0]).names
+        assert not set(HIDDEN) & set(names) and "source_id" not in names, (config, names)
+        source = {row["id"] for row in _test_rows(full, config, ["id"])}
+        ids = [row["id"] for row in _test_rows(public, config, ["id"])]
+        assert not source & set(ids) and len(set(ids)) == len(ids) == len(source)
+        assert {row["source_id"] for row in _test_rows(gold, config, ["source_id"])} == source
+    assert [r["id"] for r in _test_rows(public, "detection", ["id"])] == [r["id"] for r in _test_rows(public, "localization", ["id"])]
+    again = ssd.write_blind(full, tmp_path / "public", tmp_path / "gold")  # a new secret: other ids for the same rows
+    assert again["detection/test"] == 3 * DIALOGUES
+    assert not {r["id"] for r in _test_rows(public, "detection", ["id"])} & {r["id"] for r in _test_rows(tmp_path / "public", "detection", ["id"])}
+    assert "secret" not in " ".join(p.name for p in gold.rglob("*"))  # the mapping is the gold's source_id, no key
+
+
+def test_rows_are_in_the_order_of_their_hashed_ids_not_by_dialogue(built):
+    full, public, gold = built
+    ids = [r["id"] for r in _test_rows(public, "detection", ["id"])]
+    assert ids == sorted(ids)
+    dialogue_of = {r["id"]: r["dialogue_id"] for r in _test_rows(gold, "detection", ["id", "dialogue_id"])}
+    scenario_of = {r["id"]: r["scenario"] for r in _test_rows(gold, "detection", ["id", "scenario"])}
+    built_order = [r["dialogue_id"] for r in _test_rows(full, "detection", ["dialogue_id"])]
+    assert all(built_order[i] == built_order[i + 1] for i in (0, 1, 3, 4))  # the build keeps a dialogue together
+    blocks = [{dialogue_of[i] for i in ids[k:k + 3]} for k in range(0, len(ids), 3)]
+    assert not all(len(b) == 1 for b in blocks)
+    assert [scenario_of[i] for i in ids] != ["S1", "S2", "S3"] * DIALOGUES
+
+
+def test_scorer_with_gold_gives_exactly_the_full_folders_scores(built, tmp_path, capsys):
+    full, public, gold = built
+    source_of = {r["id"]: r["source_id"] for config in ("detection", "discrimination") for r in _test_rows(gold, config, ["id", "source_id"])}
+    rng = random.Random(7)
+    lines = []
+    for task, rows in load_gold(full).tasks.items():
+        for rid, row in rows.items():
+            if task == "detection":
+                lines.append({"task": task, "id": rid, "prediction": rng.choice(ssd.LABELS), "score": rng.random()})
+            elif task == "localization":
+                lines.append({"task": task, "id": rid, "prediction": rng.sample(range(1, 6), rng.randint(0, 2))})
+            else:
+                lines.append({"task": task, "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)})
+    public_id = {source: pid for pid, source in source_of.items()}
+    (tmp_path / "full.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (tmp_path / "blind.jsonl").write_text("".join(json.dumps({**line, "id": public_id[line["id"]]}) + "\n" for line in lines))
+    scores = []
+    for file, where in (("full.jsonl", ["--dataset", str(full)]), ("blind.jsonl", ["--gold", str(gold)])):
+        assert score_main([str(tmp_path / file), *where, "--json", "--bootstrap", "200"]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+        scores[-1].pop("sha256")
+    assert scores[0] == scores[1] and scores[0]["detection"]["auroc"] is not None
+    assert score_main([str(tmp_path / "blind.jsonl"), "--dataset", str(public)]) == 2
+    assert "holds no gold (a blind copy)" in capsys.readouterr().err
+
+
+def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
+    full, public, _ = built
+    test = ssd.load("discrimination", "test", root=public)
+    assert len(test) == DIALOGUES and not set(HIDDEN) & set(test.features)
+    assert test[0]["candidates"][0]["array"].size > 0 and test[0]["candidates"][0]["sampling_rate"] == ssd.SAMPLING_RATE
+    validation = load_dataset(str(public), "detection-validation", split="validation")
+    assert {"label", "scenario", "dialogue_id"} <= set(validation.features) and len(validation) == 3
+    original = ssd.shard_paths(full, "detection", "validation")[0]
+    assert (public / "main" / "detection" / original.name).read_bytes() == original.read_bytes()
+    card = (public / "README.md").read_text()
+    assert "## Blind test split" in card and "For tests only." in card and "config_name: detection-validation" in card
+
+
+def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
+    full, public, gold = built
+    cases = [
+        (["--public", str(public), "--gold", str(tmp_path / "g")], "exists and is not an empty folder"),
+        (["--public", str(tmp_path / "p"), "--gold", str(tmp_path / "p" / "gold")], "none inside another"),
+        (["--public", str(tmp_path / "p"), "--gold", str(tmp_path / "g")], None),
+    ]
+    for args, message in cases:
+        assert ssd.main(["blind", str(full), *args]) == (2 if message else 0)
+        if message:
+            assert message in capsys.readouterr().err
+    assert ssd.main(["blind", str(public), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2")]) == 2
+    assert "already a blind copy" in capsys.readouterr().err
+    assert not (tmp_path / "p2").exists() and not list(tmp_path.glob(".p*"))  # nothing half-written
+
+
+def test_space_scores_from_the_private_gold_and_the_viewer_shows_no_test_gold(built, tmp_path):
+    full, public, gold = built
+    config = SpaceConfig.from_env({}, dataset=str(public), data_dir=tmp_path)
+    with pytest.raises(ValueError, match="blind copy without test gold"):
+        gold_folder(config, public)
+    config = SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": str(gold)}, dataset=str(public), data_dir=tmp_path)
+    submitter = Submitter(config, SqliteStore(tmp_path), public, variants=["main"], gold=gold_folder(config, public))
+    rows = _test_rows(gold, "detection", ["id", "label"])
+    data = "".join(json.dumps({"task": "detection", "id": r["id"], "prediction": r["label"]}) + "\n" for r in rows)
+    result = submitter.submit(data.encode(), "main", {"model_name": "oracle", "organisation": "lab", "model_type": "other",
+                                                      "access": "open", "link": "", "model_date": ""})
+    assert result.status == "accepted" and result.record.scores["detection"]["balanced_accuracy"] == 100.0
+    index = viewer.InstanceIndex(public)
+    assert index.configs() == [c for c in ssd.CONFIGS if ssd.shard_paths(full, c)]
+    for config_name in index.configs():
+        private = {r["id"]: r for r in _test_rows(gold, config_name, ["id", "source_id", "dialogue_id"])}
+        for instance_id in index.ids(config_name):
+            dialogue, facts, turns, candidates, _ = viewer.instance_view(index.load(config_name, instance_id), config_name)
+            shown = dialogue + facts + " ".join(label for label, _ in turns + candidates)
+            words = ("S1", "S2", "S3", "consistent", "converted", "gold", private[instance_id]["source_id"], private[instance_id]["dialogue_id"])
+            assert not [w for w in words if w in shown], (config_name, instance_id, shown)
+
+
+def test_app_and_seed_take_the_gold_from_a_private_folder(built, tmp_path, capsys):
+    from space import seed
+    from space.app import build_app
+
+    full, public, gold = built
+    with pytest.raises(ValueError, match="blind copy without test gold"):
+        build_app(SpaceConfig.from_env({}, dataset=str(public), data_dir=tmp_path / "a"))
+    app = build_app(SpaceConfig.from_env({}, dataset=str(public), gold=str(gold), data_dir=tmp_path / "b"), n_bootstrap=0)
+    assert app.submitter.gold_root == gold.resolve() and app.dataset == public.resolve()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "example.jsonl").write_bytes(Path(app.public_dir / "examples" / "example-predictions-main.jsonl").read_bytes())
+    args = ["--results", str(tmp_path / "results"), "--dataset", str(public), "--data-dir", str(tmp_path / "c")]
+    assert seed.main(args) == 2 and "blind copy without test gold" in capsys.readouterr().err
+    assert seed.main([*args, "--gold", str(gold)]) == 0 and "1 accepted" in capsys.readouterr().out
