@@ -285,10 +285,14 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     names = {r.metadata.model_name: r.metadata.model_type for r in submitter.store.results("main")}
     assert names == {"pairwise-resemblyzer": "embedding", "centroid-resemblyzer": "embedding", "Custom judge": "LALM"}
     assert {r.submitter for r in submitter.store.results()} == {seed.BASELINE_SUBMITTER}
-    frame, _ = leaderboard.leaderboard_frame(leaderboard.scored(submitter.store.results("main")))
+    entries = leaderboard.scored(submitter.store.results("main"))
+    assert "Det AUROC" not in leaderboard.leaderboard_frame(entries)[0]  # the default columns fit 1,200 px
+    frame, _ = leaderboard.leaderboard_frame(entries, [leaderboard.GROUP_THRESHOLD_FREE, leaderboard.GROUP_CI])
     auroc = dict(zip(frame["Model"], frame["Det AUROC"]))
     assert auroc.pop("pairwise-resemblyzer") == 100.0 and all(math.isnan(v) for v in auroc.values())
     assert dict(zip(frame["Model"], frame["Det EER"]))["pairwise-resemblyzer"] == 0.0
+    assert dict(zip(frame["Model"], frame["Det AUROC 95% CI"]))["pairwise-resemblyzer"] == "100.0-100.0"
+    assert "Det EER 95% CI" in leaderboard.leaderboard_csv(entries).decode("utf-8-sig").splitlines()[0]
 
 
 def test_docstring_examples():
