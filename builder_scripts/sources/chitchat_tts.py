@@ -120,7 +120,7 @@ class ChitchatTTS(DialogueSource):
     name = "chitchat_tts"
     license = (
         "dialogues: MIT (chitchat-dataset); voices: Kokoro-82M weights and styles Apache-2.0 "
-        "(ONNX export MIT), Piper en_US-joe-medium (training data CC0)"
+        "(ONNX export MIT), Piper en_US-joe-medium (training data CC0), hibari-tts heart (Apache-2.0)"
     )
     citation = (
         "@misc{chitchat_dataset,\n  title = {Chit-Chat Challenge dataset},\n"

@@ -20,7 +20,10 @@ _SILENCE_DB = 40.0  # frames this far below the loudest frame count as silence
 def shift_voice(audio: np.ndarray, sr: int, pitch: float = 1.0, formant: float = 1.0) -> np.ndarray:
     """Scale F0 by ``pitch`` and formants (vocal-tract length) by ``formant`` with Praat's PSOLA.
 
-    Small factors (about 0.85-1.15) keep a voice natural; 1.0/1.0 returns the input unchanged.
+    Factors of about 0.85-1.15 make a shorter or longer vocal tract of the same voice; F0 x 0.5-0.66
+    with formants x 0.8-0.9 make a female voice male and keep it clean (harmonics-to-noise ratio
+    and click rate as in the unshifted voice: benchmarks/bench_voice_bank.py). 1.0/1.0 returns the
+    input unchanged.
     """
     if pitch == 1.0 and formant == 1.0:
         return audio

