@@ -77,6 +77,30 @@ class BankSpeaker:
     key: str = ""  # content key of the clips under the encoder ("" when made from ready embeddings)
 
 
+def equal_error_rate(same: np.ndarray, different: np.ndarray) -> float:
+    """EER in percent of verification scores: at the threshold where the share of same-speaker
+    trials rejected (score below it) and of different-speaker trials accepted (at or above it)
+    are closest, their mean."""
+    same, different = np.sort(np.asarray(same, np.float64)), np.sort(np.asarray(different, np.float64))
+    if not len(same) or not len(different):
+        raise ValueError(f"an EER needs same- and different-speaker trials; got {len(same)} and {len(different)}")
+    thresholds = np.concatenate([same, different, [np.inf]])
+    rejected = np.searchsorted(same, thresholds, side="left") / len(same)
+    accepted = 1 - np.searchsorted(different, thresholds, side="left") / len(different)
+    k = int(np.argmin(np.abs(rejected - accepted)))
+    return float(100 * (rejected[k] + accepted[k]) / 2)
+
+
+@dataclass(frozen=True)
+class VerificationStats:
+    """``SpeakerBank.verification_stats``: how well the bank's speakers are told apart."""
+
+    eer: float  # percent, over clip-pair trials
+    same_trials: int
+    different_trials: int
+    nearest: dict[str, tuple[str, float]]  # speaker -> (most similar other speaker, cosine of mean embeddings)
+
+
 class SpeakerBank:
     """Speakers with gender and mean embedding; similarity queries over them."""
 
@@ -164,6 +188,25 @@ class SpeakerBank:
         if not pool:
             raise ValueError(f"the bank has no speaker of the opposite gender to {speaker!r} ({gender})")
         return rng.choice(pool)
+
+    def verification_stats(self) -> VerificationStats:
+        """How distinct the bank's speakers are: the EER of clip-pair trials (every pair of two
+        clips, same speaker against different speakers) and each speaker's most similar other
+        speaker by the cosine of mean embeddings. Needs clip embeddings (a bank from ``build``)."""
+        lacking = [n for n, s in self._speakers.items() if s.clip_embeddings is None or len(s.clip_embeddings) < 2]
+        if lacking or len(self) < 2:
+            raise ValueError(f"verification stats need two or more speakers with two or more clip embeddings each; "
+                             f"{len(self)} speakers, without: {', '.join(lacking[:5]) or 'none'}")
+        embs = _unit(np.concatenate([self._speakers[n].clip_embeddings for n in self.names]))
+        owner = np.repeat(np.arange(len(self)), [len(self._speakers[n].clip_embeddings) for n in self.names])
+        i, j = np.triu_indices(len(embs), k=1)
+        scores = np.einsum("nd,nd->n", embs[i], embs[j])
+        same = owner[i] == owner[j]
+        sims = self.cosine_matrix()
+        np.fill_diagonal(sims, -np.inf)
+        best = np.argmax(sims, axis=1)
+        nearest = {n: (self.names[best[r]], float(sims[r, best[r]])) for r, n in enumerate(self.names)}
+        return VerificationStats(equal_error_rate(scores[same], scores[~same]), int(same.sum()), int((~same).sum()), nearest)
 
     # ---------------------------------------------------------------------------------------
 

@@ -186,3 +186,39 @@ def test_load_span_errors(tmp_path):
         load_span(AudioSpan(path, 2.0, 3.0))
     with pytest.raises(FileNotFoundError, match="absent.wav does not exist"):
         load_span(Path(tmp_path / "absent.wav"))
+
+
+def _clip_bank(clips: dict[str, list[list[float]]]) -> SpeakerBank:
+    from builder_scripts.speaker_bank import BankSpeaker, _unit
+
+    return SpeakerBank(
+        [BankSpeaker(n, "female", _unit(np.mean(_unit(np.array(e)), axis=0)), (), _unit(np.array(e))) for n, e in clips.items()]
+    )
+
+
+def test_equal_error_rate():
+    from builder_scripts.speaker_bank import equal_error_rate
+
+    assert equal_error_rate([0.8, 0.9], [0.1, 0.2, 0.3]) == 0.0
+    assert equal_error_rate([0.1, 0.2], [0.8, 0.9]) == 100.0
+    # one same-speaker trial of four below every different one, one different of four above every same one
+    assert equal_error_rate([0.1, 0.7, 0.8, 0.9], [0.2, 0.3, 0.4, 0.95]) == 25.0
+    with pytest.raises(ValueError, match="same- and different-speaker trials; got 0 and 1"):
+        equal_error_rate([], [0.5])
+
+
+def test_verification_stats_from_clip_embeddings():
+    bank = _clip_bank({"a": [[1, 0.1, 0], [1, -0.1, 0]], "b": [[0.1, 1, 0], [-0.1, 1, 0]], "c": [[0.8, 0.6, 0], [0, 0, 1]]})
+    stats = bank.verification_stats()
+    assert (stats.same_trials, stats.different_trials) == (3, 12)
+    # c's two clips (cosine 0) score below a-c and b-c pairs that reach 0.8: some trials must be wrong
+    assert 0 < stats.eer < 50
+    assert stats.nearest["a"][0] == "c" and stats.nearest["a"][1] == pytest.approx(bank.cosine("a", "c"))
+    assert set(stats.nearest) == {"a", "b", "c"} and all(n != s for s, (n, _) in stats.nearest.items())
+    clean = _clip_bank({"a": [[1, 0.1, 0], [1, -0.1, 0]], "b": [[0.1, 1, 0], [-0.1, 1, 0]]}).verification_stats()
+    assert clean.eer == 0.0 and clean.nearest["a"] == ("b", pytest.approx(0.0, abs=1e-6))
+
+
+def test_verification_stats_need_clip_embeddings(bank):
+    with pytest.raises(ValueError, match="without: f1, f2"):
+        bank.verification_stats()
