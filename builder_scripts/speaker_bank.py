@@ -78,17 +78,17 @@ class BankSpeaker:
 
 
 def equal_error_rate(same: np.ndarray, different: np.ndarray) -> float:
-    """EER in percent of verification scores: at the threshold where the share of same-speaker
-    trials rejected (score below it) and of different-speaker trials accepted (at or above it)
-    are closest, their mean."""
-    same, different = np.sort(np.asarray(same, np.float64)), np.sort(np.asarray(different, np.float64))
+    """EER in percent of verification scores (scikit-learn's ROC, a trial accepted at or above the
+    threshold): at the threshold where the share of same-speaker trials rejected and of
+    different-speaker trials accepted are closest, their mean."""
+    from sklearn.metrics import roc_curve
+
     if not len(same) or not len(different):
         raise ValueError(f"an EER needs same- and different-speaker trials; got {len(same)} and {len(different)}")
-    thresholds = np.concatenate([same, different, [np.inf]])
-    rejected = np.searchsorted(same, thresholds, side="left") / len(same)
-    accepted = 1 - np.searchsorted(different, thresholds, side="left") / len(different)
-    k = int(np.argmin(np.abs(rejected - accepted)))
-    return float(100 * (rejected[k] + accepted[k]) / 2)
+    labels = np.concatenate([np.ones(len(same)), np.zeros(len(different))])
+    fpr, tpr, _ = roc_curve(labels, np.concatenate([same, different]).astype(np.float64))
+    k = int(np.argmin(np.abs((1 - tpr) - fpr)))
+    return float(100 * ((1 - tpr[k]) + fpr[k]) / 2)
 
 
 @dataclass(frozen=True)

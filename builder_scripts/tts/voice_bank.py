@@ -107,7 +107,6 @@ VOICES: tuple[Voice, ...] = (
     Voice("pm_joe", "male", "piper"),
     Voice("pm_joe_deep", "male", "piper", pitch=0.9, formant=0.88),
     Voice("pm_joe_light", "male", "piper", pitch=1.1, formant=1.12),
-    # issue 16: from here on
     _kokoro("kf_nezumi", "female", _N, speed=1.15),
     _kokoro("kf_tebukuro_prosody_nezumi", "female", _T, _N, speed=1.05),
     _kokoro("kf_gongitsune_prosody_nezumi", "female", _G, _N, formant=0.94),
