@@ -80,7 +80,9 @@ def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
     assert scores["tasks"] == ["detection", "localization", "discrimination"]
     assert all(scores[t]["coverage"] == 100.0 for t in scores["tasks"])
     lines = _lines(out)
-    assert {tuple(sorted(line)) for line in lines} == {("id", "prediction", "task"), ("id", "prediction", "ranking", "task")}
+    assert {tuple(sorted(line)) for line in lines} == {
+        ("id", "prediction", "score", "task"), ("id", "prediction", "task"), ("id", "prediction", "ranking", "task")}
+    assert all("score" in line for line in lines if line["task"] == "detection")  # threshold-free detection (AUROC/EER)
 
 
 def test_threshold_reaches_the_judge(cli, folder, tmp_path):
