@@ -2,8 +2,9 @@
 
 An empty ``HOME`` (no model assembled, no caches), no ``PYTHONPATH``: a tiny embedded build with
 ``--jobs 2`` from the repository root as the README types it; every clip of all nine configs
-decoded by stock ``datasets.load_dataset`` (torchcodec) from another folder; the judges CLI's
-predictions scored by the scorer CLI. The build runs once for the module (a few minutes on 2 cores).
+and split (the build makes a validation split by default) decoded by stock
+``datasets.load_dataset`` (torchcodec) from another folder; the default judge of the README,
+calibrated on that validation split, scored by the scorer CLI. The build runs once for the module (a few minutes on 2 cores).
 Select or skip these with ``-m outside_in`` / ``-m "not outside_in"``.
 """
 
@@ -26,29 +27,30 @@ pytestmark = pytest.mark.outside_in
 TINY = ["--dialogues", "1", "--dialogues-10turn", "1"]
 
 #: Stock ``datasets`` only (run from a folder outside the repository): load each config named on
-#: the command line and decode every clip of its Audio and List(Audio) columns; print per config
-#: the rows, the clips and each failure as "config row i column[j]: error".
+#: the command line and decode every clip of its Audio and List(Audio) columns in every split;
+#: print per config and split the rows, the clips and each failure as "config/split row i column[j]: error".
 _DECODE_EVERY_CLIP = """
 import json, sys
 from datasets import Audio, List, load_dataset
 
 report = {}
 for config in sys.argv[2:]:
-    ds = load_dataset(sys.argv[1], config, split="test")
-    columns = {name: isinstance(f, List) for name, f in ds.features.items()
-               if isinstance(f, Audio) or (isinstance(f, List) and isinstance(f.feature, Audio))}
-    clips, failures = 0, []
-    for i, row in enumerate(ds):
-        for name, is_list in columns.items():
-            for j, clip in enumerate(row[name] if is_list else [row[name]]):
-                clips += 1
-                where = f"{config} row {i} {name}" + (f"[{j}]" if is_list else "")
-                try:
-                    if clip.get_all_samples().data.numel() == 0:
-                        failures.append(f"{where}: no samples")
-                except Exception as err:
-                    failures.append(f"{where}: {type(err).__name__}: {err}")
-    report[config] = {"rows": len(ds), "clips": clips, "failures": failures}
+    splits = load_dataset(sys.argv[1], config)
+    for split, ds in splits.items():
+        columns = {name: isinstance(f, List) for name, f in ds.features.items()
+                   if isinstance(f, Audio) or (isinstance(f, List) and isinstance(f.feature, Audio))}
+        clips, failures = 0, []
+        for i, row in enumerate(ds):
+            for name, is_list in columns.items():
+                for j, clip in enumerate(row[name] if is_list else [row[name]]):
+                    clips += 1
+                    where = f"{config}/{split} row {i} {name}" + (f"[{j}]" if is_list else "")
+                    try:
+                        if clip.get_all_samples().data.numel() == 0:
+                            failures.append(f"{where}: no samples")
+                    except Exception as err:
+                        failures.append(f"{where}: {type(err).__name__}: {err}")
+        report[f"{config}/{split}"] = {"rows": len(ds), "clips": clips, "failures": failures}
 print(json.dumps(report))
 """
 
@@ -84,7 +86,7 @@ def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
     cwd.mkdir()
     done = _run([sys.executable, "-c", _DECODE_EVERY_CLIP, str(user["out"]), *ssd.CONFIGS], cwd, user["env"], 900)
     report = json.loads(done.stdout.splitlines()[-1])
-    assert list(report) == list(ssd.CONFIGS)
+    assert sorted(report) == sorted(f"{c}/{split}" for c in ssd.CONFIGS for split in ("test", "validation"))  # validation by default
     assert all(r["rows"] > 0 for r in report.values()), {c: r["rows"] for c, r in report.items()}
     clips = sum(r["clips"] for r in report.values())
     failures = [f for r in report.values() for f in r["failures"]]
@@ -94,8 +96,9 @@ def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
 def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
     preds = user["tmp"] / "preds.jsonl"
     dataset = ["--dataset", str(user["out"]), "--variant", "main"]
-    _run([sys.executable, "-m", "judges", "run", "--judge", "centroid-resemblyzer", *dataset, "--out", str(preds), "--quiet"],
-         ROOT, user["env"], 900)
+    done = _run([sys.executable, "-m", "judges", "run", "--judge", "centroid-campplus", *dataset, "--calibrate",
+                 "--out", str(preds), "--quiet"], ROOT, user["env"], 900)
+    assert json.loads(done.stdout)["calibration"]["threshold"] > 0
     done = _run([sys.executable, "-m", "metrics.score", str(preds), *dataset, "--json"], ROOT, user["env"], 300)
     score = json.loads(done.stdout)
     assert score["tasks"] == list(ssd.TASKS)
