@@ -18,10 +18,19 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 
+from . import artifacts
 from .speaker_bank import pool_name, row_pool_name
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "dataset_card.md"
 HISTOGRAM = "duration_histogram.png"
+#: what the shortcut audit's artefact table counts (``builder_scripts/artifacts.py``)
+ARTIFACTS_CAPTION = (
+    "Resynthesis artefacts of the discrimination candidates (S1 original, S2/S3 converted): share of clips with an "
+    f"impulse (a {artifacts.WINDOW_SECONDS * 1000:.0f} ms window within {artifacts.SIGNAL_RANGE_DB:.0f} dB of the clip's "
+    f"loudest whose largest sample-to-sample jump exceeds {artifacts.IMPULSE_RATIO:.0f} x its median jump), share with "
+    f"a run of >= {artifacts.ZERO_RUN_SECONDS * 1000:.0f} ms of exact zeros between the first and last such window, "
+    "and the median harmonics-to-noise ratio (Praat) of voiced frames."
+)
 
 
 def _seconds(clip: dict) -> float:
@@ -144,7 +153,9 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         f"- **{s.name}** ({s.homepage}): license {s.license}." for s in sources.values()
     )
     citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
-    audit_tables = "\n\n".join(f"**{variant}**\n\n{audit.table()}" for variant, audit in audits.items())
+    audit_tables = "\n\n".join(
+        f"**{variant}**\n\n{audit.table()}\n\n{ARTIFACTS_CAPTION}\n\n{audit.artifacts.table()}" for variant, audit in audits.items()
+    )
     body = TEMPLATE.read_text(encoding="utf-8").format(
         statistics=stats,
         histogram=HISTOGRAM,
