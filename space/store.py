@@ -17,6 +17,10 @@ canonical()``; the store keeps that form, not the upload): storing the same pred
 returns the first record instead of a new one. The stored predictions have a size budget
 (``StoreFull``). A withdrawn submission leaves the leaderboard but stays in the store with who
 withdrew it, when and why (the audit trail), and its predictions cannot be submitted again.
+
+Review decisions (``ReviewDecision``: a reviewer accepts or rejects one dialogue of one variant)
+are kept the same way, every one of them (the audit trail); ``space.review`` reads the latest of
+each reviewer.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,6 +72,21 @@ class Withdrawal:
     submitter: str
     at: float
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", encodable(self.reason))
+
+
+@dataclass(frozen=True)
+class ReviewDecision:
+    """One reviewer's verdict (``accept`` or ``reject``, with a reason) on one dialogue of one variant."""
+
+    variant: str
+    dialogue_id: str
+    reviewer: str
+    decision: str
+    reason: str
+    at: float
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reason", encodable(self.reason))
@@ -186,6 +206,14 @@ class ResultsStore(ABC):
     def retry_at(self, submitter: str, limit: int, window_s: float, now: float) -> float:
         """When ``submitter`` may next be granted ``acquire`` (``now`` if already)."""
 
+    @abstractmethod
+    def add_review(self, decision: ReviewDecision) -> None:
+        """Append one review decision (earlier ones stay: the audit trail)."""
+
+    @abstractmethod
+    def reviews(self) -> list[ReviewDecision]:
+        """Every review decision ever stored, oldest first."""
+
     def close(self) -> None:
         """Release resources (flush pending pushes)."""
 
@@ -224,6 +252,14 @@ CREATE TABLE IF NOT EXISTS withdrawals (
     submitter TEXT NOT NULL,
     at REAL NOT NULL,
     reason TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS review_decisions (
+    variant TEXT NOT NULL,
+    dialogue_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL
 );
 """
 
@@ -379,6 +415,19 @@ class SqliteStore(ResultsStore):
             )]
         return now if len(times) < limit else times[-1] + window_s  # when the oldest of the last ``limit`` leaves the window
 
+    def add_review(self, decision):
+        with self._connect() as con, self._write(con):
+            con.execute(
+                "INSERT INTO review_decisions (variant, dialogue_id, reviewer, decision, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (decision.variant, decision.dialogue_id, decision.reviewer, decision.decision, decision.reason, decision.at),
+            )
+
+    def reviews(self):
+        with self._connect() as con:
+            rows = con.execute("SELECT variant, dialogue_id, reviewer, decision, reason, at FROM review_decisions"
+                               " ORDER BY at, rowid").fetchall()
+        return [ReviewDecision(*row) for row in rows]
+
     def log_attempts(self, attempts: list[tuple[str, float]]) -> None:
         """Bulk-load past attempts (used to rebuild an index)."""
         with self._connect() as con, self._write(con):
@@ -406,12 +455,14 @@ class HubStore(ResultsStore):
 
     Layout of the repo: ``submissions/<variant>/<id>.json`` (metadata and scores),
     ``predictions/<variant>/<id>.jsonl`` (the canonical predictions), ``withdrawals/<variant>/<id>.json``
-    (who withdrew a submission, when, why) and ``attempts.jsonl`` (the rate-limit log).
+    (who withdrew a submission, when, why), ``reviews/<variant>/<uuid>.json`` (one review decision
+    each) and ``attempts.jsonl`` (the rate-limit log).
     ``download`` and ``scheduler_factory`` default to huggingface_hub's ``snapshot_download`` and
     ``CommitScheduler``; tests pass local stand-ins because both need the network.
     """
 
-    ALLOW_PATTERNS = ["submissions/*/*.json", "predictions/*/*.jsonl", "withdrawals/*/*.json", "attempts.jsonl"]
+    ALLOW_PATTERNS = ["submissions/*/*.json", "predictions/*/*.jsonl", "withdrawals/*/*.json", "reviews/*/*.json",
+                      "attempts.jsonl"]
 
     def __init__(
         self,
@@ -462,6 +513,9 @@ class HubStore(ResultsStore):
             withdrawal = Withdrawal(**json.loads(path.read_text(encoding="utf-8")))
             with contextlib.suppress(KeyError, ValueError):  # a withdrawal of a record that did not complete
                 index.withdraw(path.stem, withdrawal.submitter, withdrawal.reason, withdrawal.at)
+        reviews = [ReviewDecision(**json.loads(p.read_text(encoding="utf-8"))) for p in self.folder.glob("reviews/*/*.json")]
+        for decision in sorted(reviews, key=lambda d: d.at):
+            index.add_review(decision)
         log = self.folder / "attempts.jsonl"
         if log.is_file():
             entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -524,6 +578,18 @@ class HubStore(ResultsStore):
 
     def stored_bytes(self):
         return self.index.stored_bytes()
+
+    def add_review(self, decision):
+        with self._lock:
+            with self.scheduler.lock:
+                write_bytes_atomic(
+                    self.folder / "reviews" / decision.variant / f"{uuid.uuid4().hex}.json",
+                    json.dumps(asdict(decision), indent=1).encode("utf-8"), durable=True,
+                )
+            self.index.add_review(decision)
+
+    def reviews(self):
+        return self.index.reviews()
 
     def acquire(self, submitter, limit, window_s, now=None):
         now = time.time() if now is None else now
