@@ -2,9 +2,9 @@
 
 ``dataset_card.md`` at the repository root is the template (``str.format`` fields); this module
 fills it with a Table-1-style statistics table per variant and source, a clip-duration histogram
-(``duration_histogram.png`` beside the card), the voice-conversion mix, the substitutes'
-similarity to the target, the verification counts, the shortcut audit, and the sources' licenses
-and citations.
+(``duration_histogram.png`` beside the card), the voice-conversion mix, the speaker pool (how
+distinct its speakers are under every encoder), the substitutes' similarity to the target, the
+verification counts, the shortcut audit, and the sources' licenses and citations.
 """
 
 from __future__ import annotations
@@ -113,6 +113,26 @@ def similarity(root: Path, banks: dict) -> str:
     return "\n".join(lines)
 
 
+def speaker_pool(banks: dict) -> str:
+    """Who the pool holds and how distinct its speakers are, per encoder of ``banks``: the EER of
+    clip-pair trials among the pool's speakers and each speaker's most similar other speaker."""
+    lines = ["| encoder | speakers | female | male | EER among speakers | nearest other: min / median / max | closest pair |",
+             "|---|---|---|---|---|---|---|"]
+    for label, bank in banks.items():
+        genders = Counter(bank.gender(name) for name in bank.names)
+        head = f"| {label} | {len(bank)} | {genders['female']} | {genders['male']} |"
+        try:
+            stats = bank.verification_stats()
+        except ValueError as err:  # a corpus speaker with a single clip: no same-speaker trial
+            lines.append(f"{head} n/a ({err}) | | |")
+            continue
+        cosines = np.array([cosine for _, cosine in stats.nearest.values()])
+        speaker, (other, cosine) = max(stats.nearest.items(), key=lambda item: item[1][1])
+        lines.append(f"{head} {stats.eer:.2f} % ({stats.same_trials} same-, {stats.different_trials} different-speaker pairs) "
+                     f"| {cosines.min():.3f} / {np.median(cosines):.3f} / {cosines.max():.3f} | {speaker} ~ {other} ({cosine:.3f}) |")
+    return "\n".join(lines)
+
+
 def histogram(durations: dict[str, list[float]], path: Path) -> None:
     import matplotlib
 
@@ -161,6 +181,7 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         histogram=HISTOGRAM,
         vc_mix=vc_mix(root),
         similarity=similarity(root, banks),
+        speaker_pool=speaker_pool(banks),
         encoders=", ".join(banks),
         verification=_counts_table(verification),
         shortcut_audit=audit_tables,

@@ -22,7 +22,7 @@ from builder_scripts import pipeline
 from builder_scripts.pipeline import BuildOptions
 from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
 from speech.encoders import encoder_label, offline_encoders
-from tests.pipeline_fixtures import SpeechLikeCorpus
+from tests.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -100,6 +100,22 @@ def test_the_card_measures_s2_and_s3_under_every_wheel_encoder(built):
     for scenario in ("S2", "S3"):  # the build's own encoder (CAM++ by default) agrees with substitute_similarity
         chosen = np.mean([r["substitute_similarity"] for r in rows if r["scenario"] == scenario])
         assert table[("CAM++", "main", scenario)][:2] == ["2", f"{chosen:.3f}"]
+
+
+def test_the_card_measures_how_distinct_the_pool_speakers_are(built):
+    """One row per wheel encoder: the pool's size by gender, the EER of telling its speakers apart
+    and the closest pair, as the bank's own statistics give them."""
+    tmp, _ = built
+    card = (tmp / "speakersleuth" / "README.md").read_text()
+    rows = {cells[0]: cells[1:] for line in card.splitlines()
+            if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 7 and "pairs)" in line}
+    assert set(rows) == {encoder_label(e) for e in offline_encoders()}
+    genders = [gender for gender, _ in SPEAKERS.values()]  # every speaker of the corpus is in the pool
+    for label, (total, female, male, eer, nearest, closest) in rows.items():
+        assert (int(total), int(female), int(male)) == (len(genders), genders.count("female"), genders.count("male"))
+        assert 0.0 <= float(eer.split(" %")[0]) <= 100.0 and " ~ " in closest
+        low, median, high = (float(v) for v in nearest.split(" / "))
+        assert -1.0 <= low <= median <= high <= 1.0
 
 
 def test_s2_and_s3_hold_on_every_instance(built):
@@ -235,7 +251,7 @@ import sys
 from pathlib import Path
 
 from builder_scripts import pipeline
-from tests.pipeline_fixtures import SpeechLikeCorpus
+from tests.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
 if __name__ == "__main__":
     tmp, corpus = Path(sys.argv[1]), Path(sys.argv[2])
