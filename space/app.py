@@ -1,4 +1,4 @@
-"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer and About tabs.
+"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer, Review and About tabs.
 
 Run locally (listens on 127.0.0.1 unless told otherwise)::
 
@@ -26,6 +26,7 @@ import speakersleuth_dataset as ssd  # noqa: E402
 from space import about
 from space.config import SpaceConfig
 from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
+from space.review import ReviewDesk, build_review_tab
 from space.store import ResultsStore, open_store
 from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
 from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file, gold_folder
@@ -47,6 +48,7 @@ class SpaceApp:
     store: ResultsStore
     submitter: Submitter
     blocks: gr.Blocks
+    review: ReviewDesk
 
     def launch(self, **overrides):
         """``Blocks.launch`` with the Space's settings (caps, upload guard, CSS, host/port); returns its result."""
@@ -89,6 +91,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
     submitter = Submitter(config, store, dataset, variants=variants, gold=gold_folder(config, dataset), **kwargs)
     examples = _write_examples(submitter, public_dir(config) / "examples")
     index = InstanceIndex(dataset)
+    review = ReviewDesk(config, store, dataset, submitter.identity)
 
     # uploads never submitted (and cached outputs) are deleted once older than the TTL
     with gr.Blocks(title=about.TITLE, delete_cache=(config.upload_ttl_s, config.upload_ttl_s)) as blocks:
@@ -105,6 +108,8 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
                 submission = build_submission_tab(submitter, public_dir(config) / "predictions")
             with gr.Tab("Viewer", id="viewer") as viewer_tab:
                 show, viewer_inputs, viewer_outputs = build_viewer_tab(index)
+            with gr.Tab("Review", id="review") as review_tab:
+                build_review_tab(review, review_tab)
             with gr.Tab("About", id="about"):
                 gr.Markdown(about.TASKS)
                 gr.Markdown(about.METRICS)
@@ -123,7 +128,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         blocks.load(submission.page.open_link, None, [tabs, submission.chooser, *submission.outputs], api_name=False)
         viewer_tab.select(show, list(viewer_inputs), viewer_outputs, api_name=False)  # not on page load
     blocks.queue(default_concurrency_limit=max(2, config.concurrency))
-    return SpaceApp(config, dataset, store, submitter, blocks)
+    return SpaceApp(config, dataset, store, submitter, blocks, review)
 
 
 def main(argv: list[str] | None = None) -> int:

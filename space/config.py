@@ -17,6 +17,8 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_UPLOAD_BUDGET`` bytes one network address may upload per UPLOAD_TTL (default 10 x MAX_BYTES)
 ``SPEAKERSLEUTH_UPLOAD_CAP``   most bytes Gradio's upload folder may hold; uploads past it are refused (default 2 GB)
 ``SPEAKERSLEUTH_CONCURRENCY``  submissions scored at once (default 2)
+``SPEAKERSLEUTH_REVIEWERS``    who may review instances in the Review tab: comma-separated Hugging Face
+                              usernames; off Spaces, ``ip:<address>`` names a network address
 ``SPACE_ID``                   set by Hugging Face Spaces: enables the login button and OAuth identity
 """
 
@@ -27,6 +29,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ENV_PREFIX = "SPEAKERSLEUTH_"
+
+
+def parse_reviewers(raw: str) -> tuple[str, ...]:
+    """``SPEAKERSLEUTH_REVIEWERS`` as identities (``space.submit.Submitter.identity``): a bare name is a
+    Hugging Face username (``hf:<name>``, lower case), ``ip:<address>`` a network address (off Spaces)."""
+    reviewers = []
+    for entry in filter(None, (part.strip() for part in raw.split(","))):
+        kind, _, name = entry.partition(":") if ":" in entry else ("hf", "", entry)
+        if kind not in ("hf", "ip") or not name:
+            raise ValueError(f"{ENV_PREFIX}REVIEWERS: {entry!r} is neither a Hugging Face username nor ip:<address>")
+        reviewers.append(f"{kind}:{name}".lower())
+    return tuple(reviewers)
 
 
 def _int(env: dict[str, str], name: str, default: int) -> int:
@@ -63,6 +77,7 @@ class SpaceConfig:
     upload_cap_bytes: int = 2_000_000_000
     concurrency: int = 2
     space_id: str | None = None
+    reviewers: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides) -> SpaceConfig:
@@ -86,6 +101,7 @@ class SpaceConfig:
             upload_cap_bytes=_int(env, "UPLOAD_CAP", 2_000_000_000),
             concurrency=max(1, _int(env, "CONCURRENCY", 2)),
             space_id=env.get("SPACE_ID") or None,
+            reviewers=parse_reviewers(env.get(ENV_PREFIX + "REVIEWERS", "")),
         )
         config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
         return replace(config, data_dir=Path(config.data_dir))
@@ -95,6 +111,10 @@ class SpaceConfig:
         """True when running on Hugging Face Spaces (OAuth login available); elsewhere a submitter
         is known by their network address."""
         return self.space_id is not None
+
+    def is_reviewer(self, identity: str | None) -> bool:
+        """Whether ``identity`` (``hf:<user>`` or ``ip:<address>``) is one of the configured reviewers."""
+        return identity is not None and identity.lower() in self.reviewers
 
     @property
     def uses_hub_store(self) -> bool:
