@@ -1,5 +1,6 @@
-"""Resynthesis artefacts: the detectors on synthetic signals, and the WORLD conversion that no
-longer turns a high voice lowered to a deep one into a train of isolated glottal pulses (issue 16)."""
+"""Resynthesis artefacts: the detectors on synthetic signals, and the DSP conversions that no
+longer turn a high voice lowered to a deep one into a train of isolated glottal pulses: WORLD's
+aperiodicity floor (stronger at voicing onsets), Praat's one-octave limit (issue 16)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from builder_scripts import artifacts
 from builder_scripts.artifacts import harmonicity, impulse_windows, zero_runs
-from builder_scripts.vc import world
+from builder_scripts.vc import praat, world
 from tests.vc_fixtures import Voice, clips, speech_like
 
 SR = 16000
@@ -89,3 +90,33 @@ def test_world_raising_or_resynthesis_keeps_the_aperiodicity(high_to_deep, monke
     monkeypatch.setattr(world, "LOWERED_F0_APERIODICITY", 0.0)
     assert np.array_equal(raised, world.WorldConverter().convert(deep, source_clips, source_clips=target_clips))
     assert np.array_equal(resynthesised, world.WorldConverter().resynthesize(source))
+
+
+def test_world_voicing_onsets_after_a_pause_are_breathy_not_a_lone_pulse(high_to_deep, monkeypatch):
+    """Lowered to 85 Hz, the first glottal pulse after a pause stood alone in near-silence, the
+    clicks left in S2 of a real build; the onset floor (``ONSET_APERIODICITY``) fills it."""
+    source, source_clips, target_clips = high_to_deep
+    t = np.arange(source.size) / SR
+    fades = np.convolve((t % 0.4 < 0.25).astype(np.float64), np.ones(160) / 160, mode="same")  # 10 ms
+    paused = (source * fades).astype(np.float32)
+
+    def impulses() -> int:
+        return impulse_windows(world.WorldConverter().convert(paused, target_clips, source_clips=source_clips))
+
+    assert impulses() == 0
+    monkeypatch.setattr(world, "ONSET_APERIODICITY", world.LOWERED_F0_APERIODICITY)  # no onset floor
+    assert impulses() >= 2
+
+
+def test_praat_lowers_a_turn_by_one_octave_at_most(high_to_deep, monkeypatch):
+    """PSOLA cannot fill a period more than twice the source's: a 300 Hz turn aimed at an 85 Hz
+    voice lands at 150 Hz (still a male pitch), not at 85 Hz."""
+    source, source_clips, target_clips = high_to_deep
+    turn_median = world.f0_median(source)
+
+    def converted_median() -> float:
+        return world.f0_median(praat.PraatConverter().convert(source, target_clips, source_clips=source_clips))
+
+    assert 0.47 < converted_median() / turn_median < 0.53
+    monkeypatch.setattr(praat, "MIN_PITCH_RATIO", 0.0)  # no limit: the target's 85 Hz
+    assert converted_median() / turn_median < 0.33

@@ -8,6 +8,13 @@ Praat's ``Sound: Change gender...`` with
   speaker's median (``median_tgt * (median_turn / median_src) ** k``), so a turn spoken higher
   than usual stays higher after conversion (without ``source_clips`` it is the target median);
 - pitch range factor ``k = sigma_tgt / sigma_src`` of log F0, clamped to [0.5, 2];
+- the new median is at least ``MIN_PITCH_RATIO`` (0.5) x the turn's own median: PSOLA builds
+  each new period from a two-period piece of the source, which cannot fill a period more than
+  twice as long, so a drop beyond an octave (a 300 Hz voice to an 85 Hz one) left a gap of
+  near-silence in every period, an impulse train the shortcut audit flagged on S2
+  (``builder_scripts/artifacts.py``). Lowered by an octave at most, female turns still land
+  in a male range (a 60-dialogue build: female turns, median 270 Hz, at 104-162 Hz, median
+  138 Hz, aimed at ~90 Hz);
 - duration factor 1.0 (timing kept).
 
 Speaker statistics are the WORLD backend's cached ``SpeakerProfile`` s, so both DSP backends aim
@@ -30,6 +37,9 @@ from parselmouth.praat import call
 
 from .base import SAMPLING_RATE, Clips, VoiceConverter
 from .world import BANDWIDTH_HZ, F0_SCALE_RANGE, f0_median, speaker_profile, vtl_ratio
+
+#: the lowest new pitch median, as a share of the turn's own: PSOLA cannot lower by more than an octave
+MIN_PITCH_RATIO = 0.5
 
 
 class PraatConverter(VoiceConverter):
@@ -69,6 +79,7 @@ class PraatConverter(VoiceConverter):
             turn_median = origin.f0_median
         scale = float(np.clip(target.log_f0_std / max(origin.log_f0_std, 1e-6), *F0_SCALE_RANGE))
         new_median = target.f0_median * (turn_median / origin.f0_median) ** scale
+        new_median = max(new_median, MIN_PITCH_RATIO * turn_median)
         return self._change_gender(source, vtl_ratio(origin, target), float(new_median), scale)
 
     def _resynthesize(self, audio: np.ndarray) -> np.ndarray:
