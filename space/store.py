@@ -59,6 +59,7 @@ class Metadata:
     access: str = "open"
     link: str = ""
     model_date: str = ""
+    setting: str = ""  # one of ``metrics.analysis.SETTINGS``, or "" (not tagged)
 
     def __post_init__(self) -> None:  # a name stored before the form refused surrogates must still draw
         for name, value in asdict(self).items():

@@ -2,7 +2,9 @@
 
 The page shows a submission's metadata (the link only when it is a plain http(s) address), the
 number of lines and the SHA-256 of its canonical predictions, its full per-task breakdown with
-95% CIs, and a download of those canonical predictions. It opens from the id box, or from a
+95% CIs, a download of those canonical predictions, and its analyses (``metrics.analysis``,
+recomputed from the stored predictions: by clip duration quartile, source corpus, VC model and
+scenario, with a chart by duration, and the deltas across the settings its submitter tagged). It opens from the id box, or from a
 link ``?submission=<id>``. A submission id is checked against the shape of ids
 (``space.store.result_id``) before anything is read; only the store's own id names a file.
 Withdrawn submissions keep their page, marked withdrawn with when and why.
@@ -13,14 +15,19 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
+import altair as alt
 import gradio as gr
 import pandas as pd
 
 import speakersleuth_dataset as ssd
-from space.leaderboard import safe_link
+from metrics.analysis import DELTA_KEYS, GROUPINGS, Provenance, analyse, read_provenance, setting_deltas
+from metrics.score import leaderboard_row
+from metrics.submission import SubmissionError, parse_submission
+from space.leaderboard import column_label, safe_link
 from space.store import StoredResult
 from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, breakdown_frame, client_address, result_html
 from speech.files import write_bytes_atomic
@@ -40,7 +47,17 @@ SUBMISSION_CSS = """
 .ss-submission dt { font-weight: 600; }
 .ss-submission dd { margin: 0; }
 .ss-submission .ss-withdrawn { border-left: 4px solid #c62828; padding-left: 0.6em; }
+.ss-analyses table { border-collapse: collapse; margin: 0.3em 0 1em; }
+.ss-analyses th, .ss-analyses td { padding: 2px 8px; border-bottom: 1px solid var(--border-color-primary); text-align: left; }
+.ss-analyses td.ss-num { text-align: right; font-variant-numeric: tabular-nums; }
 """
+GROUPING_TITLES = {
+    "duration": "By duration quartile of the judged target clip (paper Fig. 6)",
+    "source": "By source corpus",
+    "vc_model": "By voice-conversion model (S2 and S3)",
+    "scenario": "By scenario (S2: gender switch, S3: similar speaker)",
+}
+TASK_TITLES = {"detection": "Detection accuracy", "localization": "Localization F1"}
 
 
 def parse_id(text: object) -> str:
@@ -106,6 +123,7 @@ def details_html(record: StoredResult) -> str:
         "Model type": esc(m.model_type),
         "Weights": esc(m.access),
         "Model date": esc(m.model_date) or "none given",
+        "Setting": esc(m.setting) or "not tagged",
         "Link": _link_html(m.link),
         "Submitted": _utc(record.created_at),
         "Lines": f"{record.num_lines:,}",
@@ -115,16 +133,79 @@ def details_html(record: StoredResult) -> str:
     return "".join(parts)
 
 
+def _value_html(entry: dict | None) -> str:
+    if entry is None:
+        return "n/a"
+    ci = entry["ci"]
+    return f"{entry['value']:.1f}" + (f" ({ci[0]:.1f} to {ci[1]:.1f})" if ci else "")
+
+
+def analyses_html(analyses: dict, deltas: list[dict]) -> str:
+    """The analyses as tables (value and 95% CI per cell, counts per scenario), then the settings'
+    deltas against ``main`` when there are any; every cell name escaped."""
+    esc = html.escape
+    parts = ['<div class="ss-analyses">', f"<p>Quartiles by the {esc(analyses['duration_basis'])}. Values in %, "
+             "95% CI in brackets; a cell mixes scenarios in the proportions its counts show.</p>"]
+    head = "<tr><th></th><th>Instances (S1/S2/S3)</th>" + "".join(f"<th>{t}</th>" for t in TASK_TITLES.values()) + "</tr>"
+    for grouping in GROUPINGS:
+        rows = "".join(
+            f"<tr><td>{esc(cell['cell'])}</td><td class=\"ss-num\">{cell['instances']} "
+            f"({'/'.join(str(n) for n in cell['scenarios'].values())})</td>"
+            + "".join(f'<td class="ss-num">{_value_html(cell[task])}</td>' for task in TASK_TITLES) + "</tr>"
+            for cell in analyses["groups"][grouping])
+        parts.append(f"<h4>{GROUPING_TITLES[grouping]}</h4><table>{head}{rows}</table>")
+    if deltas:
+        parts.append("<h4>Settings of this model (paper Tables 3 and 8): value (minus <code>main</code>)</h4><table><tr><th>Setting</th>"
+                     + "".join(f"<th>{esc(column_label(k))}</th>" for k in DELTA_KEYS) + "</tr>")
+        for entry in deltas:
+            cells = "".join(f'<td class="ss-num">{_delta_html(entry["values"][k], entry["delta"][k])}</td>' for k in DELTA_KEYS)
+            parts.append(f"<tr><td>{esc(entry['setting'])}</td>{cells}</tr>")
+        parts.append("</table>")
+    return "".join(parts) + "</div>"
+
+
+def _delta_html(value: float | None, delta: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.1f}" + ("" if delta is None else f" ({delta:+.1f})")
+
+
+def duration_chart(analyses: dict) -> alt.Chart:
+    """Detection accuracy and localization F1 by duration quartile: bars with their 95% CIs."""
+    points = [{"quartile": cell["cell"], "task": title, "value": cell[task]["value"],
+               "low": cell[task]["ci"][0] if cell[task]["ci"] else None, "high": cell[task]["ci"][1] if cell[task]["ci"] else None}
+              for cell in analyses["groups"]["duration"] for task, title in TASK_TITLES.items() if cell[task] is not None]
+    frame = pd.DataFrame(points, columns=["quartile", "task", "value", "low", "high"])
+    x = alt.X("quartile:N", title="duration quartile of the judged target clip", sort=None, axis=alt.Axis(labelAngle=0))
+    offset = alt.XOffset("task:N")
+    bars = alt.Chart(frame).mark_bar().encode(
+        x, offset, y=alt.Y("value:Q", title="%", scale=alt.Scale(domain=[0, 100])), color=alt.Color("task:N", title=None),
+        tooltip=["quartile:N", "task:N", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("low:Q", format=".1f"),
+                 alt.Tooltip("high:Q", format=".1f")])
+    errors = alt.Chart(frame).mark_rule(color="currentColor").encode(x, offset, y="low:Q", y2="high:Q")
+    return alt.layer(bars, errors).properties(
+        title="Accuracy by duration of the judged clip (paper Fig. 6)", width=420, height=220, background="transparent",
+        usermeta={"embedOptions": {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False,
+                                                                  "editor": False}}},
+    ).configure_axis(labelColor="currentColor", titleColor="currentColor").configure_legend(
+        labelColor="currentColor", orient="bottom").configure_title(color="currentColor", fontWeight="normal")
+
+
 @dataclass
 class SubmissionPage:
     """The tab's handlers: the page of a submission, its withdrawal, the chooser's list."""
 
     submitter: Submitter
     download_dir: Path
+    provenance: object = field(init=False, repr=False)  # variant -> ``Provenance`` (read once)
+
+    def __post_init__(self) -> None:
+        gold = None if self.submitter.gold_root == self.submitter.dataset else self.submitter.gold_root
+        self.provenance = lru_cache(maxsize=None)(lambda variant: read_provenance(self.submitter.dataset, variant, gold=gold))
 
     def show(self, text: object):
-        """The page of the submission ``text`` names: details, breakdown, predictions download.
-        An odd or unknown id gives one message, and nothing is written."""
+        """The page of the submission ``text`` names: details, breakdown, predictions download, the
+        analyses and their chart. An odd or unknown id gives one message, and nothing is written."""
         try:
             record = self.submitter.store.get(parse_id(text))
         except ValueError as err:
@@ -135,11 +216,34 @@ class SubmissionPage:
         if not path.is_file():
             write_bytes_atomic(path, self.submitter.store.predictions(record.id), durable=True)
         download = gr.DownloadButton(f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True)
-        return details_html(record), breakdown_frame(record.scores), download
+        return details_html(record), breakdown_frame(record.scores), download, *self.analyses(record)
+
+    def analyses(self, record: StoredResult) -> tuple[str, alt.Chart | None]:
+        """The analyses of a stored submission (recomputed from its predictions) and their chart;
+        one message instead where its predictions or the gold of its variant cannot be read."""
+        try:
+            gold = self.submitter.gold(record.variant)
+            sub = parse_submission(self.submitter.store.predictions(record.id), gold)
+            provenance: Provenance = self.provenance(record.variant)
+        except (SubmissionError, OSError, ValueError) as err:
+            return f"<p>No analyses for this submission: {html.escape(str(err).splitlines()[0])}</p>", None
+        analyses = analyse(sub, gold, provenance, n_bootstrap=self.submitter.n_bootstrap)
+        return analyses_html(analyses, setting_deltas(self.settings_of(record))), duration_chart(analyses)
+
+    def settings_of(self, record: StoredResult) -> dict[str, dict]:
+        """The leaderboard rows of the tagged settings of ``record``'s model (same submitter, model
+        name and variant; the newest per setting), when it has at least two."""
+        rows = {}
+        for other in self.submitter.store.results(record.variant):
+            m = other.metadata
+            if other.submitter == record.submitter and m.model_name == record.metadata.model_name and m.setting:
+                rows[m.setting] = leaderboard_row(other.scores)
+        return rows if len(rows) > 1 else {}
 
     @staticmethod
     def _nothing(message: str):
-        return _message_html(message), pd.DataFrame(columns=BREAKDOWN_COLUMNS), gr.DownloadButton(value=None, visible=False)
+        return (_message_html(message), pd.DataFrame(columns=BREAKDOWN_COLUMNS), gr.DownloadButton(value=None, visible=False),
+                "", None)
 
     def open_link(self, request: gr.Request):
         """On page load: with ``?submission=<id>``, the Submission tab showing it; without it, or
@@ -147,7 +251,7 @@ class SubmissionPage:
         ``SubmissionTab.outputs``."""
         text = dict(request.query_params).get(QUERY_PARAMETER) or ""
         if not text.strip():
-            return [gr.skip()] * 5
+            return [gr.skip()] * 7
         try:
             chosen = parse_id(text)
         except ValueError:
@@ -190,7 +294,9 @@ def build_submission_tab(submitter: Submitter, download_dir: Path) -> Submission
     ``download_dir``'s files are served as they are (static paths), not copied into Gradio's cache."""
     gr.set_static_paths([download_dir])
     gr.Markdown(f"One submission: its metadata, the SHA-256 of its canonical predictions (one compact JSON line per "
-                f"instance, sorted), its full per-task breakdown with 95% CIs, and those predictions to download. "
+                f"instance, sorted), its full per-task breakdown with 95% CIs, those predictions to download, and "
+                f"analyses: detection accuracy and localization F1 by the judged clip's duration quartile, source corpus, "
+                f"VC model and scenario, and, for a model tagged with several settings, each setting against `main`. "
                 f"Link to a submission with `?{QUERY_PARAMETER}=<id>`.")
     with gr.Row():
         chooser = gr.Dropdown([], value=None, label="Submission (choose, or paste an id)", allow_custom_value=True,
@@ -201,6 +307,9 @@ def build_submission_tab(submitter: Submitter, download_dir: Path) -> Submission
                                  elem_id="ss-submission-download")
     breakdown = gr.Dataframe(value=pd.DataFrame(columns=BREAKDOWN_COLUMNS), datatype="str", interactive=False,
                              label="Per-task breakdown", elem_id="ss-submission-breakdown", max_height=700)
+    with gr.Accordion("Analyses: by clip duration, source corpus, VC model, scenario and setting", open=True):
+        chart = gr.Plot(show_label=False, elem_id="ss-submission-chart", elem_classes="ss-bias")
+        analyses = gr.HTML(elem_id="ss-submission-analyses")
     with gr.Accordion("Withdraw this submission", open=False):
         gr.Markdown("Only the identity that submitted it can withdraw a submission (the Hugging Face user on Spaces, "
                     "elsewhere the network address it came from). It leaves the leaderboard; its record, and who "
@@ -213,7 +322,7 @@ def build_submission_tab(submitter: Submitter, download_dir: Path) -> Submission
         status = gr.HTML(elem_id="ss-withdraw-status")
 
     page = SubmissionPage(submitter, download_dir)
-    outputs = [details, breakdown, download]
+    outputs = [details, breakdown, download, analyses, chart]
     show_button.click(page.show, chooser, outputs, api_name="submission")
     chooser.input(page.show, chooser, outputs, api_name=False)
     withdrawn = withdraw_button.click(page.withdraw, [chooser, reason, confirmed], [status, *outputs], api_name="withdraw")

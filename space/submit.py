@@ -33,6 +33,7 @@ import gradio as gr
 import pandas as pd
 
 import speakersleuth_dataset as ssd
+from metrics.analysis import SETTINGS
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 
@@ -92,7 +93,7 @@ def _joins_emoji(text: str, i: int) -> bool:
 
 def clean_metadata(
     model_name: Any, organisation: Any = "", model_type: Any = "other", access: Any = "open",
-    link: Any = "", model_date: Any = "",
+    link: Any = "", model_date: Any = "", setting: Any = "",
 ) -> Metadata:
     """Validate the form; returns ``Metadata`` or raises ``FormError`` listing every problem.
 
@@ -118,9 +119,13 @@ def clean_metadata(
             errors.append("link must be an http(s) URL without spaces, quotes, brackets or parentheses")
     if date and not _is_date(date):
         errors.append("model date must be YYYY-MM-DD or YYYY-MM")
+    setting = "" if setting is None else setting
+    if setting not in ("", *SETTINGS):
+        errors.append(f"setting must be one of {', '.join(SETTINGS)}, or empty (not tagged)")
     if errors:
         raise FormError(errors)
-    return Metadata(model_name=name, organisation=org, model_type=model_type, access=access, link=url, model_date=date)
+    return Metadata(model_name=name, organisation=org, model_type=model_type, access=access, link=url, model_date=date,
+                    setting=setting)
 
 
 def _is_date(text: str) -> bool:
@@ -470,6 +475,8 @@ def build_submit_tab(submitter: Submitter):
             link = gr.Textbox(label="Link (paper, model card or code; http(s))", max_length=MAX_LINK_CHARS, max_lines=1)
             model_date = gr.Textbox(label="Model date (YYYY-MM-DD or YYYY-MM)", max_length=10, max_lines=1)
             variant = gr.Dropdown(submitter.variants, value=submitter.variants[0] if submitter.variants else None, label="Variant")
+            setting = gr.Dropdown([("not tagged", ""), *((s, s) for s in SETTINGS)], value="", elem_id="ss-setting",
+                                  label="Setting (optional): tag runs of one model in several settings to compare them")
             upload = SubmissionFile(label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload")
     button = gr.Button("Submit", variant="primary")
     status = gr.HTML(elem_id="ss-submit-status")
@@ -478,8 +485,10 @@ def build_submit_tab(submitter: Submitter):
         label="Per-task breakdown", elem_id="ss-breakdown", max_height=700,
     )
 
-    def handle(file_path, variant_value, name, org, mtype, acc, url, date, request: gr.Request, profile: gr.OAuthProfile | None = None):
-        form = {"model_name": name, "organisation": org, "model_type": mtype, "access": acc, "link": url, "model_date": date}
+    def handle(file_path, variant_value, name, org, mtype, acc, url, date, setting_value="", request: gr.Request = None,
+               profile: gr.OAuthProfile | None = None):
+        form = {"model_name": name, "organisation": org, "model_type": mtype, "access": acc, "link": url, "model_date": date,
+                "setting": setting_value}
         try:
             result = submitter.submit(file_path, variant_value, form, profile, address=client_address(request))
         finally:
@@ -488,7 +497,7 @@ def build_submit_tab(submitter: Submitter):
         return result_html(result), frame, None  # the upload is gone from the server: clear its widget
 
     event = button.click(
-        handle, [upload, variant, model_name, organisation, model_type, access, link, model_date],
+        handle, [upload, variant, model_name, organisation, model_type, access, link, model_date, setting],
         [status, breakdown, upload], api_name="submit", concurrency_limit=config.concurrency, concurrency_id="submit",
     )
     return event

@@ -1,6 +1,6 @@
 """The Submission tab in a real browser (Playwright driving Debian's headless Chromium): a link
-``?submission=<id>`` (in any case) opens the page with its breakdown and downloads the canonical
-predictions, an empty one opens the leaderboard;
+``?submission=<id>`` (in any case) opens the page with its breakdown, analyses and chart, and
+downloads the canonical predictions, an empty one opens the leaderboard;
 a submission chosen from the list and withdrawn leaves the leaderboard without a reload.
 Screenshots go to /tmp/space_submission*.png."""
 
@@ -46,6 +46,10 @@ def test_a_link_opens_the_page_with_its_breakdown_and_predictions(page, served):
     breakdown = page.locator("#ss-submission-breakdown")
     breakdown.get_by_text("Det Bal Acc").wait_for()
     assert " to " in breakdown.inner_text()  # the 95% CIs are shown
+    page.locator("#ss-submission-analyses").get_by_text("By duration quartile").wait_for()
+    page.locator("#ss-submission-chart svg.marks").wait_for()  # the chart by duration quartile is drawn
+    page.screenshot(path="/tmp/space_submission_analyses.png", full_page=True)
+    assert "Accuracy by duration" in page.locator("#ss-submission-chart").inner_text()
     page.screenshot(path="/tmp/space_submission.png", full_page=True)
     with page.expect_download() as info:
         page.locator("#ss-submission-download").click()

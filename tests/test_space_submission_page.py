@@ -44,7 +44,7 @@ def test_doctests():
 
 def test_the_page_shows_metadata_hash_breakdown_and_the_canonical_predictions(page, gold):
     record = page.submitter.submit(predictions(gold, 0b1011), "main", FORM).record
-    details, breakdown, download = page.show(f"  {record.id} ")
+    details, breakdown, download, *_ = page.show(f"  {record.id} ")
     stored = page.submitter.store.predictions(record.id)
     assert f"<code>{hashlib.sha256(stored).hexdigest()}</code>" in details and record.sha256 in details
     assert "&lt;img src=x onerror=alert(1)&gt;" in details and "<img" not in details
@@ -67,7 +67,8 @@ def test_an_unsafe_stored_link_is_text_and_a_baseline_is_marked_verified(page, g
         variant="main", sha256="ab" * 32, predictions=b"{}\n", scores={}, num_lines=1, submitter=BASELINE_SUBMITTER,
         metadata=Metadata(model_name="baseline", link='javascript:alert("x")'),
     )
-    details, _, _ = page.show(record.id)
+    details, _, _, analyses, chart = page.show(record.id)
+    assert analyses.startswith("<p>No analyses for this submission: submission refused") and chart is None
     assert "<a href=\"javascript" not in details and "javascript:alert(&quot;x&quot;) (not linked" in details
     assert '<span class="ss-verified" title="Verified: a built-in baseline scored by the Space itself">verified</span>' in details
 
@@ -75,7 +76,7 @@ def test_an_unsafe_stored_link_is_text_and_a_baseline_is_marked_verified(page, g
 @pytest.mark.parametrize("text", ODD_IDS, ids=range(len(ODD_IDS)))
 def test_an_odd_or_unknown_id_gives_one_message_and_writes_nothing(page, gold, text):
     page.submitter.submit(predictions(gold, 1), "main", FORM)
-    details, breakdown, download = page.show(text)
+    details, breakdown, download, *_ = page.show(text)
     assert details.count("<p>") == 1 and "submission id" in details
     assert breakdown.empty and not download.visible and download.value is None
     assert not page.download_dir.exists()
@@ -97,21 +98,21 @@ def test_parse_id_names_what_is_wrong():
 
 def test_a_link_with_an_id_opens_the_tab_on_it_and_a_plain_load_changes_nothing(page, gold):
     record = page.submitter.submit(predictions(gold, 2), "main", FORM).record
-    tabs, chooser, details, _, download = page.open_link(request(submission=record.id))
+    tabs, chooser, details, _, download, *_ = page.open_link(request(submission=record.id))
     assert tabs.selected == "submission" and chooser.value == record.id
     assert record.sha256 in details and download.visible
     tabs, chooser, details, *_ = page.open_link(request(submission="../x"))
     assert tabs.selected == "submission" and chooser.value is None and "not an id" in details
-    assert page.open_link(request()) == [gr.skip()] * 5
+    assert page.open_link(request()) == [gr.skip()] * 7
 
 
 def test_a_link_takes_an_id_in_any_case_and_an_empty_one_is_no_link(page, gold):
     record = page.submitter.submit(predictions(gold, 5), "main", FORM).record
-    tabs, chooser, details, _, download = page.open_link(request(submission=record.id.upper()))
+    tabs, chooser, details, _, download, *_ = page.open_link(request(submission=record.id.upper()))
     assert tabs.selected == "submission" and chooser.value == record.id
     assert record.sha256 in details and download.visible
     for empty in ("", "  "):
-        assert page.open_link(request(submission=empty)) == [gr.skip()] * 5
+        assert page.open_link(request(submission=empty)) == [gr.skip()] * 7
 
 
 def test_the_chooser_lists_the_leaderboard_newest_first(page, gold):
@@ -130,7 +131,7 @@ def test_only_the_submitting_address_withdraws_and_the_page_says_so(page, gold):
     assert page.submitter.store.results() == [record]
     status, *_ = page.withdraw("../x", "", True, request("10.0.0.1"))
     assert "not an id" in status
-    status, details, breakdown, _ = page.withdraw(f" {record.id}", "wrong <variant>", True, request("10.0.0.1"))
+    status, details, breakdown, *_ = page.withdraw(f" {record.id}", "wrong <variant>", True, request("10.0.0.1"))
     assert "Withdrawn:" in status and "ss-ok" in status and page.submitter.store.results() == []
     assert "<b>Withdrawn</b> by its submitter on " in details and "Reason: \u201cwrong &lt;variant&gt;\u201d" in details
     assert breakdown.equals(breakdown_frame(record.scores))  # the page and its scores stay
@@ -149,11 +150,12 @@ def test_over_http_the_page_downloads_and_only_the_submitter_withdraws(dataset, 
             return Client(url, verbose=False, download_files=False, analytics_enabled=False,
                           headers={"X-Forwarded-For": address})
 
-        details, breakdown, download = client("10.3.0.9").predict(record.id, api_name="/submission")
+        details, breakdown, download, analyses, chart = client("10.3.0.9").predict(record.id, api_name="/submission")
         assert record.sha256 in details and "Det Bal Acc" in str(breakdown["data"])
+        assert "By duration quartile" in analyses and chart["type"] == "altair"
         assert download["visible"] and download["value"]["orig_name"] == f"{record.id}.jsonl"
         assert httpx.get(download["value"]["url"]).content == app.store.predictions(record.id)
-        details, breakdown, download = client("10.3.0.9").predict("../../etc/passwd", api_name="/submission")
+        details, breakdown, download, *_ = client("10.3.0.9").predict("../../etc/passwd", api_name="/submission")
         assert "not an id" in details and not download["visible"] and download["value"] is None
 
         status, *_ = client("10.3.0.2").predict(record.id, "", True, api_name="/withdraw")
