@@ -18,9 +18,11 @@ from __future__ import annotations
 import csv
 import html
 import io
+import logging
 import tempfile
 import time
 import unicodedata
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +31,6 @@ import gradio as gr
 import pyarrow.parquet as pq
 
 import speakersleuth_dataset as ssd
-from builder_scripts.verification import REVIEW_FIELDS
 from space.config import ENV_PREFIX, SpaceConfig
 from space.store import ResultsStore, ReviewDecision
 from space.submit import THIS_MACHINE, client_address
@@ -37,7 +38,12 @@ from space.text import encodable
 from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, _empty, _players, instance_view
 from speech.files import write_bytes_atomic
 
+#: The columns of the builder's ``review.csv`` (``builder_scripts.verification.REVIEW_FIELDS``, which
+#: the Space may not import; tests check the two agree). The builder reads variant, dialogue_id,
+#: decision and reason.
+SHEET_FIELDS = ["dialogue_id", "variant", "converted_turn", "vc_model", "text", "audio_files", "decision", "reason"]
 DECISIONS = ("accept", "reject")
+logger = logging.getLogger(__name__)
 MAX_REASON_CHARS = 300
 TASK = "discrimination"
 
@@ -106,9 +112,9 @@ def sheet_rows(reviews: list[ReviewDecision], dialogues: dict[str, Dialogue]) ->
 
 
 def review_sheet(reviews: list[ReviewDecision], dialogues: dict[str, Dialogue]) -> str:
-    """``sheet_rows`` as the builder's ``review.csv`` text (``builder_scripts.verification.REVIEW_FIELDS``)."""
+    """``sheet_rows`` as the builder's ``review.csv`` text."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, REVIEW_FIELDS)
+    writer = csv.DictWriter(out, SHEET_FIELDS)
     writer.writeheader()
     writer.writerows(sheet_rows(reviews, dialogues))
     return out.getvalue()
@@ -178,7 +184,12 @@ class ReviewDesk:
             return Outcome(False, "A rejection needs a reason (what is wrong with the dialogue). Nothing was recorded.")
         if len(reason) > MAX_REASON_CHARS:
             return Outcome(False, f"The reason has {len(reason)} characters; at most {MAX_REASON_CHARS}. Nothing was recorded.")
-        self.store.add_review(ReviewDecision(dialogue.variant, dialogue.dialogue_id, who.message, decision, reason, self.clock()))
+        try:
+            self.store.add_review(ReviewDecision(dialogue.variant, dialogue.dialogue_id, who.message, decision, reason, self.clock()))
+        except Exception:
+            ref = uuid.uuid4().hex[:8]
+            logger.exception("review decision %s failed unexpectedly", ref)
+            return Outcome(False, f"Internal error while recording the decision (reference {ref}); nothing was recorded.")
         return Outcome(True, f"Recorded: {who.message} {decision}s {dialogue.key}" + (f" ({reason})." if reason else "."))
 
     def export(self) -> Path:

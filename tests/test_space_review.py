@@ -5,15 +5,16 @@ hears, and the export in the builder's review.csv format (read back by the build
 from __future__ import annotations
 
 import csv
+from fnmatch import fnmatch
 from dataclasses import replace
 
 import gradio as gr
 import pytest
 
-from builder_scripts.verification import read_review_decisions
+from builder_scripts.verification import REVIEW_FIELDS, read_review_decisions
 from space.config import SpaceConfig, parse_reviewers
-from space.review import ReviewDesk, export_review_sheet, review_sheet
-from space.store import ReviewDecision, SqliteStore
+from space.review import SHEET_FIELDS, ReviewDesk, export_review_sheet, review_sheet
+from space.store import HubStore, ReviewDecision, SqliteStore
 from space.submit import Submitter
 from tests.test_space_store import hub_store
 
@@ -53,7 +54,9 @@ def test_the_store_keeps_every_decision_oldest_first(tmp_path, backend):
     store.add_review(later)
     store.add_review(earlier)
     assert store.reviews() == [replace(earlier, reason="noise \\ud800"), later]
-    if backend == "hub":  # a restart on a fresh machine: the decisions come back from the "Hub"
+    if backend == "hub":  # pushed, and after a restart on a fresh machine back from the "Hub"
+        files = [p.relative_to(tmp_path / "a").as_posix() for p in (tmp_path / "a" / "reviews").rglob("*.json")]
+        assert len(files) == 2 and all(any(fnmatch(f, pattern) for pattern in HubStore.ALLOW_PATTERNS) for f in files)
         store.close()
         again = hub_store(tmp_path / "b", tmp_path / "index-b", remote=tmp_path / "a")
         assert again.reviews() == store.reviews()
@@ -96,6 +99,13 @@ def test_bad_input_gets_one_message_and_records_nothing(desk, key, decision, rea
     assert review.store.reviews() == []
 
 
+def test_a_store_failure_is_one_message(desk, monkeypatch):
+    review = desk()
+    monkeypatch.setattr(review.store, "add_review", lambda decision: 1 / 0)
+    outcome = review.decide("main/synthetic/0000", "accept", "")
+    assert not outcome.ok and outcome.message.startswith("Internal error while recording the decision (reference ")
+
+
 def test_a_reviewer_hears_the_reference_context_and_the_three_versions(desk):
     review = desk()
     key = "main/synthetic/0001"
@@ -106,7 +116,9 @@ def test_a_reviewer_hears_the_reference_context_and_the_three_versions(desk):
     assert reference["visible"] and reference["value"][:4] == b"RIFF"
     assert sorted(label[-4:] for label in heard if label.startswith("Candidate")) == ["(S1)", "(S2)", "(S3)"]
     assert sum(label.startswith("Context: target turn") for label in heard) == 4
-    assert "Your decision" not in review.on_show(key, Request("10.9.9.9"))[0]  # not a reviewer: listens only
+    dialogue = review.dialogues[key]  # not a reviewer: listens only
+    assert review.on_show(key, Request("10.9.9.9"))[0] == (
+        f"<p>{key}: converted target turn {dialogue.converted_turn} ({dialogue.vc_model}).</p>")
     assert "Unknown dialogue" in review.on_show("main/none", Request())[0]
 
 
@@ -120,6 +132,7 @@ def test_the_export_is_the_builders_review_sheet(desk, tmp_path):
     assert review.decide("main/synthetic/0002", "reject", "wrong gender, S2", alice).ok
     review.store.add_review(ReviewDecision("4vc", "gone/7", "hf:bob", "reject", "echo", 0.5))  # of an earlier build
     sheet = export_review_sheet(review.store, review.dataset, tmp_path / "review.csv")
+    assert SHEET_FIELDS == REVIEW_FIELDS and sheet.read_text(encoding="utf-8").startswith(",".join(REVIEW_FIELDS))
     rows = {(r["variant"], r["dialogue_id"]): r for r in csv.DictReader(sheet.open(encoding="utf-8"))}
     assert {k: (r["decision"], r["reason"]) for k, r in rows.items()} == {
         ("main", "synthetic/0000"): ("accept", ""), ("main", "synthetic/0001"): ("reject", "wrong gender, S2"),
