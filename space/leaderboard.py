@@ -118,7 +118,7 @@ def scored(results: Iterable[StoredResult]) -> Scored:
 def _row(result: StoredResult, flat: dict) -> dict:
     m = result.metadata
     row = {
-        MODEL: m.model_name, VERIFIED: result.verified, "Organisation": m.organisation, "Type": m.model_type,
+        MODEL: f"{m.model_name} [{m.setting}]" if m.setting else m.model_name, VERIFIED: result.verified, "Organisation": m.organisation, "Type": m.model_type,
         "Weights": m.access, "Date": m.model_date, "Link": safe_link(m.link),
         "Submitted": dt.datetime.fromtimestamp(result.created_at, dt.UTC).strftime("%Y-%m-%d"),
         "Submission id": result.id,

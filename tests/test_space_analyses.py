@@ -13,6 +13,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from metrics.score import leaderboard_row
+from space import leaderboard
 from space.config import SpaceConfig
 from space.submission_page import SubmissionPage
 from space.submit import FormError, clean_metadata
@@ -97,6 +98,8 @@ def test_a_submitter_with_two_settings_sees_the_deltas_against_main(page, gold, 
                                          {**FORM, "organisation": "other lab", "setting": "context"}, address="10.0.0.7").record
     assert "context" not in [row[0] for row in table_rows(page.show(main.id)[3], "Settings of this model")]
     assert "Settings of this model" not in page.show(someone_else.id)[3]  # a single setting: nothing to compare
+    frame, _ = leaderboard.leaderboard_frame(leaderboard.scored(page.submitter.store.results()))
+    assert {f"{FORM['model_name']} [{s}]" for s in ("main", "no_reference", "context")} <= set(frame[leaderboard.MODEL])
 
 
 def test_the_submit_form_stores_the_setting_over_http(dataset, gold, tmp_path):
