@@ -263,11 +263,11 @@ def build_review_tab(desk: ReviewDesk, tab: gr.Tab) -> None:
             dialogue = gr.HTML(label="Dialogue")
         with gr.Column(scale=2):
             facts = gr.HTML(label="Gold labels and provenance")
-    reference = gr.Audio(label="Reference clip of the target speaker", interactive=False, visible=False)
+    reference = gr.Audio(label="Reference clip of the target speaker", interactive=False, visible=False, buttons=["download"])
     with gr.Row():
-        turn_players = [gr.Audio(interactive=False, visible=False, min_width=220) for _ in range(TURN_SLOTS)]
+        turn_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(TURN_SLOTS)]
     with gr.Row():
-        candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220) for _ in range(CANDIDATE_SLOTS)]
+        candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(CANDIDATE_SLOTS)]
     with gr.Row():
         decision = gr.Radio(list(DECISIONS), value="accept", label="Decision", elem_id="ss-review-decision")
         reason = gr.Textbox(label="Reason (required to reject)", max_lines=1, max_length=MAX_REASON_CHARS,

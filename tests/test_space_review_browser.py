@@ -79,6 +79,7 @@ def test_three_decisions_export_a_sheet_that_a_rebuild_obeys(served, built, brow
     record(page, "accept", "", f"Recorded: ip:127.0.0.1 accepts {second}.")
     pick(page, third)
     record(page, "reject", "wrong speaker", f"Recorded: ip:127.0.0.1 rejects {third} (wrong speaker).")
+    page.locator("#ss-review-title").get_by_text("Your decision so far: reject (wrong speaker).").wait_for()
     page.screenshot(path="/tmp/space_review.png", full_page=True)
     with page.expect_download() as info:
         page.locator("#ss-review-download").click()
