@@ -86,6 +86,10 @@ class VariantSpec:
 
 VARIANT_SPECS = {s.name: s for s in (VariantSpec("main", 5), VariantSpec("4vc", 5, draws_backend=True), VariantSpec("10turn", 10))}
 VARIANTS = tuple(VARIANT_SPECS)
+#: The columns of a human-review sheet (``review.csv``): the builder exports and reads it
+#: (``--review-decisions``), the Space's Review tab writes it. The builder reads variant,
+#: dialogue_id, decision and reason.
+REVIEW_FIELDS = ("dialogue_id", "variant", "converted_turn", "vc_model", "text", "audio_files", "decision", "reason")
 
 
 def segment_sharing(variant: str) -> tuple[str, ...]:

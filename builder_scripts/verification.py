@@ -226,9 +226,6 @@ def audio_checks(unit) -> tuple[str | None, dict]:
 
 # ------------------------------------------------------------------------------- human review
 
-REVIEW_FIELDS = ["dialogue_id", "variant", "converted_turn", "vc_model", "text", "audio_files", "decision", "reason"]
-
-
 def export_review(dataset: str | Path, out_dir: str | Path) -> Path:
     """Write ``review.csv`` + ``review.html`` + the audio of every dialogue of every variant.
 
@@ -263,7 +260,7 @@ def export_review(dataset: str | Path, out_dir: str | Path) -> Path:
             page.append(f"<h2>{html.escape(variant)} {html.escape(row['dialogue_id'])} (turn {row['masked_position']})</h2><p>{html.escape(text)}</p>")
             page += [f"<div>{html.escape(f)} <audio controls src='{html.escape(f)}'></audio></div>" for f in files]
     with open(out / "review.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, REVIEW_FIELDS)
+        writer = csv.DictWriter(f, ssd.REVIEW_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     (out / "review.html").write_text("\n".join(page), encoding="utf-8")

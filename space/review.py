@@ -35,13 +35,9 @@ from space.config import ENV_PREFIX, SpaceConfig
 from space.store import ResultsStore, ReviewDecision
 from space.submit import THIS_MACHINE, client_address
 from space.text import encodable
-from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, _empty, _players, instance_view
+from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, empty_view, instance_view, players
 from speech.files import write_bytes_atomic
 
-#: The columns of the builder's ``review.csv`` (``builder_scripts.verification.REVIEW_FIELDS``, which
-#: the Space may not import; tests check the two agree). The builder reads variant, dialogue_id,
-#: decision and reason.
-SHEET_FIELDS = ["dialogue_id", "variant", "converted_turn", "vc_model", "text", "audio_files", "decision", "reason"]
 DECISIONS = ("accept", "reject")
 logger = logging.getLogger(__name__)
 MAX_REASON_CHARS = 300
@@ -114,7 +110,7 @@ def sheet_rows(reviews: list[ReviewDecision], dialogues: dict[str, Dialogue]) ->
 def review_sheet(reviews: list[ReviewDecision], dialogues: dict[str, Dialogue]) -> str:
     """``sheet_rows`` as the builder's ``review.csv`` text."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, SHEET_FIELDS)
+    writer = csv.DictWriter(out, ssd.REVIEW_FIELDS)
     writer.writeheader()
     writer.writerows(sheet_rows(reviews, dialogues))
     return out.getvalue()
@@ -220,14 +216,14 @@ class ReviewDesk:
         """The dialogue ``key`` to listen to: its text, facts, reference, context turns and the S1/S2/S3 candidates."""
         dialogue = self.dialogues.get(str(key or ""))
         if dialogue is None:
-            return _empty("<p>Pick a dialogue.</p>" if not key else f"<p>Unknown dialogue {html.escape(repr(str(key)[:200]))}.</p>")
+            return empty_view("<p>Pick a dialogue.</p>" if not key else f"<p>Unknown dialogue {html.escape(repr(str(key)[:200]))}.</p>")
         row = self.index.load(dialogue.config, dialogue.instance_id)
         dialogue_value, facts_value, turns, candidates, ref = instance_view(row, dialogue.config)
         who = self.reviewer(profile, client_address(request))
         title = f"{dialogue.key}: converted target turn {dialogue.converted_turn} ({dialogue.vc_model})."
         title += f" {self.current(dialogue, who.message)}" if who.ok else ""
         return [f"<p>{html.escape(title)}</p>", dialogue_value, facts_value, gr.update(value=ref, visible=ref is not None),
-                *_players(turns, TURN_SLOTS), *_players(candidates, CANDIDATE_SLOTS)]
+                *players(turns, TURN_SLOTS), *players(candidates, CANDIDATE_SLOTS)]
 
     def on_decide(self, key, decision, reason, request: gr.Request, profile: gr.OAuthProfile | None = None):
         """Record the decision; the status, the refreshed sheet, and the reason box (emptied once recorded)."""

@@ -206,13 +206,13 @@ VIEWER_CSS = """
 """
 
 
-def _empty(message: str) -> list:
+def empty_view(message: str) -> list:
     """The viewer's outputs with ``message`` and nothing shown."""
     hidden = gr.update(value=None, visible=False)
     return [message, "", "", hidden] + [hidden] * (TURN_SLOTS + CANDIDATE_SLOTS)
 
 
-def _players(items: list[tuple[str, bytes | None]], slots: int) -> list:
+def players(items: list[tuple[str, bytes | None]], slots: int) -> list:
     """``slots`` audio updates: one labelled player per item, the rest hidden."""
     return [
         gr.update(value=items[i][1], label=items[i][0], visible=True) if i < len(items)
@@ -230,15 +230,15 @@ class ViewerEvents:
 
     def show(self, config: str | None, instance_id: str | None) -> list:
         if not config or not instance_id:
-            return _empty("<p>Pick an instance.</p>")
+            return empty_view("<p>Pick an instance.</p>")
         try:
             row = self.index.load(config, instance_id)
         except KeyError:
-            return _empty(f"<p>No instance {_e(repr(instance_id))} in config {_e(config)}.</p>")
+            return empty_view(f"<p>No instance {_e(repr(instance_id))} in config {_e(config)}.</p>")
         dialogue_value, facts_value, turns, candidates, ref = instance_view(row, config)
         return [f"<p>{_e(config)} / {_e(instance_id)}</p>", dialogue_value, facts_value,
                 gr.update(value=ref, visible=ref is not None),
-                *_players(turns, TURN_SLOTS), *_players(candidates, CANDIDATE_SLOTS)]
+                *players(turns, TURN_SLOTS), *players(candidates, CANDIDATE_SLOTS)]
 
     def refilter(self, config, source, scenario):
         ids = self.index.ids(config, source, scenario) if config else []
@@ -253,7 +253,7 @@ class ViewerEvents:
         instance_id = (text or "").strip()
         found = self.index.locate(instance_id, prefer=config) if instance_id else None
         if found is None:
-            return [gr.update(), gr.update(), *_empty(f"<p>Unknown instance id {_e(repr(instance_id[:200]))}.</p>")]
+            return [gr.update(), gr.update(), *empty_view(f"<p>Unknown instance id {_e(repr(instance_id[:200]))}.</p>")]
         ids = self.index.ids(found)
         return [gr.update(value=found), gr.update(choices=ids, value=instance_id), *self.show(found, instance_id)]
 

@@ -11,9 +11,11 @@ from dataclasses import replace
 import gradio as gr
 import pytest
 
-from builder_scripts.verification import REVIEW_FIELDS, read_review_decisions
+import speakersleuth_dataset as ssd
+
+from builder_scripts.verification import read_review_decisions
 from space.config import SpaceConfig, parse_reviewers
-from space.review import SHEET_FIELDS, ReviewDesk, export_review_sheet, review_sheet
+from space.review import ReviewDesk, export_review_sheet, review_sheet
 from space.store import HubStore, ReviewDecision, SqliteStore
 from space.submit import Submitter
 from tests.test_space_store import hub_store
@@ -132,7 +134,7 @@ def test_the_export_is_the_builders_review_sheet(desk, tmp_path):
     assert review.decide("main/synthetic/0002", "reject", "wrong gender, S2", alice).ok
     review.store.add_review(ReviewDecision("4vc", "gone/7", "hf:bob", "reject", "echo", 0.5))  # of an earlier build
     sheet = export_review_sheet(review.store, review.dataset, tmp_path / "review.csv")
-    assert SHEET_FIELDS == REVIEW_FIELDS and sheet.read_text(encoding="utf-8").startswith(",".join(REVIEW_FIELDS))
+    assert sheet.read_text(encoding="utf-8").startswith(",".join(ssd.REVIEW_FIELDS))
     rows = {(r["variant"], r["dialogue_id"]): r for r in csv.DictReader(sheet.open(encoding="utf-8"))}
     assert {k: (r["decision"], r["reason"]) for k, r in rows.items()} == {
         ("main", "synthetic/0000"): ("accept", ""), ("main", "synthetic/0001"): ("reject", "wrong gender, S2"),
