@@ -57,3 +57,36 @@ def tts_voices(tmp_path_factory):
     from tests.tts_voices import render_voices
 
     return render_voices(tmp_path_factory.mktemp("tts_voices"))
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch on one thread for a module (models run faster so on a busy 2-core machine); the
+    caller's count is restored afterwards. Encoder test modules use it for every test."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def campplus(one_torch_thread):
+    from speech.encoders import get_encoder
+
+    return get_encoder("campplus")
+
+
+@pytest.fixture(scope="module")
+def eres2net(one_torch_thread):
+    from speech.encoders import get_encoder
+
+    return get_encoder("eres2net")
+
+
+@pytest.fixture(scope="module")
+def dvector(one_torch_thread):
+    from speech.encoders import get_encoder
+
+    return get_encoder("dvector")

@@ -15,7 +15,8 @@ import torch
 
 from speech.encoders import get_encoder
 from speech.encoders.dvector import DVectorEncoder
-from tests.test_encoders import dvector, one_torch_thread  # noqa: F401 - the fixtures
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

