@@ -14,8 +14,8 @@ with each of the three methods. Baselines run each judge at the paper's τ and, 
 has a validation split, also at the τ calibrated there (``<judge>-calibrated``).
 
 Embedding judges run torch (and the d-vector's onnxruntime) on one thread unless ``--threads``
-says otherwise: on the 2-core build machine every encoder was slower on two threads than on one
-(benchmarks/bench_judge_threads.py).
+says otherwise: on the 2-core build machine CAM++, the d-vector and Resemblyzer were faster on one
+thread than on two, ERes2Net 11 % slower (benchmarks/bench_judge_threads.py).
 
 Outputs are the submission format (``metrics.submission``); score them with
 ``python -m metrics.score preds.jsonl --dataset speakersleuth --variant main``.
