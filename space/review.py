@@ -35,7 +35,7 @@ from space.config import ENV_PREFIX, SpaceConfig
 from space.store import ResultsStore, ReviewDecision
 from space.submit import THIS_MACHINE, client_address
 from space.text import encodable
-from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, empty_view, instance_view, players
+from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, empty_view, instance_panel, instance_view, players
 from speech.files import write_bytes_atomic
 
 DECISIONS = ("accept", "reject")
@@ -253,17 +253,7 @@ def build_review_tab(desk: ReviewDesk, tab: gr.Tab) -> None:
     if not keys:
         gr.Markdown("This dataset has no dialogue ids in its test split (a blind copy?): review the labelled build.")
     picker = gr.Dropdown(keys, value=keys[0] if keys else None, label="Dialogue (variant/dialogue id)", elem_id="ss-review-dialogue")
-    message = gr.HTML(elem_id="ss-review-title")
-    with gr.Row():
-        with gr.Column(scale=3):
-            dialogue = gr.HTML(label="Dialogue")
-        with gr.Column(scale=2):
-            facts = gr.HTML(label="Gold labels and provenance")
-    reference = gr.Audio(label="Reference clip of the target speaker", interactive=False, visible=False, buttons=["download"])
-    with gr.Row():
-        turn_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(TURN_SLOTS)]
-    with gr.Row():
-        candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(CANDIDATE_SLOTS)]
+    shown = instance_panel("ss-review-title")
     with gr.Row():
         decision = gr.Radio(list(DECISIONS), value="accept", label="Decision", elem_id="ss-review-decision")
         reason = gr.Textbox(label="Reason (required to reject)", max_lines=1, max_length=MAX_REASON_CHARS,
@@ -272,7 +262,6 @@ def build_review_tab(desk: ReviewDesk, tab: gr.Tab) -> None:
     status = gr.HTML(elem_id="ss-review-status")
     download = gr.DownloadButton("Download review.csv", visible=False, size="sm", elem_id="ss-review-download")
 
-    shown = [message, dialogue, facts, reference, *turn_players, *candidate_players]
     picker.input(desk.on_show, picker, shown, api_name="review_show")
     record.click(desk.on_decide, [picker, decision, reason], [status, download, reason], api_name="review_decide") \
         .then(desk.on_show, picker, shown, api_name=False)

@@ -258,6 +258,23 @@ class ViewerEvents:
         return [gr.update(value=found), gr.update(choices=ids, value=instance_id), *self.show(found, instance_id)]
 
 
+def instance_panel(message_id: str | None = None) -> list:
+    """The components an instance is shown in, in ``instance_view``'s output order: a message,
+    the dialogue, its facts, the reference clip, the target turns' and the candidates' players."""
+    message = gr.HTML(elem_id=message_id)
+    with gr.Row():
+        with gr.Column(scale=3):
+            dialogue = gr.HTML(label="Dialogue")
+        with gr.Column(scale=2):
+            facts = gr.HTML(label="Gold labels and provenance")
+    reference = gr.Audio(label="Reference clip of the target speaker", interactive=False, visible=False, buttons=["download"])
+    with gr.Row():
+        turn_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(TURN_SLOTS)]
+    with gr.Row():
+        candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(CANDIDATE_SLOTS)]
+    return [message, dialogue, facts, reference, *turn_players, *candidate_players]
+
+
 def build_viewer_tab(index: InstanceIndex):
     """The Viewer tab's components and events (call inside ``gr.Blocks`` / ``gr.Tab``); returns
     ``show(config, id)`` with its inputs and outputs, so the app can show an instance on load."""
@@ -272,18 +289,7 @@ def build_viewer_tab(index: InstanceIndex):
     with gr.Row():
         pasted = gr.Textbox(label="Or paste an instance id", max_lines=1, max_length=200, scale=4)
         go = gr.Button("Show", scale=1)
-    message = gr.HTML()
-    with gr.Row():
-        with gr.Column(scale=3):
-            dialogue = gr.HTML(label="Dialogue")
-        with gr.Column(scale=2):
-            facts = gr.HTML(label="Gold labels and provenance")
-    reference = gr.Audio(label="Reference clip of the target speaker", interactive=False, visible=False, buttons=["download"])
-    with gr.Row():
-        turn_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(TURN_SLOTS)]
-    with gr.Row():
-        candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(CANDIDATE_SLOTS)]
-    outputs = [message, dialogue, facts, reference, *turn_players, *candidate_players]
+    outputs = instance_panel()
 
     events = ViewerEvents(index)
     config_dd.input(events.on_config, config_dd, [source_dd, scenario_dd, id_dd]).then(events.show, [config_dd, id_dd], outputs)
