@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from builder_scripts.sources.ami import AMI_EVAL_MEETINGS
+from builder_scripts.sources.chitchat_tts import POOL_MAX_SECONDS, POOL_MIN_SECONDS
 from speech.model_dirs import use_model_dirs
 from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 from tests.vc_fixtures import VOICES, Voice
@@ -435,5 +436,5 @@ def test_a_chat_corpus_too_short_for_the_speaker_pool_is_refused(tmp_path, capsy
     code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
                           "--threads", "1", "--no-progress", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert f"error: chitchat_tts: {tmp_path / 'chat' / 'dataset.json'}: only 0 turns of 1.5-4.0 s in its 1 dialogues; " in err
+    assert f"error: chitchat_tts: {tmp_path / 'chat' / 'dataset.json'}: only 0 turns of {POOL_MIN_SECONDS}-{POOL_MAX_SECONDS} s in its 1 dialogues; " in err
     assert [p.name.split("-")[0] for p in written(tmp_path)] == ["chitchat_turns"]
