@@ -28,7 +28,9 @@ What this module offers on top:
   are a keyed hash under a random secret (not recomputable) and rows in the order of those ids (a
   dialogue's S1/S2/S3 scattered); the gold, under the public ids, goes to a private folder that
   ``read_gold`` (and so ``python -m metrics.score --gold``) reads. The validation split stays
-  labelled (for calibration).
+  labelled (for calibration). A dialogue's rows share clips (S1/S2/S3 differ in one turn), so a
+  submitter who groups rows by their audio can find the altered turn; ``--unpaired`` keeps one
+  instance per group of rows that share any clip (``audio_groups``), which closes that leak.
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ import hashlib
 import hmac
 import io
 import os
+import random
 import secrets
 import shutil
 import sys
 import tempfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +53,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import soundfile as sf
 from datasets import Audio, Features, List, Value
@@ -577,6 +581,17 @@ keyed hash of the build's ids under a secret that is not published, and its rows
 those ids. Submissions are scored against the private gold (on the leaderboard Space, or with
 `python -m metrics.score predictions.jsonl --gold <gold_dir>`). The validation split keeps its labels,
 as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-validation", split="validation")`)."""
+#: What the blind card says of the rows that share clips: paired (every row kept) or unpaired.
+BLIND_PAIRING_NOTE = {
+    False: "A dialogue's S1, S2 and S3 rows (and its discrimination row) share every clip but the "
+           "altered one, so rows can be regrouped by their audio and compared; this copy keeps them "
+           "all (paired accuracy can be scored). A leaderboard that must not leak the altered turn "
+           "publishes the `--unpaired` copy.",
+    True: "This copy is unpaired: it keeps one test instance per group of instances that share any "
+          "clip, so no two of its test rows hold the same audio and rows cannot be regrouped to "
+          "find the altered turn. Paired accuracy needs a dialogue's three scenarios and is not "
+          "scored on it.",
+}
 
 
 def blind_features(config: str) -> Features:
@@ -598,6 +613,70 @@ def public_id(secret: bytes, instance_id: str) -> str:
     return hmac.new(secret, instance_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
+def audio_groups(folder: str | os.PathLike, split: str = "test") -> dict[str, int]:
+    """Instance id -> group: two instances are in one group when any of their clips hold the same
+    samples (decoded, so a re-encoding does not hide them), directly or through a chain of others.
+
+    A dialogue's S1, S2 and S3 share every clip but one, its discrimination row holds the same
+    turns, and variants built on the same segments share voiced turns: comparing the rows of a
+    group shows which turn differs, and so the gold. Detection and localization rows of an
+    instance share its id and count once.
+    """
+    parent: dict[str, str] = {}
+
+    def root(rid: str) -> str:
+        while parent[rid] != rid:
+            parent[rid] = parent[parent[rid]]
+            rid = parent[rid]
+        return rid
+
+    owner: dict[bytes, str] = {}  # samples digest -> the first instance holding them
+    digests: dict[bytes, bytes] = {}  # encoded bytes digest -> samples digest (decode each clip once)
+    for spec in CONFIGS.values():
+        for path in shard_paths(folder, spec.name, split):
+            for row in pq.read_table(path, columns=["id", *spec.audio_columns]).to_pylist():
+                rid = row["id"]
+                parent.setdefault(rid, rid)
+                for column in spec.audio_columns:
+                    clips = row[column] if isinstance(spec.features[column], List) else [row[column]]
+                    for clip in clips or []:
+                        encoded = hashlib.sha256(clip["bytes"]).digest()
+                        if encoded not in digests:
+                            samples, rate = sf.read(io.BytesIO(clip["bytes"]), dtype="int16")
+                            digests[encoded] = hashlib.sha256(samples.tobytes() + str(rate).encode()).digest()
+                        first = owner.setdefault(digests[encoded], rid)
+                        parent[root(rid)] = root(first)
+    roots = {rid: root(rid) for rid in parent}
+    number = {r: i for i, r in enumerate(dict.fromkeys(roots.values()))}
+    return {rid: number[r] for rid, r in roots.items()}
+
+
+def unpaired_instances(folder: str | os.PathLike, rng) -> set[str]:
+    """One test instance per ``audio_groups`` group, so that no two kept instances share a clip.
+
+    Groups are visited in ``rng``'s order and each keeps the instance whose slot (variant and
+    scenario, or discrimination) has kept the fewest so far, ties drawn by ``rng``: the slots
+    stay balanced, and which of a dialogue's rows survives depends only on ``rng``.
+    """
+    slot: dict[str, tuple[str, str]] = {}
+    for variant in variants_present(folder):
+        for task, rows in read_gold(folder, variant).items():
+            for row in rows:
+                slot[row["id"]] = (variant, row.get("scenario") or "discrimination")
+    members: dict[int, list[str]] = {}
+    for rid, group in audio_groups(folder).items():
+        members.setdefault(group, []).append(rid)
+    kept, filled = set(), Counter()
+    groups = sorted(members.values())
+    rng.shuffle(groups)
+    for ids in groups:
+        rng.shuffle(ids)
+        choice = min(ids, key=lambda rid: filled[slot[rid]])
+        filled[slot[choice]] += 1
+        kept.add(choice)
+    return kept
+
+
 def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder")
@@ -611,13 +690,18 @@ def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
         raise ValueError(f"{folder}: already a blind copy; blind a full build")
 
 
-def write_blind(folder: str | os.PathLike, public: str | os.PathLike, gold: str | os.PathLike) -> dict[str, int]:
+def write_blind(
+    folder: str | os.PathLike, public: str | os.PathLike, gold: str | os.PathLike, *, unpaired: bool = False
+) -> dict[str, int]:
     """Write the blind copy of the built ``folder`` to ``public`` and its test gold to ``gold``
     (see the module docstring); returns ``{config/split: rows}``. Both are written beside their
-    place and moved there when complete; the secret of the ids is drawn here and kept nowhere."""
+    place and moved there when complete; the secret of the ids is drawn here and kept nowhere.
+    ``unpaired`` keeps one test instance per group of instances that share a clip
+    (``unpaired_instances``, drawn under the same secret)."""
     folder, public, gold = Path(folder), Path(public), Path(gold)
     _check_blind_paths(folder, public, gold)
     secret = secrets.token_bytes(32)
+    keep = unpaired_instances(folder, random.Random(secret)) if unpaired else None
     for path in (public, gold):
         path.resolve().parent.mkdir(parents=True, exist_ok=True)
     staging = {p: Path(tempfile.mkdtemp(prefix=f".{p.name}-", dir=p.resolve().parent)) for p in (public, gold)}
@@ -630,11 +714,11 @@ def write_blind(folder: str | os.PathLike, public: str | os.PathLike, gold: str 
                     (staging[public] / spec.data_dir).mkdir(parents=True, exist_ok=True)
                     for path in paths:
                         shutil.copy2(path, staging[public] / spec.data_dir / path.name)
-                if paths:
+                if paths and split != "test":
                     counts[f"{spec.name}/{split}"] = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
             if shard_paths(folder, spec.name, "test"):
-                _blind_config(folder, spec, secret, staging[public], staging[gold])
-        _write_blind_cards(folder, staging[public], staging[gold])
+                counts[f"{spec.name}/test"] = _blind_config(folder, spec, secret, staging[public], staging[gold], keep)
+        _write_blind_cards(folder, staging[public], staging[gold], unpaired)
         for path, temporary in staging.items():
             if path.exists():
                 path.rmdir()
@@ -645,10 +729,13 @@ def write_blind(folder: str | os.PathLike, public: str | os.PathLike, gold: str 
     return counts
 
 
-def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path) -> None:
+def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path, keep: set[str] | None) -> int:
     """One config's test split: the public shards (blind columns out, ids hashed, rows in id order)
-    and the gold table (every column but audio, under the public id, with the build's ``source_id``)."""
+    and the gold table (every column but audio, under the public id, with the build's ``source_id``);
+    only the instances in ``keep`` when given. Returns the rows written."""
     table = pa.concat_tables([pq.read_table(p) for p in shard_paths(folder, spec.name, "test")])
+    if keep is not None:
+        table = table.filter(pc.is_in(table.column("id"), pa.array(sorted(keep), pa.string())))
     source_ids = table.column("id").to_pylist()
     ids = [public_id(secret, rid) for rid in source_ids]
     table = table.set_column(table.schema.get_field_index("id"), "id", pa.array(ids, pa.string()))
@@ -662,6 +749,7 @@ def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, g
     (public / spec.data_dir).mkdir(parents=True, exist_ok=True)  # the validation shards may be there
     for i, rows in enumerate(np.array_split(np.arange(visible.num_rows), n)):
         pq.write_table(visible.take(rows), public / spec.data_dir / f"test-{i:05d}-of-{n:05d}.parquet", row_group_size=32)
+    return table.num_rows
 
 
 def blind_card_configs(public: str | os.PathLike) -> list[dict[str, Any]]:
@@ -684,9 +772,9 @@ def blind_card_configs(public: str | os.PathLike) -> list[dict[str, Any]]:
     return configs
 
 
-def _write_blind_cards(folder: Path, public: Path, gold: Path) -> None:
-    """The public card (the build's, its configs as ``blind_card_configs``, with ``BLIND_NOTE``)
-    and the gold folder's README, which says it must stay private."""
+def _write_blind_cards(folder: Path, public: Path, gold: Path, unpaired: bool) -> None:
+    """The public card (the build's, its configs as ``blind_card_configs``, with ``BLIND_NOTE`` and
+    its ``BLIND_PAIRING_NOTE``) and the gold folder's README, which says it must stay private."""
     import yaml
 
     text = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
@@ -694,7 +782,7 @@ def _write_blind_cards(folder: Path, public: Path, gold: Path) -> None:
     if text.startswith("---\n"):
         _, head, body = text.split("---\n", 2)
         header = yaml.safe_load(head) or {}
-    write_card(public, body.strip() + "\n\n" + BLIND_NOTE, **(header | {"configs": blind_card_configs(public)}))
+    write_card(public, body.strip() + "\n\n" + BLIND_NOTE + "\n\n" + BLIND_PAIRING_NOTE[unpaired], **(header | {"configs": blind_card_configs(public)}))
     write_text_atomic(gold / "README.md", (
         "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
         "(`source_id` is the build's id). Keep this folder private: score with "
@@ -727,13 +815,14 @@ def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_er
     root = Path(root)
     if not root.is_dir():
         raise DatasetValidationError([f"{root}: no such folder"])
-    errors = _check_card(root)
+    blind = is_blind(root)
+    errors = _check_card(root, blind)
     ids_by_split: dict[str, list[str]] = {}
     for spec in CONFIGS.values():
         for split in SPLITS:
             paths = shard_paths(root, spec.name, split)
             if paths and len(errors) <= max_errors:
-                ids, split_errors = _check_split(root, spec, split, paths, check_audio)
+                ids, split_errors = _check_split(root, spec, split, paths, check_audio, blind and split == "test")
                 ids_by_split[f"{spec.name}/{split}"] = ids
                 errors += split_errors
     errors += _check_shared_ids(ids_by_split)
@@ -746,8 +835,12 @@ def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_er
     return {key: len(ids) for key, ids in ids_by_split.items()}
 
 
-def _check_split(root: Path, spec: ConfigSpec, split: str, paths: list[Path], check_audio: bool) -> tuple[list[str], list[str]]:
-    """The ids and the problems of one config's split, row by row over its shards."""
+def _check_split(
+    root: Path, spec: ConfigSpec, split: str, paths: list[Path], check_audio: bool, blind: bool
+) -> tuple[list[str], list[str]]:
+    """The ids and the problems of one config's split, row by row over its shards; a ``blind``
+    split (a blind copy's test split) has ``blind_features`` and no gold to check."""
+    features = blind_features(spec.name) if blind else spec.features
     ids: list[str] = []
     errors: list[str] = []
     for path in paths:
@@ -757,12 +850,12 @@ def _check_split(root: Path, spec: ConfigSpec, split: str, paths: list[Path], ch
         except Exception as err:
             errors.append(f"{rel}: not a readable parquet file ({err})")
             continue
-        if not schema.remove_metadata().equals(spec.features.arrow_schema.remove_metadata()):
-            errors.append(f"{rel}: schema differs from the {spec.name} features: {_schema_diff(schema, spec)}")
+        if not schema.remove_metadata().equals(features.arrow_schema.remove_metadata()):
+            errors.append(f"{rel}: schema differs from the {spec.name} features: {_schema_diff(schema, features)}")
             continue
         for i, row in enumerate(pq.read_table(path).to_pylist()):
             where = f"config {spec.name} split {split} row {len(ids)} (id {row['id']!r}, {rel} row {i})"
-            errors += _check_row(spec, row, where, check_audio)
+            errors += _check_row(spec, row, where, check_audio, gold=not blind)
             ids.append(row["id"])
     seen: set[str] = set()
     for rid in ids:
@@ -788,8 +881,8 @@ def _check_shared_ids(ids_by_split: dict[str, list[str]]) -> list[str]:
     return errors
 
 
-def _schema_diff(schema: pa.Schema, spec: ConfigSpec) -> str:
-    expected = spec.features.arrow_schema
+def _schema_diff(schema: pa.Schema, features: Features) -> str:
+    expected = features.arrow_schema
     missing = [n for n in expected.names if n not in schema.names]
     extra = [n for n in schema.names if n not in expected.names]
     wrong = [
@@ -806,7 +899,9 @@ def _schema_diff(schema: pa.Schema, spec: ConfigSpec) -> str:
     ) or "column order differs"
 
 
-def _check_card(root: Path) -> list[str]:
+def _check_card(root: Path, blind: bool) -> list[str]:
+    """The card's configs and their files; a blind copy's labelled validation splits are the
+    configs ``<config>-validation`` (``blind_card_configs``)."""
     from huggingface_hub import DatasetCard
 
     readme = root / "README.md"
@@ -822,7 +917,7 @@ def _check_card(root: Path) -> list[str]:
     errors = []
     for entry in configs:
         name = entry.get("config_name")
-        if name not in CONFIGS:
+        if name not in CONFIGS and not (blind and str(name).removesuffix("-validation") in CONFIGS):
             errors.append(f"README.md: unknown config {name!r}")
             continue
         for files in entry.get("data_files", []):
@@ -831,7 +926,8 @@ def _check_card(root: Path) -> list[str]:
     return errors
 
 
-def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool) -> list[str]:
+def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool, *, gold: bool = True) -> list[str]:
+    """A row's problems; without ``gold`` (a blind test row) the labels and answers are not there to check."""
     errs = []
     n = spec.num_target_turns
     if row["variant"] != spec.variant:
@@ -849,9 +945,9 @@ def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool) -> li
         errs.append(f"{where}: target_turn_positions {positions} differ from turns marked is_target {flagged}")
     if any(turns[i]["speaker"] != row["target_speaker"] for i in flagged if i < len(turns)):
         errs.append(f"{where}: a turn marked is_target is not spoken by {row['target_speaker']!r}")
-    if spec.task == "discrimination":
+    if gold and spec.task == "discrimination":
         errs += _check_discrimination(row, where, n)
-    else:
+    elif gold:
         errs += _check_turn_row(row, where, n)
     if check_audio:
         for column in spec.audio_columns:
@@ -955,6 +1051,8 @@ def main(argv: list[str] | None = None) -> int:
     blind.add_argument("folder", help="a built dataset folder")
     blind.add_argument("--public", required=True, help="new folder for the public copy (to publish)")
     blind.add_argument("--gold", required=True, help="new folder for the test gold (keep it private)")
+    blind.add_argument("--unpaired", action="store_true",
+                       help="keep one test instance per group of instances that share a clip (no regrouping leak)")
     args = parser.parse_args(argv)
     if args.command == "configs":
         for spec in CONFIGS.values():
@@ -962,7 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "blind":
         try:
-            counts = write_blind(args.folder, args.public, args.gold)
+            counts = write_blind(args.folder, args.public, args.gold, unpaired=args.unpaired)
         except (FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

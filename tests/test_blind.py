@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from datasets import load_dataset
@@ -111,6 +114,8 @@ def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
     assert {"label", "scenario", "dialogue_id"} <= set(validation.features) and len(validation) == 3
     original = ssd.shard_paths(full, "detection", "validation")[0]
     assert (public / "main" / "detection" / original.name).read_bytes() == original.read_bytes()
+    counts = ssd.validate_folder(public)  # the validator knows a blind copy: no gold to check, clips decoded
+    assert counts["discrimination/test"] == DIALOGUES and counts["detection/validation"] == 3
     card = (public / "README.md").read_text()
     assert "## Blind test split" in card and "For tests only." in card and "config_name: detection-validation" in card
 
@@ -168,3 +173,50 @@ def test_app_and_seed_take_the_gold_from_a_private_folder(built, tmp_path, capsy
     args = ["--results", str(tmp_path / "results"), "--dataset", str(public), "--data-dir", str(tmp_path / "c")]
     assert seed.main(args) == 2 and "blind copy without test gold" in capsys.readouterr().err
     assert seed.main([*args, "--gold", str(gold)]) == 0 and "1 accepted" in capsys.readouterr().out
+
+
+def _restricted(full: Path, ids: set[str], out: Path) -> Path:
+    """The full build with only the test instances ``ids`` (what an unpaired copy's gold covers)."""
+    for path in full.rglob("*.parquet"):
+        table = pq.read_table(path)
+        if path.name.startswith("test-"):
+            table = table.filter(pc.is_in(table.column("id"), pa.array(sorted(ids))))
+        (out / path.relative_to(full)).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, out / path.relative_to(full))
+    (out / "README.md").write_bytes((full / "README.md").read_bytes())
+    return out
+
+
+def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_group(built, tmp_path, capsys):
+    full, public, _ = built
+    paired_groups = Counter(ssd.audio_groups(public).values())
+    assert max(paired_groups.values()) >= 4  # S1, S2, S3 and the discrimination row of a dialogue
+    assert "rows can be regrouped by their audio" in (public / "README.md").read_text()
+
+    unpaired, gold = tmp_path / "public", tmp_path / "gold"
+    assert ssd.main(["blind", str(full), "--public", str(unpaired), "--gold", str(gold), "--unpaired"]) == 0
+    capsys.readouterr()
+    assert set(Counter(ssd.audio_groups(unpaired).values()).values()) == {1}  # no two test instances share a clip
+    full_groups = ssd.audio_groups(full)
+    kept = {r["source_id"] for config in ("detection", "discrimination", "detection-10turn", "discrimination-10turn")
+            for r in _test_rows(gold, config, ["source_id"])}
+    assert len({full_groups[source] for source in kept}) == len(kept) == len(set(full_groups.values()))
+    for config in ("detection", "detection-10turn"):
+        assert {r["scenario"] for r in _test_rows(gold, config, ["scenario"])} == {"S1", "S2", "S3"}
+    assert "This copy is unpaired" in (unpaired / "README.md").read_text()
+    assert ssd.validate_folder(unpaired)["detection/test"] == len(_test_rows(gold, "detection", ["id"]))
+
+    rows = {task: rows for task, rows in load_gold(full).tasks.items()}
+    source_of = {r["id"]: r["source_id"] for config in ("detection", "discrimination") for r in _test_rows(gold, config, ["id", "source_id"])}
+    lines = [{"task": "detection", "id": pid, "prediction": rows["detection"][sid]["label"] if i % 3 else "consistent", "score": i % 5 / 5}
+             for i, (pid, sid) in enumerate(source_of.items()) if sid in rows["detection"]]
+    lines += [{"task": "discrimination", "id": pid, "prediction": "A", "ranking": ["A", "B", "C"]}
+              for pid, sid in source_of.items() if sid in rows["discrimination"]]
+    (tmp_path / "blind.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (tmp_path / "full.jsonl").write_text("".join(json.dumps({**line, "id": source_of[line["id"]]}) + "\n" for line in lines))
+    scores = []
+    for file, where in (("full.jsonl", ["--dataset", str(_restricted(full, kept, tmp_path / "restricted"))]), ("blind.jsonl", ["--gold", str(gold)])):
+        assert score_main([str(tmp_path / file), *where, "--json", "--bootstrap", "100"]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+        scores[-1].pop("sha256")
+    assert scores[0] == scores[1] and scores[0]["detection"]["paired_accuracy"] is None
