@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from collections import Counter
 from pathlib import Path
 
+import huggingface_hub
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -220,3 +222,21 @@ def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_grou
         scores.append(json.loads(capsys.readouterr().out))
         scores[-1].pop("sha256")
     assert scores[0] == scores[1] and scores[0]["detection"]["paired_accuracy"] is None
+
+
+def test_the_space_reads_private_gold_from_a_hub_dataset_with_the_token(built, tmp_path, monkeypatch):
+    """On Spaces the gold is a private Hub dataset: downloaded once with ``HF_TOKEN`` into the data dir."""
+    full, public, gold = built
+    calls = []
+
+    def download(repo_id, *, repo_type, token, local_dir):
+        calls.append((repo_id, repo_type, token))
+        shutil.copytree(gold, local_dir, dirs_exist_ok=True)
+        return str(local_dir)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    config = SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": "lab/speakersleuth-gold", "HF_TOKEN": "hf_x"},
+                                  dataset=str(public), data_dir=tmp_path)
+    local = gold_folder(config, public)
+    assert calls == [("lab/speakersleuth-gold", "dataset", "hf_x")] and local.is_relative_to(tmp_path)
+    assert ssd.read_gold(local)["detection"] == ssd.read_gold(gold)["detection"]
