@@ -30,7 +30,10 @@ What this module offers on top:
   ``read_gold`` (and so ``python -m metrics.score --gold``) reads. The validation split stays
   labelled (for calibration). A dialogue's rows share clips (S1/S2/S3 differ in one turn), so a
   submitter who groups rows by their audio can find the altered turn; ``--unpaired`` keeps one
-  instance per group of rows that share any clip (``audio_groups``), which closes that leak.
+  instance per group of rows that share a dialogue or any clip (``instance_groups``), which closes
+  that leak. The altered turn and the candidate order follow from the build's seed and the
+  dialogue, whose text is public: ``blind`` refuses a build whose seed anyone could try
+  (``GUESSABLE_SEEDS``; the card records it as ``build_seed``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import hmac
 import io
 import os
 import random
+import re
 import secrets
 import shutil
 import sys
@@ -546,6 +550,8 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    if not Path(root).is_dir():
+        raise FileNotFoundError(f"{root}: no such folder")
     gold = {}
     for task in TASKS:
         name = config_name(task, variant)
@@ -553,8 +559,8 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
         if not paths:
             continue
         if not set(GOLD_COLUMNS[task]) <= set(pq.read_schema(paths[0]).names):
-            raise ValueError(f"{root}: the {split} split of {name!r} holds no gold (a blind copy); "
-                             "read the gold from its gold folder (python -m metrics.score --gold <gold_dir>)")
+            raise ValueError(f"{root}: the {split} split of {name!r} holds no gold: this is a blind copy's public "
+                             "folder; its gold is the folder that `blind --gold` wrote (python -m metrics.score --gold <gold_dir>)")
         rows = read_rows(root, name, split, columns=GOLD_COLUMNS[task]).to_pylist()
         for row in rows:
             if "target_turn_positions" in row:
@@ -581,16 +587,19 @@ keyed hash of the build's ids under a secret that is not published, and its rows
 those ids. Submissions are scored against the private gold (on the leaderboard Space, or with
 `python -m metrics.score predictions.jsonl --gold <gold_dir>`). The validation split keeps its labels,
 as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-validation", split="validation")`)."""
+#: Paragraphs of the build card's introduction that a blind card leaves out (they speak of gold
+#: columns and of S1/S2/S3 sharing a dialogue), by their first words; and the sections it keeps.
+BUILD_CARD_TEST_PARAGRAPHS = ("Judge each instance on its own", "Report results on `test`")
+BUILD_CARD_PUBLIC_SECTIONS = ("Sources and licenses", "Citation")
 #: What the blind card says of the rows that share clips: paired (every row kept) or unpaired.
 BLIND_PAIRING_NOTE = {
     False: "A dialogue's S1, S2 and S3 rows (and its discrimination row) share every clip but the "
            "altered one, so rows can be regrouped by their audio and compared; this copy keeps them "
            "all (paired accuracy can be scored). A leaderboard that must not leak the altered turn "
            "publishes the `--unpaired` copy.",
-    True: "This copy is unpaired: it keeps one test instance per group of instances that share any "
-          "clip, so no two of its test rows hold the same audio and rows cannot be regrouped to "
-          "find the altered turn. Paired accuracy needs a dialogue's three scenarios and is not "
-          "scored on it.",
+    True: "This copy is unpaired: it keeps one test instance per dialogue, and no two of its test "
+          "rows share a dialogue or hold the same audio, so rows cannot be regrouped to find the "
+          "altered turn. Paired accuracy needs a dialogue's three scenarios and is not scored on it.",
 }
 
 
@@ -613,14 +622,16 @@ def public_id(secret: bytes, instance_id: str) -> str:
     return hmac.new(secret, instance_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
-def audio_groups(folder: str | os.PathLike, split: str = "test") -> dict[str, int]:
-    """Instance id -> group: two instances are in one group when any of their clips hold the same
-    samples (decoded, so a re-encoding does not hide them), directly or through a chain of others.
+def instance_groups(folder: str | os.PathLike, split: str = "test") -> dict[str, int]:
+    """Instance id -> group: two instances are in one group when they come from one dialogue (where
+    the folder has ``dialogue_id``) or any of their clips hold the same samples (decoded, so a
+    re-encoding does not hide them), directly or through a chain of others.
 
     A dialogue's S1, S2 and S3 share every clip but one, its discrimination row holds the same
-    turns, and variants built on the same segments share voiced turns: comparing the rows of a
-    group shows which turn differs, and so the gold. Detection and localization rows of an
-    instance share its id and count once.
+    turns, and the variants of a dialogue share its text (a backend that resynthesises the
+    original turns changes their samples, not their words): comparing the rows of a group shows
+    which turn differs, and so the gold. Detection and localization rows of an instance share
+    its id and count once.
     """
     parent: dict[str, str] = {}
 
@@ -630,13 +641,16 @@ def audio_groups(folder: str | os.PathLike, split: str = "test") -> dict[str, in
             rid = parent[rid]
         return rid
 
-    owner: dict[bytes, str] = {}  # samples digest -> the first instance holding them
+    owner: dict[bytes | str, str] = {}  # samples digest or dialogue -> the first instance holding it
     digests: dict[bytes, bytes] = {}  # encoded bytes digest -> samples digest (decode each clip once)
     for spec in CONFIGS.values():
         for path in shard_paths(folder, spec.name, split):
-            for row in pq.read_table(path, columns=["id", *spec.audio_columns]).to_pylist():
+            columns = ["id", *spec.audio_columns] + (["dialogue_id"] if "dialogue_id" in pq.read_schema(path).names else [])
+            for row in pq.read_table(path, columns=columns).to_pylist():
                 rid = row["id"]
                 parent.setdefault(rid, rid)
+                if "dialogue_id" in row:
+                    parent[root(rid)] = root(owner.setdefault(row["dialogue_id"], rid))
                 for column in spec.audio_columns:
                     clips = row[column] if isinstance(spec.features[column], List) else [row[column]]
                     for clip in clips or []:
@@ -652,7 +666,7 @@ def audio_groups(folder: str | os.PathLike, split: str = "test") -> dict[str, in
 
 
 def unpaired_instances(folder: str | os.PathLike, rng) -> set[str]:
-    """One test instance per ``audio_groups`` group, so that no two kept instances share a clip.
+    """One test instance per ``instance_groups`` group: no two kept instances share a dialogue or a clip.
 
     Groups are visited in ``rng``'s order and each keeps the instance whose slot (variant and
     scenario, or discrimination) has kept the fewest so far, ties drawn by ``rng``: the slots
@@ -664,7 +678,7 @@ def unpaired_instances(folder: str | os.PathLike, rng) -> set[str]:
             for row in rows:
                 slot[row["id"]] = (variant, row.get("scenario") or "discrimination")
     members: dict[int, list[str]] = {}
-    for rid, group in audio_groups(folder).items():
+    for rid, group in instance_groups(folder).items():
         members.setdefault(group, []).append(rid)
     kept, filled = set(), Counter()
     groups = sorted(members.values())
@@ -677,9 +691,17 @@ def unpaired_instances(folder: str | os.PathLike, rng) -> set[str]:
     return kept
 
 
+#: Seeds below this are guessable: the altered turn and the candidate order of an instance follow
+#: from the seed and its dialogue (public text), so a leaderboard build needs a secret, random seed.
+GUESSABLE_SEEDS = 2**48
+SECRET_SEED_HINT = "build it with a secret seed: --seed $(python -c 'import secrets; print(secrets.randbits(63))')"
+
+
 def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
-    if not folder.is_dir():
+    if not folder.exists():
         raise FileNotFoundError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: not a folder; blind reads a built dataset folder")
     for path in (public, gold):
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise ValueError(f"{path}: exists and is not an empty folder; blind writes a new one")
@@ -688,18 +710,50 @@ def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
         raise ValueError("the build, the public copy and the gold folder must be three separate folders, none inside another")
     if is_blind(folder):
         raise ValueError(f"{folder}: already a blind copy; blind a full build")
+    test = [p for spec in CONFIGS.values() for p in shard_paths(folder, spec.name, "test")]
+    if not test:
+        raise ValueError(f"{folder}: no test shards under <variant>/<task>/; blind a built dataset folder")
+    if "source_id" in pq.read_schema(test[0]).names:
+        raise ValueError(f"{folder}: the gold folder of a blind copy; blind a full build")
+
+
+def _check_build_seed(folder: Path, header: Mapping[str, Any]) -> None:
+    """Refuse a build whose seed is unknown or guessable (``GUESSABLE_SEEDS``)."""
+    seed = header.get("build_seed")
+    if not isinstance(seed, int):
+        raise ValueError(f"{folder}/README.md: the card does not record the build's seed (build_seed), so it may be "
+                         f"guessable; {SECRET_SEED_HINT}, or pass --allow-known-seed")
+    if seed < GUESSABLE_SEEDS:
+        raise ValueError(f"{folder}: built with seed {seed}, which anyone can try: the altered turns and candidate "
+                         f"orders would follow from it and the public text; {SECRET_SEED_HINT}, or pass --allow-known-seed")
+
+
+def _read_card(folder: Path) -> tuple[dict[str, Any], str]:
+    """The build card's YAML header and markdown body (empty when there is no card)."""
+    import yaml
+
+    text = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    if not text.startswith("---\n"):
+        return {}, text
+    _, head, body = text.split("---\n", 2)
+    return yaml.safe_load(head) or {}, body
 
 
 def write_blind(
-    folder: str | os.PathLike, public: str | os.PathLike, gold: str | os.PathLike, *, unpaired: bool = False
+    folder: str | os.PathLike, public: str | os.PathLike, gold: str | os.PathLike, *,
+    unpaired: bool = False, allow_known_seed: bool = False,
 ) -> dict[str, int]:
     """Write the blind copy of the built ``folder`` to ``public`` and its test gold to ``gold``
     (see the module docstring); returns ``{config/split: rows}``. Both are written beside their
     place and moved there when complete; the secret of the ids is drawn here and kept nowhere.
-    ``unpaired`` keeps one test instance per group of instances that share a clip
-    (``unpaired_instances``, drawn under the same secret)."""
+    ``unpaired`` keeps one test instance per group of instances that share a dialogue or a clip
+    (``unpaired_instances``, drawn under the same secret); ``allow_known_seed`` blinds a build
+    whose seed is guessable (a demo: its gold can be recomputed)."""
     folder, public, gold = Path(folder), Path(public), Path(gold)
     _check_blind_paths(folder, public, gold)
+    header, body = _read_card(folder)
+    if not allow_known_seed:
+        _check_build_seed(folder, header)
     secret = secrets.token_bytes(32)
     keep = unpaired_instances(folder, random.Random(secret)) if unpaired else None
     for path in (public, gold):
@@ -718,7 +772,7 @@ def write_blind(
                     counts[f"{spec.name}/{split}"] = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
             if shard_paths(folder, spec.name, "test"):
                 counts[f"{spec.name}/test"] = _blind_config(folder, spec, secret, staging[public], staging[gold], keep)
-        _write_blind_cards(folder, staging[public], staging[gold], unpaired)
+        _write_blind_cards(header, body, staging[public], staging[gold], unpaired)
         for path, temporary in staging.items():
             if path.exists():
                 path.rmdir()
@@ -744,12 +798,29 @@ def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, g
     keep = [c for c in table.column_names if c not in spec.audio_columns]
     pq.write_table(table.select(keep), gold / spec.data_dir / "test-00000-of-00001.parquet")
     features = blind_features(spec.name)
-    visible = table.select(list(features)).cast(features.arrow_schema)
+    visible = _clips_named_by_id(table.select(list(features)), spec).cast(features.arrow_schema)
     n = max(1, -(-visible.nbytes // MAX_SHARD_BYTES))
     (public / spec.data_dir).mkdir(parents=True, exist_ok=True)  # the validation shards may be there
     for i, rows in enumerate(np.array_split(np.arange(visible.num_rows), n)):
         pq.write_table(visible.take(rows), public / spec.data_dir / f"test-{i:05d}-of-{n:05d}.parquet", row_group_size=32)
     return table.num_rows
+
+
+def _clips_named_by_id(table: pa.Table, spec: ConfigSpec) -> pa.Table:
+    """The clips' file names (``path``) made from the row's public id: the build's names carry its ids."""
+    ids = table.column("id").to_pylist()
+    for column in spec.audio_columns:
+        values = table.column(column).combine_chunks()
+        if pa.types.is_list(values.type):
+            lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+            names = [f"{rid}-{column}-{i}.flac" for rid, n in zip(ids, lengths) for i in range(n)]
+            clips = pa.StructArray.from_arrays([values.flatten().field("bytes"), pa.array(names, pa.string())], ["bytes", "path"])
+            values = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32()), clips)
+        else:
+            names = [f"{rid}-{column}.flac" for rid in ids]
+            values = pa.StructArray.from_arrays([values.field("bytes"), pa.array(names, pa.string())], ["bytes", "path"])
+        table = table.set_column(table.schema.get_field_index(column), column, values)
+    return table
 
 
 def blind_card_configs(public: str | os.PathLike) -> list[dict[str, Any]]:
@@ -772,17 +843,41 @@ def blind_card_configs(public: str | os.PathLike) -> list[dict[str, Any]]:
     return configs
 
 
-def _write_blind_cards(folder: Path, public: Path, gold: Path, unpaired: bool) -> None:
-    """The public card (the build's, its configs as ``blind_card_configs``, with ``BLIND_NOTE`` and
-    its ``BLIND_PAIRING_NOTE``) and the gold folder's README, which says it must stay private."""
-    import yaml
+def blind_card_body(body: str, counts: Mapping[str, int], unpaired: bool) -> str:
+    r"""The public card's body, from the build card's ``body``: its introduction without the
+    paragraphs on gold columns and on the test split, ``BLIND_NOTE`` and ``BLIND_PAIRING_NOTE``,
+    the public row ``counts`` and the build's sources and citation. The build's statistics,
+    conversion, verification and audit sections are left out: they describe the full build (its
+    seed, its row counts).
 
-    text = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
-    header, body = {}, text
-    if text.startswith("---\n"):
-        _, head, body = text.split("---\n", 2)
-        header = yaml.safe_load(head) or {}
-    write_card(public, body.strip() + "\n\n" + BLIND_NOTE + "\n\n" + BLIND_PAIRING_NOTE[unpaired], **(header | {"configs": blind_card_configs(public)}))
+    >>> print(blind_card_body("# T\n\nTasks.\n\nJudge each instance on its own: ...\n\n## Statistics\n\nx\n\n## Citation\n\nc",
+    ...                       {"detection/test": 3}, True))  # doctest: +ELLIPSIS
+    # T
+    <BLANKLINE>
+    Tasks.
+    <BLANKLINE>
+    ## Blind test split
+    ...
+    | detection | test | 3 |
+    <BLANKLINE>
+    ## Citation
+    <BLANKLINE>
+    c
+    """
+    intro, *sections = re.split(r"(?m)^(?=## )", body.strip())
+    kept_intro = [p for p in intro.strip().split("\n\n") if not p.startswith(BUILD_CARD_TEST_PARAGRAPHS)]
+    table = "\n".join(["| config | split | rows |", "|---|---|---|"] + [f"| {k.split('/')[0]} | {k.split('/')[1]} | {n} |" for k, n in counts.items()])
+    kept = [s.strip() for s in sections if s.split("\n", 1)[0][3:].strip() in BUILD_CARD_PUBLIC_SECTIONS]
+    return "\n\n".join([*kept_intro, BLIND_NOTE, BLIND_PAIRING_NOTE[unpaired], "## Rows\n\n" + table, *kept])
+
+
+def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold: Path, unpaired: bool) -> None:
+    """The public card (``blind_card_body``; configs as ``blind_card_configs``, no ``build_seed``)
+    and the gold folder's README, which says it must stay private."""
+    counts = {f"{spec.name}/{split}": sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(public, spec.name, split))
+              for spec in CONFIGS.values() for split in SPLITS if shard_paths(public, spec.name, split)}
+    header = {k: v for k, v in header.items() if k != "build_seed"} | {"configs": blind_card_configs(public)}
+    write_card(public, blind_card_body(body, counts, unpaired), **header)
     write_text_atomic(gold / "README.md", (
         "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
         "(`source_id` is the build's id). Keep this folder private: score with "
@@ -1052,7 +1147,9 @@ def main(argv: list[str] | None = None) -> int:
     blind.add_argument("--public", required=True, help="new folder for the public copy (to publish)")
     blind.add_argument("--gold", required=True, help="new folder for the test gold (keep it private)")
     blind.add_argument("--unpaired", action="store_true",
-                       help="keep one test instance per group of instances that share a clip (no regrouping leak)")
+                       help="keep one test instance per dialogue (rows cannot be regrouped to find the altered turn)")
+    blind.add_argument("--allow-known-seed", action="store_true",
+                       help="blind a build made with a guessable seed (a demo: its gold can be recomputed)")
     args = parser.parse_args(argv)
     if args.command == "configs":
         for spec in CONFIGS.values():
@@ -1060,7 +1157,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "blind":
         try:
-            counts = write_blind(args.folder, args.public, args.gold, unpaired=args.unpaired)
+            counts = write_blind(args.folder, args.public, args.gold, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed)
         except (FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2

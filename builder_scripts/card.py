@@ -193,4 +193,4 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         encoder=options.encoder,
         text_filter=options.text_filter,
     )
-    return ssd.write_card(root, body)
+    return ssd.write_card(root, body, build_seed=options.seed)  # blind refuses a guessable seed

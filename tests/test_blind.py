@@ -29,6 +29,26 @@ from space.submit import Submitter, gold_folder
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 
 DIALOGUES = 6
+#: A seed nobody could guess (blind refuses guessable ones).
+SECRET_SEED = 2**62 + 12345
+#: A build card body like the builder's: an introduction with the paragraph on gold columns, then sections.
+CARD_BODY = """# SpeakerSleuth (synthetic)
+
+For tests only.
+
+Judge each instance on its own: S1, S2 and S3 of a dialogue share `dialogue_id`.
+
+## Statistics
+
+| main | test | 18 |
+
+## Voice conversion
+
+Build: seed 0.
+
+## Citation
+
+cite this"""
 #: The columns the issue names as gold or provenance, and the dialogue (which groups S1/S2/S3).
 HIDDEN = ("label", "inconsistent_turns", "scenario", "converted_turn", "vc_model", "substitute_speaker", "substitute_gender",
           "substitute_similarity", "candidate_scenarios", "candidate_substitute_speakers", "candidate_similarities",
@@ -43,7 +63,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, Path]:
     full = build_synthetic_dataset(root / "full", dialogues=DIALOGUES, variants=("main", "10turn"))
     with ssd.DatasetWriter(full, "detection", "validation") as writer:
         writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
-    ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.")
+    ssd.write_card(full, CARD_BODY, build_seed=SECRET_SEED)
     assert ssd.main(["blind", str(full), "--public", str(root / "public"), "--gold", str(root / "gold")]) == 0
     return full, root / "public", root / "gold"
 
@@ -104,7 +124,7 @@ def test_scorer_with_gold_gives_exactly_the_full_folders_scores(built, tmp_path,
         scores[-1].pop("sha256")
     assert scores[0] == scores[1] and scores[0]["detection"]["auroc"] is not None
     assert score_main([str(tmp_path / "blind.jsonl"), "--dataset", str(public)]) == 2
-    assert "holds no gold (a blind copy)" in capsys.readouterr().err
+    assert "holds no gold: this is a blind copy's public folder" in capsys.readouterr().err
 
 
 def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
@@ -120,6 +140,26 @@ def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
     assert counts["discrimination/test"] == DIALOGUES and counts["detection/validation"] == 3
     card = (public / "README.md").read_text()
     assert "## Blind test split" in card and "For tests only." in card and "config_name: detection-validation" in card
+    assert "| detection | test | 18 |" in card and "cite this" in card
+    assert not [w for w in ("build_seed", str(SECRET_SEED), "dialogue_id", "Judge each", "## Statistics", "Build: seed") if w in card]
+
+
+def test_the_card_paragraphs_and_sections_blind_handles_are_the_builders():
+    template = Path(ssd.CARD_TEMPLATE).read_text()
+    assert all(f"\n\n{start}" in template for start in ssd.BUILD_CARD_TEST_PARAGRAPHS)
+    assert all(f"\n## {title}\n" in template for title in ssd.BUILD_CARD_PUBLIC_SECTIONS)
+
+
+def test_clip_names_carry_only_the_public_id(built):
+    full, public, _ = built
+    build_ids = {r["id"] for config in ("detection", "discrimination", "detection-10turn") for r in _test_rows(full, config, ["id"])}
+    for config in ("detection", "discrimination", "detection-10turn"):
+        spec = ssd.get_config(config)
+        for row in _test_rows(public, config):
+            clips = [c for column in spec.audio_columns for c in (row[column] if isinstance(row[column], list) else [row[column]])]
+            assert clips and all(c["path"].startswith(row["id"] + "-") and c["path"].endswith(".flac") for c in clips)
+            text = json.dumps({k: v for k, v in row.items() if k not in spec.audio_columns}) + " ".join(c["path"] for c in clips)
+            assert not [i for i in build_ids if i in text], (config, row["id"])
 
 
 def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
@@ -133,9 +173,26 @@ def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
         assert ssd.main(["blind", str(full), *args]) == (2 if message else 0)
         if message:
             assert message in capsys.readouterr().err
-    assert ssd.main(["blind", str(public), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2")]) == 2
-    assert "already a blind copy" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    guessable = build_synthetic_dataset(tmp_path / "guessable", dialogues=1, variants=("main",))
+    inputs = [
+        (public, "already a blind copy"),
+        (gold, "the gold folder of a blind copy"),
+        (tmp_path / "empty", "empty: no test shards"),
+        (tmp_path / "a-file", "a-file: not a folder"),
+        (tmp_path / "nowhere", "nowhere: no such folder"),
+        (guessable, "the card does not record the build's seed"),
+    ]
+    for folder, message in inputs:
+        assert ssd.main(["blind", str(folder), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    ssd.write_card(guessable, "# x", build_seed=7)
+    assert ssd.main(["blind", str(guessable), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2")]) == 2
+    assert "built with seed 7, which anyone can try" in capsys.readouterr().err
     assert not (tmp_path / "p2").exists() and not list(tmp_path.glob(".p*"))  # nothing half-written
+    assert ssd.main(["blind", str(guessable), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2"), "--allow-known-seed"]) == 0
 
 
 def test_space_scores_from_the_private_gold_and_the_viewer_shows_no_test_gold(built, tmp_path):
@@ -191,20 +248,18 @@ def _restricted(full: Path, ids: set[str], out: Path) -> Path:
 
 def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_group(built, tmp_path, capsys):
     full, public, _ = built
-    paired_groups = Counter(ssd.audio_groups(public).values())
+    paired_groups = Counter(ssd.instance_groups(public).values())
     assert max(paired_groups.values()) >= 4  # S1, S2, S3 and the discrimination row of a dialogue
     assert "rows can be regrouped by their audio" in (public / "README.md").read_text()
 
     unpaired, gold = tmp_path / "public", tmp_path / "gold"
     assert ssd.main(["blind", str(full), "--public", str(unpaired), "--gold", str(gold), "--unpaired"]) == 0
     capsys.readouterr()
-    assert set(Counter(ssd.audio_groups(unpaired).values()).values()) == {1}  # no two test instances share a clip
-    full_groups = ssd.audio_groups(full)
-    kept = {r["source_id"] for config in ("detection", "discrimination", "detection-10turn", "discrimination-10turn")
-            for r in _test_rows(gold, config, ["source_id"])}
-    assert len({full_groups[source] for source in kept}) == len(kept) == len(set(full_groups.values()))
-    for config in ("detection", "detection-10turn"):
-        assert {r["scenario"] for r in _test_rows(gold, config, ["scenario"])} == {"S1", "S2", "S3"}
+    assert set(Counter(ssd.instance_groups(unpaired).values()).values()) == {1}  # no two test instances share a clip
+    kept_rows = [r for config in ("detection", "discrimination", "detection-10turn", "discrimination-10turn")
+                 for r in _test_rows(gold, config, ["source_id", "dialogue_id"])]
+    kept = {r["source_id"] for r in kept_rows}
+    assert len({r["dialogue_id"] for r in kept_rows}) == len(kept) == DIALOGUES  # main and 10turn share the dialogues
     assert "This copy is unpaired" in (unpaired / "README.md").read_text()
     assert ssd.validate_folder(unpaired)["detection/test"] == len(_test_rows(gold, "detection", ["id"]))
 
@@ -225,7 +280,7 @@ def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_grou
 
 
 def test_the_space_reads_private_gold_from_a_hub_dataset_with_the_token(built, tmp_path, monkeypatch):
-    """On Spaces the gold is a private Hub dataset: downloaded once with ``HF_TOKEN`` into the data dir."""
+    """On Spaces the gold is a private Hub dataset: downloaded with ``HF_TOKEN`` into the data dir."""
     full, public, gold = built
     calls = []
 
@@ -240,3 +295,10 @@ def test_the_space_reads_private_gold_from_a_hub_dataset_with_the_token(built, t
     local = gold_folder(config, public)
     assert calls == [("lab/speakersleuth-gold", "dataset", "hf_x")] and local.is_relative_to(tmp_path)
     assert ssd.read_gold(local)["detection"] == ssd.read_gold(gold)["detection"]
+
+
+def test_the_unpaired_copy_keeps_the_scenarios_balanced(tmp_path):
+    full = build_synthetic_dataset(tmp_path / "full", dialogues=12, variants=("main",))
+    kept = ssd.unpaired_instances(full, random.Random(3))
+    slot = {r["id"]: r.get("scenario") or task for task, rows in ssd.read_gold(full).items() for r in rows}
+    assert Counter(slot[rid] for rid in kept) == {"S1": 3, "S2": 3, "S3": 3, "discrimination": 3}
