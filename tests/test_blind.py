@@ -263,20 +263,6 @@ def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_grou
     assert "This copy is unpaired" in (unpaired / "README.md").read_text()
     assert ssd.validate_folder(unpaired)["detection/test"] == len(_test_rows(gold, "detection", ["id"]))
 
-    rows = {task: rows for task, rows in load_gold(full).tasks.items()}
-    source_of = {r["id"]: r["source_id"] for config in ("detection", "discrimination") for r in _test_rows(gold, config, ["id", "source_id"])}
-    lines = [{"task": "detection", "id": pid, "prediction": rows["detection"][sid]["label"] if i % 3 else "consistent", "score": i % 5 / 5}
-             for i, (pid, sid) in enumerate(source_of.items()) if sid in rows["detection"]]
-    lines += [{"task": "discrimination", "id": pid, "prediction": "A", "ranking": ["A", "B", "C"]}
-              for pid, sid in source_of.items() if sid in rows["discrimination"]]
-    (tmp_path / "blind.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    (tmp_path / "full.jsonl").write_text("".join(json.dumps({**line, "id": source_of[line["id"]]}) + "\n" for line in lines))
-    scores = []
-    for file, where in (("full.jsonl", ["--dataset", str(_restricted(full, kept, tmp_path / "restricted"))]), ("blind.jsonl", ["--gold", str(gold)])):
-        assert score_main([str(tmp_path / file), *where, "--json", "--bootstrap", "100"]) == 0
-        scores.append(json.loads(capsys.readouterr().out))
-        scores[-1].pop("sha256")
-    assert scores[0] == scores[1] and scores[0]["detection"]["paired_accuracy"] is None
 
 
 def test_the_space_reads_private_gold_from_a_hub_dataset_with_the_token(built, tmp_path, monkeypatch):
@@ -297,8 +283,26 @@ def test_the_space_reads_private_gold_from_a_hub_dataset_with_the_token(built, t
     assert ssd.read_gold(local)["detection"] == ssd.read_gold(gold)["detection"]
 
 
-def test_the_unpaired_copy_keeps_the_scenarios_balanced(tmp_path):
+def test_the_unpaired_copy_keeps_the_scenarios_balanced_and_scores_exactly(tmp_path, capsys):
     full = build_synthetic_dataset(tmp_path / "full", dialogues=12, variants=("main",))
-    kept = ssd.unpaired_instances(full, random.Random(3))
-    slot = {r["id"]: r.get("scenario") or task for task, rows in ssd.read_gold(full).items() for r in rows}
-    assert Counter(slot[rid] for rid in kept) == {"S1": 3, "S2": 3, "S3": 3, "discrimination": 3}
+    ssd.write_card(full, CARD_BODY, build_seed=SECRET_SEED)
+    gold = tmp_path / "gold"
+    assert ssd.main(["blind", str(full), "--public", str(tmp_path / "public"), "--gold", str(gold), "--unpaired"]) == 0
+    capsys.readouterr()
+    slots = [r["scenario"] for r in _test_rows(gold, "detection", ["scenario"])] + ["disc"] * len(_test_rows(gold, "discrimination", ["id"]))
+    assert Counter(slots) == {"S1": 3, "S2": 3, "S3": 3, "disc": 3}
+    kept = {r["source_id"] for config in ("detection", "discrimination") for r in _test_rows(gold, config, ["source_id"])}
+    rows = {task: rows for task, rows in load_gold(full).tasks.items()}
+    source_of = {r["id"]: r["source_id"] for config in ("detection", "discrimination") for r in _test_rows(gold, config, ["id", "source_id"])}
+    lines = [{"task": "detection", "id": pid, "prediction": rows["detection"][sid]["label"] if i % 3 else "consistent", "score": i % 5 / 5}
+             for i, (pid, sid) in enumerate(source_of.items()) if sid in rows["detection"]]
+    lines += [{"task": "discrimination", "id": pid, "prediction": "A", "ranking": ["A", "B", "C"]}
+              for pid, sid in source_of.items() if sid in rows["discrimination"]]
+    (tmp_path / "blind.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (tmp_path / "full.jsonl").write_text("".join(json.dumps({**line, "id": source_of[line["id"]]}) + "\n" for line in lines))
+    scores = []
+    for file, where in (("full.jsonl", ["--dataset", str(_restricted(full, kept, tmp_path / "restricted"))]), ("blind.jsonl", ["--gold", str(gold)])):
+        assert score_main([str(tmp_path / file), *where, "--json", "--bootstrap", "100"]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+        scores[-1].pop("sha256")
+    assert scores[0] == scores[1] and scores[0]["detection"]["paired_accuracy"] is None
