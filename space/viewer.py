@@ -283,7 +283,8 @@ def build_viewer_tab(index: InstanceIndex):
     with gr.Row():
         config_dd = gr.Dropdown(configs, value=first, label="Config")
         source_dd = gr.Dropdown([ANY] + (index.sources(first) if first else []), value=ANY, label="Source dataset")
-        scenario_dd = gr.Dropdown([ANY, *ssd.SCENARIOS], value=ANY, label="Scenario (detection/localization)")
+        scenario_dd = gr.Dropdown([ANY, *ssd.SCENARIOS], value=ANY, label="Scenario (detection/localization)",
+                                  visible=not ssd.is_blind(index.root, index.split))  # a blind copy has no scenario to filter by
         first_ids = index.ids(first) if first else []
         id_dd = gr.Dropdown(first_ids, value=first_ids[0] if first_ids else None, label="Instance", allow_custom_value=True)  # any config's id (the API); show() checks it
     with gr.Row():

@@ -12,6 +12,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import gradio as gr
 import huggingface_hub
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -216,6 +217,15 @@ def test_space_scores_from_the_private_gold_and_the_viewer_shows_no_test_gold(bu
             shown = dialogue + facts + " ".join(label for label, _ in turns + candidates)
             words = ("S1", "S2", "S3", "consistent", "converted", "gold", private[instance_id]["source_id"], private[instance_id]["dialogue_id"])
             assert not [w for w in words if w in shown], (config_name, instance_id, shown)
+
+
+def test_the_viewer_offers_no_scenario_filter_on_a_blind_copy(built):
+    full, public, _ = built
+    for folder, shown in ((full, True), (public, False)):
+        with gr.Blocks() as demo:
+            viewer.build_viewer_tab(viewer.InstanceIndex(folder))
+        scenario = [b for b in demo.blocks.values() if getattr(b, "label", None) == "Scenario (detection/localization)"]
+        assert len(scenario) == 1 and scenario[0].visible is shown
 
 
 def test_app_and_seed_take_the_gold_from_a_private_folder(built, tmp_path, capsys):
