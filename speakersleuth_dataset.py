@@ -786,10 +786,13 @@ def write_blind(
 def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path, keep: set[str] | None) -> int:
     """One config's test split: the public shards (blind columns out, ids hashed, rows in id order)
     and the gold table (every column but audio, under the public id, with the build's ``source_id``);
-    only the instances in ``keep`` when given. Returns the rows written."""
+    only the instances in ``keep`` when given. Returns the rows written: none, and no test split,
+    when ``keep`` holds none of the config's (an empty shard is not a split ``datasets`` can load)."""
     table = pa.concat_tables([pq.read_table(p) for p in shard_paths(folder, spec.name, "test")])
     if keep is not None:
         table = table.filter(pc.is_in(table.column("id"), pa.array(sorted(keep), pa.string())))
+    if not table.num_rows:
+        return 0
     source_ids = table.column("id").to_pylist()
     ids = [public_id(secret, rid) for rid in source_ids]
     table = table.set_column(table.schema.get_field_index("id"), "id", pa.array(ids, pa.string()))
@@ -1161,7 +1164,8 @@ def main(argv: list[str] | None = None) -> int:
         except (FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        print("\n".join(f"{key:<30} {n:>6} rows" for key, n in counts.items()))
+        print("\n".join(f"{key:<30} {n:>6} rows" + ("  (no test split: every dialogue's one instance went to another "
+                                                   "config; build more dialogues)" if not n else "") for key, n in counts.items()))
         print(f"public copy: {args.public}\ngold (keep private): {args.gold}")
         return 0
     try:

@@ -275,6 +275,26 @@ def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_grou
 
 
 
+def test_an_unpaired_copy_writes_no_empty_test_split_so_the_stock_library_loads_every_config(tmp_path, capsys):
+    """Two dialogues built in main and 10turn give two test instances for six configs: the configs
+    that keep none get no test split (``load_dataset`` cannot read an empty shard)."""
+    full = build_synthetic_dataset(tmp_path / "full", dialogues=2, variants=("main", "10turn"))
+    ssd.write_card(full, CARD_BODY, build_seed=SECRET_SEED)
+    public, gold = tmp_path / "public", tmp_path / "gold"
+    assert ssd.main(["blind", str(full), "--public", str(public), "--gold", str(gold), "--unpaired"]) == 0
+    out = capsys.readouterr().out
+    empty = [spec.name for spec in ssd.CONFIGS.values() if ssd.shard_paths(full, spec.name) and not ssd.shard_paths(public, spec.name)]
+    assert len(empty) >= 2 and all(f"{name}/test" in out for name in empty) and out.count("no test split") == len(empty)
+    names = [entry["config_name"] for entry in ssd.card_yaml(public)["configs"]]
+    assert not set(empty) & set(names) and len(names) == 6 - len(empty)
+    for name in names:
+        audio = ssd.get_config(name).audio_columns
+        for row in load_dataset(str(public), name, split="test"):  # decodes every clip (torchcodec)
+            clips = [clip for column in audio for clip in (row[column] if isinstance(row[column], list) else [row[column]])]
+            assert clips and all(clip["array"].size for clip in clips)
+    assert sum(ssd.validate_folder(public).values()) == sum(len(_test_rows(gold, name, ["id"])) for name in names)
+
+
 def test_the_space_reads_private_gold_from_a_hub_dataset_with_the_token(built, tmp_path, monkeypatch):
     """On Spaces the gold is a private Hub dataset: downloaded with ``HF_TOKEN`` into the data dir."""
     full, public, gold = built
