@@ -708,6 +708,10 @@ def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
     paths = [p.resolve() for p in (folder, public, gold)]
     if any(a == b or a in b.parents for a in paths for b in paths if a is not b):
         raise ValueError("the build, the public copy and the gold folder must be three separate folders, none inside another")
+    cwd = Path.cwd().resolve()
+    for path in (public, gold):
+        if path.resolve() == cwd or path.resolve() in cwd.parents:
+            raise ValueError(f"{path}: the current folder or one above it; blind writes a new folder (e.g. {path / 'public'})")
     if is_blind(folder):
         raise ValueError(f"{folder}: already a blind copy; blind a full build")
     test = [p for spec in CONFIGS.values() for p in shard_paths(folder, spec.name, "test")]
@@ -745,21 +749,24 @@ def write_blind(
 ) -> dict[str, int]:
     """Write the blind copy of the built ``folder`` to ``public`` and its test gold to ``gold``
     (see the module docstring); returns ``{config/split: rows}``. Both are written beside their
-    place and moved there when complete; the secret of the ids is drawn here and kept nowhere.
-    ``unpaired`` keeps one test instance per group of instances that share a dialogue or a clip
-    (``unpaired_instances``, drawn under the same secret); ``allow_known_seed`` blinds a build
-    whose seed is guessable (a demo: its gold can be recomputed)."""
-    folder, public, gold = Path(folder), Path(public), Path(gold)
+    place and moved there when complete (or neither is); the secret of the ids is drawn here and
+    kept nowhere. ``unpaired`` keeps one test instance per group of instances that share a
+    dialogue or a clip (``unpaired_instances``), chosen from the build's seed, so that every
+    blind copy of a build keeps the same instances and copies cannot be pooled to pair them up;
+    ``allow_known_seed`` blinds a build whose seed is guessable (a demo: its gold can be recomputed)."""
+    folder, public, gold = Path(folder), Path(public).absolute(), Path(gold).absolute()
     _check_blind_paths(folder, public, gold)
     header, body = _read_card(folder)
     if not allow_known_seed:
         _check_build_seed(folder, header)
     secret = secrets.token_bytes(32)
-    keep = unpaired_instances(folder, random.Random(secret)) if unpaired else None
-    for path in (public, gold):
-        path.resolve().parent.mkdir(parents=True, exist_ok=True)
-    staging = {p: Path(tempfile.mkdtemp(prefix=f".{p.name}-", dir=p.resolve().parent)) for p in (public, gold)}
+    keep = unpaired_instances(folder, random.Random(f"unpaired/{header.get('build_seed')}")) if unpaired else None
+    staging: dict[Path, Path] = {}
+    placed: list[Path] = []
     try:
+        for path in (public, gold):
+            staging[path] = _staging_folder(path)
+        os.chmod(staging[public], 0o777 & ~_umask())  # the public copy is for everyone; the gold stays 0700
         counts = {}
         for spec in CONFIGS.values():
             for split in SPLITS:
@@ -768,19 +775,38 @@ def write_blind(
                     (staging[public] / spec.data_dir).mkdir(parents=True, exist_ok=True)
                     for path in paths:
                         shutil.copy2(path, staging[public] / spec.data_dir / path.name)
-                if paths and split != "test":
                     counts[f"{spec.name}/{split}"] = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
             if shard_paths(folder, spec.name, "test"):
                 counts[f"{spec.name}/test"] = _blind_config(folder, spec, secret, staging[public], staging[gold], keep)
         _write_blind_cards(header, body, staging[public], staging[gold], unpaired)
-        for path, temporary in staging.items():
+        for path in (gold, public):  # a public copy without its gold could never be scored
             if path.exists():
                 path.rmdir()
-            os.replace(temporary, path)
+            os.replace(staging[path], path)  # the staging folder is gone; the cleanup below skips it
+            placed.append(path)
+    except BaseException:
+        for path in placed:  # new folders (or empty ones) that this call filled
+            shutil.rmtree(path, ignore_errors=True)
+        raise
     finally:
         for temporary in staging.values():
             shutil.rmtree(temporary, ignore_errors=True)
     return counts
+
+
+def _staging_folder(path: Path) -> Path:
+    """A new hidden folder beside ``path`` to write it in; an error names ``path`` if there is no such place."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    except OSError as err:
+        raise OSError(err.errno, f"{path}: cannot write a folder here ({err.strerror})") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path, keep: set[str] | None) -> int:
@@ -1161,12 +1187,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "blind":
         try:
             counts = write_blind(args.folder, args.public, args.gold, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed)
-        except (FileNotFoundError, ValueError) as err:
+        except (OSError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         print("\n".join(f"{key:<30} {n:>6} rows" + ("  (no test split: every dialogue's one instance went to another "
                                                    "config; build more dialogues)" if not n else "") for key, n in counts.items()))
         print(f"public copy: {args.public}\ngold (keep private): {args.gold}")
+        if not args.unpaired:
+            print("note: paired copy: a dialogue's test rows share clips, so they can be regrouped to find the altered "
+                  "turn; a leaderboard publishes the --unpaired copy", file=sys.stderr)
         return 0
     try:
         counts = validate_folder(args.folder, check_audio=not args.skip_audio)

@@ -172,8 +172,7 @@ def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
     ]
     for args, message in cases:
         assert ssd.main(["blind", str(full), *args]) == (2 if message else 0)
-        if message:
-            assert message in capsys.readouterr().err
+        assert (message or "note: paired copy") in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     (tmp_path / "a-file").write_text("x")
     guessable = build_synthetic_dataset(tmp_path / "guessable", dialogues=1, variants=("main",))
@@ -194,6 +193,47 @@ def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
     assert "built with seed 7, which anyone can try" in capsys.readouterr().err
     assert not (tmp_path / "p2").exists() and not list(tmp_path.glob(".p*"))  # nothing half-written
     assert ssd.main(["blind", str(guessable), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2"), "--allow-known-seed"]) == 0
+
+
+def test_blind_writes_both_folders_or_neither(built, tmp_path, monkeypatch, capsys):
+    """Where a folder cannot be written, or the second move fails, nothing is left: a public copy
+    without its gold could never be scored (its ids' secret is gone)."""
+    full, _, _ = built
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    targets = [
+        (["--public", str(tmp_path / "p"), "--gold", "."], "the current folder or one above it"),
+        (["--public", str(tmp_path / "p"), "--gold", str(tmp_path / "a-file" / "gold")], "a-file/gold: cannot write a folder here"),
+    ]
+    for args, message in targets:
+        assert ssd.main(["blind", str(full), *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "here"] and not any((tmp_path / "here").iterdir())
+
+    replace = ssd.os.replace
+    monkeypatch.setattr(ssd.os, "replace", lambda src, dst: 1 / 0 if Path(dst) == tmp_path / "p" else replace(src, dst))
+    with pytest.raises(ZeroDivisionError):  # the public copy's move fails after the gold's
+        ssd.write_blind(full, tmp_path / "p", tmp_path / "g")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "here"]
+    monkeypatch.setattr(ssd.os, "replace", replace)
+    ssd.write_blind(full, tmp_path / "p", tmp_path / "g")
+    mask = ssd._umask()
+    assert (tmp_path / "p").stat().st_mode & 0o777 == 0o777 & ~mask and (tmp_path / "g").stat().st_mode & 0o777 == 0o700
+
+
+def test_every_unpaired_copy_of_a_build_keeps_the_same_instances(built, tmp_path):
+    """Copies that kept different instances could be pooled to pair a dialogue's rows up again."""
+    full, _, _ = built
+    kept = []
+    for copy in ("one", "two"):
+        ssd.write_blind(full, tmp_path / copy / "public", tmp_path / copy / "gold", unpaired=True)
+        configs = [c for c in ("detection", "discrimination", "detection-10turn", "discrimination-10turn")
+                   if ssd.shard_paths(tmp_path / copy / "gold", c)]
+        kept.append([r for c in configs for r in _test_rows(tmp_path / copy / "gold", c, ["id", "source_id"])])
+    assert {r["source_id"] for r in kept[0]} == {r["source_id"] for r in kept[1]}
+    assert not {r["id"] for r in kept[0]} & {r["id"] for r in kept[1]}  # under new ids
 
 
 def test_space_scores_from_the_private_gold_and_the_viewer_shows_no_test_gold(built, tmp_path):
