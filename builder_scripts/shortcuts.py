@@ -1,7 +1,7 @@
 """Shortcut audit: can the converted turn be found from anything but the voice?
 
-For every kept S2/S3 instance, each non-voice feature of a clip (duration, loudness, and two
-resynthesis-artefact measures: high-band energy share and spectral flatness) is turned into a
+For every kept S2/S3 instance, each non-voice feature of a clip (duration, loudness, and three
+resynthesis-artefact measures: high-band energy share, spectral flatness and DC offset) is turned into a
 guess three ways — the turn with the largest value, the smallest, and the one farthest from the
 others (|z|) — and the best of the three is scored as the feature's accuracy at picking the
 converted turn (chance 1/N) and, among the three discrimination candidates, the original
@@ -57,11 +57,18 @@ def spectral_flatness(clip: np.ndarray) -> float:
     return float(np.mean(np.exp(np.mean(np.log(spec), axis=1)) / np.mean(spec, axis=1)))
 
 
+def dc_offset(clip: np.ndarray) -> float:
+    """The clip's mean relative to its RMS level (a resynthesis can shift the waveform's zero)."""
+    level = float(np.sqrt(np.mean(np.square(clip, dtype=np.float64))))
+    return abs(float(np.mean(clip, dtype=np.float64))) / level if level else 0.0
+
+
 FEATURES: dict[str, Callable[[np.ndarray], float]] = {
     "duration": duration,
     "loudness": loudness,
     "high_band_share": high_band_share,
     "spectral_flatness": spectral_flatness,
+    "dc_offset": dc_offset,
 }
 
 

@@ -95,7 +95,8 @@ class VoiceConverter(ABC):
 
     ``convert`` and ``resynthesize`` check the input clip, hand it to the backend's own step
     (``_convert``, ``_resynthesize``: any length and level) and finish its output alike: low-passed
-    to ``bandwidth_hz`` where set, then the input's exact length and loudness.
+    to ``bandwidth_hz`` where set, then the input's exact length, no DC offset, and the input's
+    loudness.
     """
 
     name: str
@@ -131,10 +132,13 @@ class VoiceConverter(ABC):
         """The backend's analysis-resynthesis of a checked clip."""
 
     def _finish(self, audio: np.ndarray, source: np.ndarray) -> np.ndarray:
-        """``audio`` band-limited to ``bandwidth_hz`` (if set), with the source's exact length and loudness."""
+        """``audio`` band-limited to ``bandwidth_hz`` (if set), with the source's exact length, its
+        mean removed (Praat's pitch raising leaves a DC offset that the resynthesised originals
+        lack: a shortcut to the converted turn) and the source's loudness."""
         if self.bandwidth_hz is not None:
             audio = low_pass(audio, self.bandwidth_hz)
-        return match_loudness(fit_length(np.asarray(audio, dtype=np.float32), source.size), source)
+        audio = fit_length(np.asarray(audio, dtype=np.float32), source.size)
+        return match_loudness(audio - np.mean(audio, dtype=np.float64), source)
 
     #: how to stage the model folders, appended to the missing-files error
     staging: str = ""
