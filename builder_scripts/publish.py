@@ -97,7 +97,7 @@ def build_fingerprint(opts, plan: Plan, store: UnitStore) -> str:
     digest = hashlib.sha256()
     options = {k: str(v) for k, v in asdict(opts).items() if k not in ("num_shards", "shard_index", "threads", "progress", "until")}
     digest.update(json.dumps(options, sort_keys=True).encode())
-    digest.update(store.root.name.encode())
+    digest.update("/".join(store.root.parts[-2:]).encode())  # pool-<bank key>/code-<unit code>
     for variant, split in sorted(plan.candidates):
         for segment, _ in plan.candidates[(variant, split)]:
             for path in (store.path(variant, segment), store.marker(variant, segment)):

@@ -1,14 +1,17 @@
 """Stage 3 of the build, the units: one file per (variant, dialogue) with its converted,
 resynthesised and checked clips, cached.
 
-``units/pool-<bank key>/<variant>/<source>/<dialogue>.npz`` (another substitute pool, e.g. one
-more source, makes new units); a unit dropped before conversion leaves a small
-``.dropped.json`` marker instead. A unit depends only on the seed and its dialogue, so whichever
-process or machine makes it, the file is the same, and a killed build resumes here.
+``units/pool-<bank key>/code-<UNIT_CODE>/<variant>/<source>/<dialogue>.npz`` (another
+substitute pool, e.g. one more source, makes new units, and so does a change to the code that
+makes them: a warm cache never mixes units of old code into a build); a unit dropped before
+conversion leaves a small ``.dropped.json`` marker instead. A unit depends only on the seed and
+its dialogue, so whichever process or machine makes it, the file is the same, and a killed build
+resumes here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -29,6 +32,16 @@ from .segments import Segment, check_durations, widen_reference
 from .speaker_bank import SpeakerBank, pool_name
 from .verification import audio_checks
 from .vc import get_converter
+
+
+#: Digest of the code that turns a segment into a unit (conversion, scenarios, checks, audio I/O).
+UNIT_CODE = hashlib.sha256(b"".join(
+    path.read_bytes() for path in sorted([
+        *Path(__file__).parent.joinpath("vc").glob("*.py"),
+        *(Path(__file__).with_name(name) for name in ("units.py", "scenarios.py", "verification.py", "audio.py")),
+        Path(__file__).parents[1] / "speech" / "audio.py",
+    ])
+)).hexdigest()[:12]
 
 
 class Clock:
@@ -54,7 +67,7 @@ class UnitStore:
     """The unit files of one substitute pool, and their verdicts (review decisions included)."""
 
     def __init__(self, cache: Path, bank_key: str, review: dict[tuple[str, str], str] | None = None):
-        self.root = Path(cache) / "units" / f"pool-{bank_key}"
+        self.root = Path(cache) / "units" / f"pool-{bank_key}" / f"code-{UNIT_CODE}"
         self.review = review or {}
 
     def path(self, variant: str, segment: Segment) -> Path:

@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,7 +147,7 @@ def test_main_segments_nest_in_the_10turn_ones(built):
     from builder_scripts.scenarios import Unit
 
     tmp, _ = built
-    units = {v: {p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units").glob(f"pool-*/{v}/speechlike/*.npz")} for v in ("main", "10turn")}
+    units = {v: {p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units").glob(f"pool-*/code-*/{v}/speechlike/*.npz")} for v in ("main", "10turn")}
     shared = set(units["main"]) & set(units["10turn"])
     assert units["10turn"] and shared == set(units["10turn"])
     for name in shared:
@@ -206,6 +207,19 @@ def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpu
     merged = build(options(tmp_path), corpus)  # the merge: every unit comes from the cache
     assert merged["seconds"].get("vc", 0) == 0
     assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
+
+
+def test_a_change_to_the_unit_code_makes_new_units(built, tmp_path, corpus, monkeypatch):
+    """A warm cache made by other conversion code is not reused: a fix to the conversion reaches
+    the next build instead of mixing with units made before it."""
+    from builder_scripts import units
+
+    tmp, _ = built
+    shutil.copytree(tmp / "cache", tmp_path / "cache")
+    assert build(options(tmp_path), corpus)["seconds"].get("vc", 0) == 0  # the same code: every unit from the cache
+    monkeypatch.setattr(units, "UNIT_CODE", "changed")
+    assert build(options(tmp_path, out=tmp_path / "again"), corpus)["seconds"]["vc"] > 0
+    assert list((tmp_path / "cache" / "units").glob("pool-*/code-changed/main/speechlike/*.npz"))
 
 
 def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path, corpus):
@@ -276,7 +290,7 @@ def sharded_build(tmp_path, corpus):
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
-    while not ((tmp_path / "cache" / "logs" / "shard1.log").is_file() and list((tmp_path / "cache").glob("units/*/*/*/*.npz"))):
+    while not ((tmp_path / "cache" / "logs" / "shard1.log").is_file() and list((tmp_path / "cache").glob("units/*/*/*/*/*.npz"))):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
     shards = [c for c in psutil.Process(proc.pid).children() if "multiprocessing" in " ".join(c.cmdline())]
