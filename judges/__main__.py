@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from pathlib import Path
 
 from judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
 from judges.run import run_baselines, run_judge
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview")
     run.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
     run.add_argument("--tasks", default="detection,localization,discrimination", help="comma-separated tasks")
-    run.add_argument("--out", required=True, help="predictions JSONL to write")
+    run.add_argument("--out", default=None, help="predictions JSONL to write (default: results/<judge>.<variant>.jsonl)")
     run.add_argument("--threshold", type=float, default=None, help="embedding judges: τ (default: the paper's)")
     run.add_argument("--calibrate", action="store_true", help="embedding judges: pick τ on the validation split")
     run.add_argument("--limit", type=int, default=None, help="judge only the first N instances of each task")
@@ -124,6 +126,16 @@ def _threads(args: argparse.Namespace) -> int | None:
     return None if lalm else 1
 
 
+def default_predictions_path(judge: str, variant: str) -> Path:
+    """Where ``run`` writes without ``--out``: ``results/<judge>.<variant>.jsonl``, the judge's name
+    made a file name.
+
+    >>> default_predictions_path("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B", "4vc").as_posix()
+    'results/vllm_http_127.0.0.1_8000_v1_Qwen_Qwen2.5-Omni-7B.4vc.jsonl'
+    """
+    return Path("results") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', judge)}.{variant}.jsonl"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache_dir, "batch_size": args.batch_size, "progress": not args.quiet}
@@ -137,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.set_num_threads(threads)
         if args.command == "run":
-            summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, args.out, split=args.split,
+            out = args.out or default_predictions_path(args.judge, args.variant)
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, out, split=args.split,
                                 threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,
                                 setting=args.setting, **shared, **dict(args.option))
             print(json.dumps(summary, indent=2, default=str))

@@ -85,6 +85,14 @@ def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
     assert all("score" in line for line in lines if line["task"] == "detection")  # threshold-free detection (AUROC/EER)
 
 
+def test_run_without_out_writes_under_results_in_the_working_folder(cli, folder, tmp_path, monkeypatch):
+    """The command as a user first types it, with no ``--out``."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main", "--tasks", "detection")
+    assert code == 0, err
+    assert len(_lines(tmp_path / "results" / "centroid-resemblyzer.main.jsonl")) == 6
+
+
 def test_threshold_reaches_the_judge(cli, folder, tmp_path):
     """Cosines lie in [-1, 1]: pairwise with τ above 1 flags every turn, below -1 none."""
     for tau, expected in (("1.01", [1, 2, 3, 4, 5]), ("-1.01", [])):
