@@ -25,6 +25,7 @@ import numpy as np
 import speakersleuth_dataset as ssd
 
 from .artifacts import harmonicity, impulse_windows, zero_runs
+from .vc.base import rms
 
 
 def _spectrum(clip: np.ndarray) -> np.ndarray:
@@ -59,7 +60,7 @@ def spectral_flatness(clip: np.ndarray) -> float:
 
 def dc_offset(clip: np.ndarray) -> float:
     """The clip's mean relative to its RMS level (a resynthesis can shift the waveform's zero)."""
-    level = float(np.sqrt(np.mean(np.square(clip, dtype=np.float64))))
+    level = rms(clip)
     return abs(float(np.mean(clip, dtype=np.float64))) / level if level else 0.0
 
 
