@@ -267,13 +267,14 @@ class SubmissionPage:
                  profile: gr.OAuthProfile | None = None):
         """Withdraw the shown submission as the requesting identity; returns the status and the
         page again (marked withdrawn when it was)."""
+        page = [gr.skip()] * 5  # the page (``SubmissionTab.outputs``: details, breakdown, download, analyses, chart) as it is
         try:
             rid = parse_id(text)
         except ValueError as err:
-            return [_message_html(str(err)), *[gr.skip()] * 3]
+            return [_message_html(str(err)), *page]
         if not confirmed:
             return [_message_html("Tick the box to confirm the withdrawal (it cannot be undone); nothing was withdrawn."),
-                    *[gr.skip()] * 3]
+                    *page]
         result = self.submitter.withdraw(rid, reason, profile, address=client_address(request))
         return [result_html(result), *self.show(rid)]
 
