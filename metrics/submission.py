@@ -116,8 +116,8 @@ class Submission:
                 line = {"task": task, "id": rid, "prediction": sorted(prediction) if task == "localization" and prediction else prediction}
                 if entry.get("ranking") is not None:
                     line["ranking"] = entry["ranking"]
-                if "score" in entry:
-                    line["score"] = entry["score"]
+                if "score" in entry:  # a float (1, 1e0 and 1.0 are one); + 0.0 makes -0.0 the 0.0 it equals
+                    line["score"] = float(entry["score"]) + 0.0
                 lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
         return "".join(lines).encode("utf-8")
 

@@ -198,6 +198,23 @@ def test_detection_scores_are_floats_given_on_every_detection_line_or_none():
                       "either every detection line carries a score or none does"]
 
 
+
+@pytest.mark.parametrize("spellings", [["0.0", "-0.0", "0", "-0", "0e0", "-0e-3", "0.000"],
+                                       ["1.0", "1e0", "1", "1.00", "10e-1", "0.1e1"],
+                                       ["0.5", "5e-1", "0.50000000000000001", "50E-2"]])
+def test_every_spelling_of_one_score_is_one_canonical_form_and_hash(spellings):
+    """-0.0 is 0.0 (the same number: the same submission, not two of them), as 1e0 is 1.0."""
+    def canonical(score: str) -> bytes:
+        lines = [json.dumps({"task": "detection", "id": f"d0-{s}", "prediction": "consistent", "score": 0.25})
+                 for s in ("S2", "S3")]
+        lines.insert(0, '{"task": "detection", "id": "d0-S1", "prediction": "consistent", "score": %s}' % score)
+        return parse_submission(_jsonl(*lines), GOLD).canonical()
+
+    forms = {canonical(score) for score in spellings}
+    assert len(forms) == 1, forms
+    assert len({hashlib.sha256(form).hexdigest() for form in forms}) == 1
+    assert b"-0" not in forms.pop()
+
 def test_parsing_writes_nothing(tmp_path, monkeypatch):
     real_open = builtins.open
 
