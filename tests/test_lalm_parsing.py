@@ -14,6 +14,8 @@ from judges.lalm.parsing import json_values, parse_answer, strip_reasoning
 CORPUS = [
     # detection
     ("detection", '{"answer": "inconsistent"}', "inconsistent"),
+    ("detection", '{"answer": "not consistent"}', "inconsistent"),
+    ("detection", '{"answer": "Not consistent."}', "inconsistent"),
     ("detection", 'Sure! Here is my answer:\n```json\n{"answer": "consistent"}\n```', "consistent"),
     ("detection", "{'answer': 'Inconsistent'}", "inconsistent"),
     ("detection", '{"consistent": false}', "inconsistent"),

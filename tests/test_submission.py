@@ -146,6 +146,18 @@ def test_size_and_line_limits():
         parse_submission(data, GOLD, max_lines=2)
 
 
+def test_a_file_of_exactly_the_limits_is_accepted():
+    data = _jsonl(*GOOD)
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    assert lines == len(GOOD) >= 2
+    accepted = parse_submission(data, GOLD, max_bytes=len(data), max_lines=lines)
+    assert accepted.predictions == parse_submission(data, GOLD).predictions
+    with pytest.raises(SubmissionError, match=rf"file has {lines} lines, more than the limit of {lines - 1}"):
+        parse_submission(data, GOLD, max_lines=lines - 1)
+    with pytest.raises(SubmissionError, match=rf"file is {len(data)} bytes"):
+        parse_submission(data, GOLD, max_bytes=len(data) - 1)
+
+
 def test_size_limit_checked_before_reading_a_path(tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_bytes(_jsonl(*GOOD) * 10)
