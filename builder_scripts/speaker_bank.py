@@ -30,6 +30,7 @@ from builder_scripts.audio import load_span
 from builder_scripts.sources.base import AudioSpan
 from speech.encoders import SpeakerEncoder
 from speech.files import atomic_path
+from speech.verification import equal_error_rate
 
 GENDERS = ("female", "male")
 
@@ -77,25 +78,11 @@ class BankSpeaker:
     key: str = ""  # content key of the clips under the encoder ("" when made from ready embeddings)
 
 
-def equal_error_rate(same: np.ndarray, different: np.ndarray) -> float:
-    """EER in percent of verification scores (scikit-learn's ROC, a trial accepted at or above the
-    threshold): at the threshold where the share of same-speaker trials rejected and of
-    different-speaker trials accepted are closest, their mean."""
-    from sklearn.metrics import roc_curve
-
-    if not len(same) or not len(different):
-        raise ValueError(f"an EER needs same- and different-speaker trials; got {len(same)} and {len(different)}")
-    labels = np.concatenate([np.ones(len(same)), np.zeros(len(different))])
-    fpr, tpr, _ = roc_curve(labels, np.concatenate([same, different]).astype(np.float64))
-    k = int(np.argmin(np.abs((1 - tpr) - fpr)))
-    return float(100 * ((1 - tpr[k]) + fpr[k]) / 2)
-
-
 @dataclass(frozen=True)
 class VerificationStats:
     """``SpeakerBank.verification_stats``: how well the bank's speakers are told apart."""
 
-    eer: float  # percent, over clip-pair trials
+    eer: float  # percent, over clip-pair trials (``speech.verification``: the leaderboard's EER definition)
     same_trials: int
     different_trials: int
     nearest: dict[str, tuple[str, float]]  # speaker -> (most similar other speaker, cosine of mean embeddings)

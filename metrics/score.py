@@ -13,9 +13,11 @@ Conventions (all values in percent):
   Discrimination: not the original. ``coverage`` is the share of instances answered.
 - Threshold-free detection (AUROC, EER) is scored when the detection lines carry a ``score``
   (higher = more likely inconsistent; ``metrics.submission``): the ROC curve of the scores against
-  the gold labels, by scikit-learn's ``roc_curve``. An instance without a line counts as ranked
-  wrong (an inconsistent one below every score, a consistent one above). EER is the rate where the
-  false-positive and false-negative rates meet, interpolated on the curve. Perfect scores give
+  the gold labels (``speech.verification``: scikit-learn's ``roc_curve`` definitions, every
+  bootstrap resample computed at once). An instance without a line counts as ranked wrong (an
+  inconsistent one below every score, a consistent one above). EER is the rate where the
+  false-positive and false-negative rates meet, interpolated on the curve (the builder's speaker
+  pool EER is the same function). Perfect scores give
   AUROC 100 and EER 0, constant scores AUROC 50 and EER 50, reversed ones AUROC 0.
 - Ranking metrics (NDCG@1, NDCG@2, exact match) are scored when at least one discrimination line
   has a ``ranking``; an instance without one gets NDCG 0 and no exact match, and
@@ -52,6 +54,7 @@ from metrics.core import (
     scenario_codes,
 )
 from metrics.submission import Gold, Submission
+from speech.verification import roc_summaries, roc_summary  # noqa: F401  (roc_summary: part of this module's API)
 
 CONFIDENCE = 0.95
 _LABEL_CODE = {"consistent": 0, "inconsistent": 1}
@@ -170,9 +173,9 @@ def _threshold_free(scores: list[float | None], gold: dict[str, Any], counts: np
         return None, None, {"auroc": None, "eer": None}
     auroc, eer = roc_summary(gold["label"], ranked)
     intervals = {"auroc": None, "eer": None}
-    if counts is not None:
-        samples = np.array([roc_summary(gold["label"], ranked, w) for w in counts[:, gold["dialogue"]]])
-        intervals = {"auroc": _ci(samples[:, 0]), "eer": _ci(samples[:, 1])}
+    if counts is not None:  # every resample at once: its weights are the counts of the dialogues
+        aurocs, eers = roc_summaries(gold["label"], ranked, counts[:, gold["dialogue"]])
+        intervals = {"auroc": _ci(aurocs), "eer": _ci(eers)}
     return _pct(auroc), _pct(eer), intervals
 
 
@@ -186,30 +189,6 @@ def _ranked_scores(scores: list[float | None], labels: np.ndarray) -> np.ndarray
     ranks[given] = rankdata([s for s in scores if s is not None])
     ranks[~given] = np.where(labels[~given] == 1, 0.0, given.sum() + 1.0)
     return ranks
-
-
-def roc_summary(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
-    """AUROC and EER (fractions) of ``scores`` (higher = class 1) against binary ``labels``,
-    instances weighted by ``weights`` (bootstrap counts); NaN when a class has no weight.
-
-    >>> roc_summary(np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.3, 0.4]))
-    (1.0, 0.0)
-    >>> roc_summary(np.array([0, 0, 1, 1]), np.array([0.4, 0.3, 0.2, 0.1]))
-    (0.0, 1.0)
-    >>> roc_summary(np.array([0, 0, 1, 1]), np.zeros(4))
-    (0.5, 0.5)
-    """
-    from sklearn.metrics import auc, roc_curve
-
-    w = np.ones(labels.size) if weights is None else np.asarray(weights, dtype=np.float64)
-    if not (w[labels == 1].sum() > 0 and w[labels == 0].sum() > 0):
-        return np.nan, np.nan
-    fpr, tpr, _ = roc_curve(labels, scores, sample_weight=w)
-    fnr = 1.0 - tpr
-    i = int(np.flatnonzero(fnr <= fpr)[0])  # the curve starts at fnr 1 > fpr 0 and ends at fnr 0 < fpr 1
-    above, below = fnr[i - 1] - fpr[i - 1], fnr[i] - fpr[i]
-    eer = fpr[i - 1] + above / (above - below) * (fpr[i] - fpr[i - 1])
-    return float(auc(fpr, tpr)), float(eer)
 
 
 def _score_localization(answers: dict[str, dict], gold: dict[str, Any], counts: np.ndarray | None) -> dict:

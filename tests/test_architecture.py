@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {
     "speech": set(),
     "speakersleuth_dataset": {"speech"},
-    "metrics": {"speakersleuth_dataset"},
+    "metrics": {"speakersleuth_dataset", "speech"},
     "builder_scripts": {"speech", "speakersleuth_dataset"},
     "judges": {"speech", "speakersleuth_dataset", "metrics"},
     "space": {"speech", "speakersleuth_dataset", "metrics"},

@@ -203,6 +203,15 @@ def test_equal_error_rate():
     assert equal_error_rate([0.1, 0.2], [0.8, 0.9]) == 100.0
     # one same-speaker trial of four below every different one, one different of four above every same one
     assert equal_error_rate([0.1, 0.7, 0.8, 0.9], [0.2, 0.3, 0.4, 0.95]) == 25.0
+    # the leaderboard's EER (speech.verification), not the mean at the closest curve point (25 here):
+    # sklearn's curve (fpr, fnr) = (0, 1) (0, .5) (1, .5) (1, 0) crosses fnr = fpr between (0, .5) and (1, .5)
+    from sklearn.metrics import roc_curve
+
+    fpr, tpr, _ = roc_curve([1, 0, 1], [0.9, 0.7, 0.5])
+    fnr = 1 - tpr
+    k = int(np.flatnonzero(fnr <= fpr)[0])
+    a, b = fnr[k - 1] - fpr[k - 1], fnr[k] - fpr[k]
+    assert equal_error_rate([0.9, 0.5], [0.7]) == pytest.approx(100 * (fpr[k - 1] + a / (a - b) * (fpr[k] - fpr[k - 1]))) == 50.0
     with pytest.raises(ValueError, match="same- and different-speaker trials; got 0 and 1"):
         equal_error_rate([], [0.5])
 
