@@ -101,6 +101,10 @@ class StoreFull(RuntimeError):
         super().__init__(f"the results store holds {used:,} bytes of predictions; {size:,} more would pass its budget of {budget:,}")
 
 
+class RateLimited(RuntimeError):
+    """``add``'s ``rate_limit``: the submitter already made ``limit`` submissions in the window."""
+
+
 class Refused(ValueError):
     """``add``'s ``admit`` check found reasons (``errors``) not to store a submission."""
 
@@ -166,11 +170,16 @@ class ResultsStore(ABC):
         now: float | None = None,
         budget_bytes: int | None = None,
         admit: Admit | None = None,
+        rate_limit: tuple[int, float] | None = None,
     ) -> tuple[StoredResult, bool]:
         """Store a scored submission atomically; returns ``(record, created)``. When the same
         ``(variant, sha256)`` is already stored (withdrawn or not), nothing is written and the
         first record comes back with ``created=False``. Nothing is written either when the stored
-        predictions would pass ``budget_bytes`` (``StoreFull``) or ``admit`` refuses (``Refused``)."""
+        predictions would pass ``budget_bytes`` (``StoreFull``) or ``admit`` refuses (``Refused``).
+        With ``rate_limit=(limit, window_s)`` the submission is also one attempt of ``submitter``
+        at ``now`` in the rate-limit log (``acquire``, ``retry_at``), logged with it in the same
+        transaction; nothing is written (``RateLimited``) when ``submitter`` already has ``limit``
+        attempts in the last ``window_s`` seconds. Only a stored submission uses quota."""
 
     @abstractmethod
     def find(self, variant: str, sha256: str) -> StoredResult | None:
@@ -321,7 +330,7 @@ class SqliteStore(ResultsStore):
         con.execute("COMMIT")
 
     def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None,
-            admit=None):
+            admit=None, rate_limit=None):
         record = StoredResult(
             id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
             submitter=submitter, created_at=time.time() if now is None else now,
@@ -336,6 +345,11 @@ class SqliteStore(ResultsStore):
                 raise StoreFull(used, len(predictions), budget_bytes)
             if admit is not None and (errors := admit([_row_to_result(r) for r in con.execute(_SELECT)])):
                 raise Refused(errors)
+            if rate_limit is not None:
+                limit, window_s = rate_limit
+                if self._attempts(con, submitter, record.created_at - window_s) >= limit:
+                    raise RateLimited(f"{submitter} made {limit} submissions in the last {window_s} s")
+                con.execute("INSERT INTO attempts (submitter, at) VALUES (?, ?)", (submitter, record.created_at))
             con.execute(
                 "INSERT INTO submissions (id, variant, sha256, metadata, submitter, created_at, num_lines, scores)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -401,13 +415,19 @@ class SqliteStore(ResultsStore):
     def acquire(self, submitter, limit, window_s, now=None):
         now = time.time() if now is None else now
         with self._connect() as con, self._write(con):
-            (count,) = con.execute(
-                "SELECT COUNT(*) FROM attempts WHERE submitter = ? AND at > ?", (submitter, now - window_s)
-            ).fetchone()
-            if count >= limit:
+            if self._attempts(con, submitter, now - window_s) >= limit:
                 return False
             con.execute("INSERT INTO attempts (submitter, at) VALUES (?, ?)", (submitter, now))
         return True
+
+    def attempts(self, submitter: str, since: float) -> int:
+        """How many attempts ``submitter`` made after ``since``."""
+        with self._connect() as con:
+            return self._attempts(con, submitter, since)
+
+    @staticmethod
+    def _attempts(con: sqlite3.Connection, submitter: str, since: float) -> int:
+        return con.execute("SELECT COUNT(*) FROM attempts WHERE submitter = ? AND at > ?", (submitter, since)).fetchone()[0]
 
     def retry_at(self, submitter, limit, window_s, now):
         with self._connect() as con:
@@ -527,7 +547,8 @@ class HubStore(ResultsStore):
         return self.folder / "predictions" / variant / f"{rid}.jsonl"
 
     def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None,
-            admit=None):
+            admit=None, rate_limit=None):
+        now = time.time() if now is None else now
         with self._lock:
             existing = self.index.find(variant, sha256)
             if existing is not None:
@@ -537,10 +558,11 @@ class HubStore(ResultsStore):
                 raise StoreFull(used, len(predictions), budget_bytes)
             if admit is not None and (errors := admit(self.index.results(include_withdrawn=True))):
                 raise Refused(errors)
+            if rate_limit is not None and self.index.attempts(submitter, now - rate_limit[1]) >= rate_limit[0]:
+                raise RateLimited(f"{submitter} made {rate_limit[0]} submissions in the last {rate_limit[1]} s")
             record = StoredResult(
                 id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
-                submitter=submitter, created_at=time.time() if now is None else now,
-                num_lines=num_lines, scores=scores,
+                submitter=submitter, created_at=now, num_lines=num_lines, scores=scores,
             )
             with self.scheduler.lock:
                 write_bytes_atomic(self._predictions_path(variant, record.id), bytes(predictions), durable=True)
@@ -548,9 +570,12 @@ class HubStore(ResultsStore):
                     self.folder / "submissions" / variant / f"{record.id}.json",
                     json.dumps(record.to_json(), indent=1).encode("utf-8"), durable=True,
                 )
+                if rate_limit is not None:  # the attempt goes with the submission, as in the index below
+                    with open(self.folder / "attempts.jsonl", "a", encoding="utf-8") as log:
+                        log.write(json.dumps({"submitter": submitter, "at": now}) + "\n")
             return self.index.add(
                 variant=variant, sha256=sha256, predictions=predictions, scores=scores, metadata=metadata,
-                submitter=submitter, num_lines=num_lines, now=record.created_at,
+                submitter=submitter, num_lines=num_lines, now=now, rate_limit=rate_limit,
             )
 
     def find(self, variant, sha256):

@@ -40,7 +40,7 @@ from metrics.submission import Gold, SubmissionError, load_gold, parse_submissio
 from space.config import SpaceConfig
 from space.leaderboard import column_label
 from space.names import name_conflicts
-from space.store import Metadata, Refused, ResultsStore, StoredResult, StoreFull
+from space.store import Metadata, RateLimited, Refused, ResultsStore, StoredResult, StoreFull
 from space.text import encodable
 from space.uploads import SubmissionFile
 
@@ -283,16 +283,20 @@ class Submitter:
         budget = self.config.store_budget_bytes
         if self.store.stored_bytes() + len(canonical) > budget:
             return _store_full()
-        if rate_limited and not self.store.acquire(user, self.config.rate_limit, self.config.rate_window_s, now := self.clock()):
+        limit = (self.config.rate_limit, self.config.rate_window_s) if rate_limited else None  # quota is charged by store.add, for a stored submission only
+        if limit is not None and self.store.retry_at(user, *limit, now := self.clock()) > now:
             return self._rate_limited(user, now)
         scores = score_submission(sub, gold, n_bootstrap=self.n_bootstrap, seed=0)
         try:
             record, created = self.store.add(
                 variant=variant, sha256=sha256, predictions=canonical, scores=scores, metadata=metadata,
                 submitter=user, num_lines=sub.num_lines, now=self.clock(), budget_bytes=budget, admit=admit,
+                rate_limit=limit,
             )
         except StoreFull:
             return _store_full()
+        except RateLimited:  # another submission of this identity was stored meanwhile
+            return self._rate_limited(user, self.clock())
         except Refused as refused:
             return SubmitResult("invalid", NAME_REFUSED, refused.errors)
         if not created:

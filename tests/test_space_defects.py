@@ -34,3 +34,115 @@ def test_withdraw_endpoint_explains_a_malformed_or_unknown_id_and_an_unticked_bo
         status, *page = client.predict(record.id, "", False, api_name="/withdraw")
         assert "Tick the box to confirm" in status and len(page) == 5, status
         assert app.store.results() == [record] and app.store.get(record.id).withdrawal is None
+
+
+# ------------------------------------------------------------------ 3. quota only for a stored submission
+
+
+def _scoring_raises(monkeypatch):
+    """Make scoring crash, wherever the submit path takes ``score_submission`` from."""
+    import importlib
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("scoring crashed")
+
+    for name in ("space.submit", "space.disclosure"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        monkeypatch.setattr(module, "score_submission", explode, raising=False)
+
+
+def test_a_submission_whose_scoring_crashes_uses_no_quota(make, gold, monkeypatch):
+    submitter = make(rate_limit=1, rate_window_s=3600)
+    now = [1_000_000.0]
+    submitter.clock = lambda: now[0]
+    with monkeypatch.context() as patch:
+        _scoring_raises(patch)
+        for pattern in (1, 2):
+            assert submitter.submit(predictions(gold, pattern), "main", FORM).status == "error"
+    assert submitter.store.retry_at("ip:127.0.0.1", 1, 3600, now[0]) == now[0]  # quota untouched
+    assert submitter.store.attempts("ip:127.0.0.1", 0) == 0 and submitter.store.results() == []
+    now[0] += 1
+    assert submitter.submit(predictions(gold, 1), "main", FORM).status == "accepted"
+    now[0] += 1
+    refused = submitter.submit(predictions(gold, 2), "main", FORM)
+    assert refused.status == "rate_limited", refused  # the limit still holds
+    assert "in 60 minutes" in refused.message, refused.message
+    now[0] += 3600
+    assert submitter.submit(predictions(gold, 2), "main", FORM).status == "accepted"
+
+
+def test_two_concurrent_submissions_of_one_identity_do_not_both_pass_the_limit(make, gold, monkeypatch):
+    """Both pass the check before scoring (neither is stored yet); the store refuses the second."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from space import store as store_module
+
+    submitter = make(rate_limit=1, rate_window_s=3600)
+    both_checked = threading.Barrier(2, timeout=60)
+    retry_at = submitter.store.retry_at
+    calls = []
+
+    def checked(*args, **kwargs):  # the pre-check of each (the first two calls), then wait for the other's
+        result = retry_at(*args, **kwargs)
+        calls.append(result)
+        if len(calls) <= 2:
+            both_checked.wait()
+        return result
+
+    monkeypatch.setattr(submitter.store, "retry_at", checked)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda p: submitter.submit(predictions(gold, p), "main", FORM), (1, 2)))
+    monkeypatch.setattr(submitter.store, "retry_at", retry_at)
+    assert sorted(r.status for r in results) == ["accepted", "rate_limited"], results
+    assert len(submitter.store.results()) == 1 and submitter.store.attempts("ip:127.0.0.1", 0) == 1
+    assert issubclass(store_module.RateLimited, Exception)
+
+
+def _entry(i: int) -> dict:
+    import hashlib
+
+    from space.store import Metadata
+
+    data = f'{{"task": "detection", "id": "x{i}", "prediction": "consistent"}}\n'.encode()
+    return dict(variant="main", sha256=hashlib.sha256(data).hexdigest(), predictions=data,
+                scores={"detection": {"balanced_accuracy": 50.0 + i}}, metadata=Metadata(f"model {i}", "org"),
+                submitter="hf:alice", num_lines=1)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "hub"])
+def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp_path, kind):
+    import json
+
+    from space.store import RateLimited, SqliteStore, result_id
+    from tests.test_space_store import hub_store
+
+    def open_it(name: str, remote=None):
+        return SqliteStore(tmp_path / name) if kind == "sqlite" else hub_store(tmp_path / name, tmp_path / f"index-{name}", remote)
+
+    store = open_it("a")
+    limit = (2, 100)
+    assert store.add(**_entry(1), now=10.0, rate_limit=limit)[1]
+    assert not store.add(**_entry(1), now=11.0, rate_limit=limit)[1]  # a duplicate: no attempt logged
+    assert store.add(**_entry(2), now=12.0, rate_limit=limit)[1]
+    with pytest.raises(RateLimited):
+        store.add(**_entry(3), now=13.0, rate_limit=limit)
+    assert [r.metadata.model_name for r in store.results()] == ["model 1", "model 2"]  # nothing of the third
+    assert store.retry_at("hf:alice", *limit, now=13.0) == 110.0
+    assert store.add(**_entry(3), now=111.0, rate_limit=limit)[1]  # the first left the window
+    assert store.add(**_entry(4), now=111.2)[1]  # no rate limit (seeding): no attempt either
+    assert store.retry_at("hf:alice", *limit, now=111.5) == 112.0  # the attempts at 12 and 111
+    if kind == "hub":
+        log = [json.loads(line) for line in (tmp_path / "a" / "attempts.jsonl").read_text().splitlines()]
+        assert log == [{"submitter": "hf:alice", "at": at} for at in (10.0, 12.0, 111.0)]
+        store.close()
+        again = open_it("b", remote=tmp_path / "a")  # a restart: the log comes back
+        assert again.retry_at("hf:alice", *limit, now=111.5) == 112.0
+        with pytest.raises(RateLimited):
+            again.add(**_entry(5), now=111.5, rate_limit=limit)
+        assert not (tmp_path / "b" / "predictions" / "main" / f"{result_id('main', _entry(5)['sha256'])}.jsonl").exists()
+        assert len((tmp_path / "b" / "attempts.jsonl").read_text().splitlines()) == 3
+        assert len(again.results()) == 4
