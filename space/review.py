@@ -207,10 +207,11 @@ class ReviewDesk:
         return gr.update(value=str(self.export()), visible=True) if who.ok else gr.update(value=None, visible=False)
 
     def on_open(self, request: gr.Request, profile: gr.OAuthProfile | None = None):
-        """On opening the tab: who may review (or the one refusal) and the sheet's download."""
+        """On opening the tab: who may review (or the one refusal), the sheet's download, and the
+        decision controls (decision, reason, record button): enabled for a reviewer only."""
         who = self.reviewer(profile, client_address(request))
         status = Outcome(True, f"You review as {who.message}.") if who.ok else who
-        return status.html(), self._download(who)
+        return status.html(), self._download(who), *[gr.update(interactive=who.ok)] * len(CONTROLS)
 
     def on_show(self, key: str | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> list:
         """The dialogue ``key`` to listen to: its text, facts, reference, context turns and the S1/S2/S3 candidates."""
@@ -231,6 +232,8 @@ class ReviewDesk:
         outcome = self.decide(key, decision, reason, profile, address=address)
         return outcome.html(), self._download(self.reviewer(profile, address)), gr.update(value="") if outcome.ok else gr.update()
 
+
+CONTROLS = ("decision", "reason", "record")  # what ``on_open`` enables for a reviewer (disabled until then)
 
 REVIEW_INTRO = (
     "Listen to one dialogue: the reference clip of the target speaker, the target's context turns, and the "
@@ -255,14 +258,16 @@ def build_review_tab(desk: ReviewDesk, tab: gr.Tab) -> None:
     picker = gr.Dropdown(keys, value=keys[0] if keys else None, label="Dialogue (variant/dialogue id)", elem_id="ss-review-dialogue")
     shown = instance_panel("ss-review-title")
     with gr.Row():
-        decision = gr.Radio(list(DECISIONS), value="accept", label="Decision", elem_id="ss-review-decision")
+        decision = gr.Radio(list(DECISIONS), value="accept", label="Decision", elem_id="ss-review-decision",
+                            interactive=False)
         reason = gr.Textbox(label="Reason (required to reject)", max_lines=1, max_length=MAX_REASON_CHARS,
-                            elem_id="ss-review-reason", scale=3)
-    record = gr.Button("Record decision", variant="primary", elem_id="ss-review-record")
+                            elem_id="ss-review-reason", scale=3, interactive=False)
+    record = gr.Button("Record decision", variant="primary", elem_id="ss-review-record", interactive=False)
     status = gr.HTML(elem_id="ss-review-status")
     download = gr.DownloadButton("Download review.csv", visible=False, size="sm", elem_id="ss-review-download")
 
     picker.input(desk.on_show, picker, shown, api_name="review_show")
     record.click(desk.on_decide, [picker, decision, reason], [status, download, reason], api_name="review_decide") \
         .then(desk.on_show, picker, shown, api_name=False)
-    tab.select(desk.on_open, None, [who, download], api_name=False).then(desk.on_show, picker, shown, api_name=False)
+    tab.select(desk.on_open, None, [who, download, decision, reason, record], api_name=False) \
+        .then(desk.on_show, picker, shown, api_name=False)

@@ -146,3 +146,71 @@ def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp
         assert not (tmp_path / "b" / "predictions" / "main" / f"{result_id('main', _entry(5)['sha256'])}.jsonl").exists()
         assert len((tmp_path / "b" / "attempts.jsonl").read_text().splitlines()) == 3
         assert len(again.results()) == 4
+
+
+# ------------------------------------------------------------------ 4. the Review tab's controls for non-reviewers
+
+
+class _Request:
+    def __init__(self, host: str) -> None:
+        self.client = type("Client", (), {"host": host})()
+
+
+def _review_desk(dataset, data_dir):
+    from space.review import ReviewDesk
+    from space.store import SqliteStore
+    from space.submit import Submitter
+
+    config = SpaceConfig.from_env({"SPEAKERSLEUTH_REVIEWERS": "alice, ip:10.0.0.1"}, dataset=str(dataset), data_dir=data_dir)
+    store = SqliteStore(data_dir)
+    return ReviewDesk(config, store, dataset, Submitter(config, store, dataset, variants=["main"]).identity)
+
+
+def test_opening_the_review_tab_enables_the_decision_controls_for_a_reviewer_only(dataset, tmp_path):
+    import gradio as gr
+
+    desk = _review_desk(dataset, tmp_path)
+    profile = gr.OAuthProfile({"name": "Alice", "preferred_username": "alice", "profile": "", "picture": ""})
+    for request, who, ok in [(_Request("10.0.0.9"), None, False), (_Request("10.0.0.1"), None, True),
+                             (_Request("10.0.0.9"), profile, True)]:
+        status, download, *controls = desk.on_open(request, who)
+        assert len(controls) == 3 and all(c.get("interactive") is ok for c in controls), (request.client.host, controls)
+        assert ("You review as" in status) is ok and download["visible"] is ok
+
+
+def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(dataset, tmp_path):
+    """In the page as served, before any event: a visitor sees no enabled Record decision button."""
+    from space.app import build_app
+    from tests.space_support import served_config
+
+    app = build_app(served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",)), n_bootstrap=20)
+    config = app.blocks.get_config_file()
+    by_id = {c["props"].get("elem_id"): c for c in config["components"] if c.get("props", {}).get("elem_id")}
+    for elem_id in ("ss-review-decision", "ss-review-reason", "ss-review-record"):
+        assert by_id[elem_id]["props"].get("interactive") is False, (elem_id, by_id[elem_id]["props"].get("interactive"))
+
+
+def test_in_a_browser_a_visitor_cannot_record_and_a_reviewer_can(dataset, tmp_path, browser):
+    """The same served app for a reviewer (this machine) and a visitor (X-Forwarded-For from the
+    local proxy: uvicorn trusts 127.0.0.1)."""
+    from tests.space_support import new_page, served_config
+    from tests.test_space_browser import open_tab
+
+    config = served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",))
+    with running_app(config, n_bootstrap=20) as (app, url):
+        visitor = new_page(browser, extra_http_headers={"X-Forwarded-For": "10.7.7.7"})
+        visitor.goto(url)
+        open_tab(visitor, "Review")
+        visitor.locator("#ss-review-who").get_by_text("Only the reviewers named in").wait_for()
+        assert visitor.locator("#ss-review-record").is_disabled()
+        assert visitor.locator("#ss-review-reason textarea, #ss-review-reason input").first.is_disabled()
+        visitor.close()
+
+        reviewer = new_page(browser)
+        reviewer.goto(url)
+        open_tab(reviewer, "Review")
+        reviewer.locator("#ss-review-who").get_by_text("You review as ip:127.0.0.1.").wait_for()
+        reviewer.wait_for_function("() => !document.querySelector('#ss-review-record').disabled")
+        reviewer.locator("#ss-review-record").click()
+        reviewer.locator("#ss-review-status .ss-status").get_by_text("Recorded: ip:127.0.0.1 accepts").wait_for()
+        reviewer.close()
