@@ -174,7 +174,7 @@ def _threshold_free(scores: list[float | None], gold: dict[str, Any], counts: np
     auroc, eer = roc_summary(gold["label"], ranked)
     intervals = {"auroc": None, "eer": None}
     if counts is not None:  # every resample at once: its weights are the counts of the dialogues
-        aurocs, eers = roc_summaries(gold["label"], ranked, counts[:, gold["dialogue"]])
+        aurocs, eers = roc_summaries(gold["label"], ranked, counts, gold["dialogue"])
         intervals = {"auroc": _ci(aurocs), "eer": _ci(eers)}
     return _pct(auroc), _pct(eer), intervals
 

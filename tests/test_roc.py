@@ -130,7 +130,20 @@ def test_a_full_size_bootstrap_matches_sklearn_resample_by_resample():
     labels = np.tile([0, 1, 1], 606)
     scores = rankdata((rng.random(1818) + 0.3 * labels).round(2))
     counts = rng.multinomial(606, np.ones(606) / 606, size=200).astype(np.float64)
-    aurocs, eers = roc_summaries(labels, scores, counts[:, dialogue])
+    aurocs, eers = roc_summaries(labels, scores, counts, dialogue)  # as metrics.score calls it
     expected = np.array([reference(labels, scores, w) for w in counts[:, dialogue]])
     np.testing.assert_allclose(aurocs, expected[:, 0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(eers, expected[:, 1], rtol=0, atol=1e-12)
+
+
+def test_group_weights_equal_the_instance_weights_they_stand_for():
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        n, g = int(rng.integers(2, 50)), int(rng.integers(1, 20))
+        labels, scores = random_case(rng, n)
+        groups = rng.integers(0, g, n)
+        counts = rng.multinomial(g, np.ones(g) / g, size=15).astype(np.float64)
+        by_group = roc_summaries(labels, scores, counts, groups)
+        np.testing.assert_allclose(by_group, roc_summaries(labels, scores, counts[:, groups]), rtol=0, atol=1e-12, equal_nan=True)
+    with pytest.raises(ValueError, match="do not match"):
+        roc_summaries(np.array([0, 1]), np.array([0.1, 0.2]), np.ones((3, 2)), np.array([0, 2]))
