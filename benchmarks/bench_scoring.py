@@ -84,12 +84,13 @@ def main() -> None:
         print(f"\n## {kind}: {len(lines):,} lines ({scored:,} with a detection score), {len(data) / 1e6:.2f} MB; "
               f"bootstrap {args.bootstrap} resamples")
         medians[kind] = _time(data, args)
-    ratio = medians["scored (judge file)"] / medians["score-less"]
-    print(f"\nscored / score-less (total, fresh Gold, wall median): {ratio:.2f}x; target <= 3x: {'met' if ratio <= 3 else 'NOT met'}")
+    (wall, cpu), (wall0, cpu0) = medians["scored (judge file)"], medians["score-less"]
+    print(f"\nscored / score-less (total, fresh Gold, median): wall {wall / wall0:.2f}x, cpu {cpu / cpu0:.2f}x; "
+          f"target <= 3x (wall): {'met' if wall / wall0 <= 3 else 'NOT met'}")
 
 
-def _time(data: bytes, args) -> float:
-    """Print the timings of ``data``; returns the wall median of the total with a fresh Gold."""
+def _time(data: bytes, args) -> tuple[float, float]:
+    """Print the timings of ``data``; returns the wall and cpu medians of the total with a fresh Gold."""
     timings: dict[str, list[tuple[float, float]]] = {"parse": [], "score": [], "total": [], "reused": []}
     for _ in range(args.repeats):
         gold = synthetic_gold(args.dialogues, random.Random(0))  # fresh Gold: derived arrays not cached yet
@@ -118,7 +119,7 @@ def _time(data: bytes, args) -> float:
         )
     total = statistics.median(w for w, _ in timings["total"])
     print(f"target: total <= 1000 ms (wall median): {'met' if total <= 1.0 else 'NOT met'} ({total * 1e3:.0f} ms)")
-    return total
+    return total, statistics.median(c for _, c in timings["total"])
 
 
 def _clock() -> tuple[float, float]:
