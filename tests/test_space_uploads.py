@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from gradio_client import Client, handle_file
@@ -93,6 +94,52 @@ def test_upload_past_the_total_cap_is_refused(tmp_path):
     assert refused.status_code == 507 and "upload space is full" in refused.text
     assert files_in(tmp_path) == [tmp_path / "held"]
     assert client.post(UPLOAD_PATH, content=b"x" * 50).status_code == 200
+
+
+def test_bytes_still_being_received_count_against_the_total_cap(tmp_path):
+    """A 600-byte upload is in flight (nothing in the folder yet) when another 600 bytes arrive from
+    another address: together they would pass the cap of 1000, so the second is refused; once the
+    first has finished (and written nothing), the same upload passes."""
+
+    async def scenario():
+        entered, release = anyio.Event(), anyio.Event()
+
+        async def slow_app(scope, receive, send):  # holds the first upload until released
+            if scope["client"][0] == "10.0.0.1":
+                entered.set()
+                await release.wait()
+            await PlainTextResponse("stored")(scope, receive, send)
+
+        guard = UploadGuard(slow_app, per_address_bytes=10_000, total_bytes=1000, window_s=60, folder=tmp_path)
+
+        async def post(address: str, size: int) -> int:
+            scope = {"type": "http", "method": "POST", "path": UPLOAD_PATH, "client": (address, 1),
+                     "headers": [(b"content-length", str(size).encode())]}
+            sent = []
+
+            async def receive():
+                return {"type": "http.request", "body": b"x" * size, "more_body": False}
+
+            async def send(message):
+                sent.append(message)
+
+            await guard(scope, receive, send)
+            return next(m["status"] for m in sent if m["type"] == "http.response.start")
+
+        statuses = {}
+        async with anyio.create_task_group() as tasks:
+            async def first():
+                statuses["first"] = await post("10.0.0.1", 600)
+            tasks.start_soon(first)
+            await entered.wait()
+            assert guard.in_flight == 600
+            statuses["second"] = await post("10.0.0.2", 600)
+            release.set()
+        statuses["third"] = await post("10.0.0.2", 600)
+        return statuses, guard.in_flight
+
+    statuses, in_flight = anyio.run(scenario)
+    assert statuses == {"first": 200, "second": 507, "third": 200} and in_flight == 0
 
 
 def test_upload_without_content_length_is_refused_and_other_routes_pass(tmp_path):
