@@ -155,5 +155,6 @@ def test_unknown_kind_is_refused():
 
 
 def test_module_examples():
-    for module in (parsing, backends):
-        assert doctest.testmod(module).failed == 0
+    for module in (parsing,):  # (the backends package has no examples)
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

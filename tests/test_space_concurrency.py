@@ -4,6 +4,7 @@ every one is stored once and the leaderboard shows exactly them."""
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,8 +35,9 @@ def served(tmp_path_factory):
 def test_parallel_submissions_lose_nothing(served):
     app, url, gold, root = served
     files = []
+    run = uuid.uuid4().hex  # this run's upload names: leftovers of an earlier (crashed) run do not count
     for i in range(N):
-        path = root / f"upload-{i:02d}.jsonl"
+        path = root / f"upload-{run}-{i:02d}.jsonl"
         path.write_bytes(predictions(gold, i + 1))  # distinct files, so none is a duplicate
         files.append(path)
     client = Client(url, verbose=False, httpx_kwargs={"timeout": 120}, download_files=False, analytics_enabled=False)
@@ -61,8 +63,8 @@ def test_parallel_submissions_lose_nothing(served):
         assert by_name[r.metadata.model_name] == round(r.scores["detection"]["balanced_accuracy"], 1)
     again = client.predict(handle_file(str(files[0])), "main", "again", "org", "other", "open", "", "", api_name="/submit")
     assert "already submitted" in again[0] and len(app.store.results("main")) == N
-    # every upload (accepted or duplicate) was deleted from Gradio's upload folder after scoring
-    assert not any(Path(get_upload_folder()).rglob("upload-*.jsonl"))
+    # every upload of this run (accepted or duplicate) was deleted from Gradio's upload folder after scoring
+    assert not list(Path(get_upload_folder()).rglob(f"upload-{run}-*.jsonl"))
 
 
 def test_view_instance_api_shows_an_instance_of_any_config(served):
