@@ -6,7 +6,6 @@ import doctest
 
 import pytest
 
-import judges.lalm.backends as backends
 import judges.lalm.parsing as parsing
 from judges.lalm.parsing import json_values, parse_answer, strip_reasoning
 
@@ -155,6 +154,6 @@ def test_unknown_kind_is_refused():
 
 
 def test_module_examples():
-    for module in (parsing,):  # (the backends package has no examples)
+    for module in (parsing,):  # (judges.lalm.backends has no examples)
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
