@@ -1,4 +1,5 @@
-"""The scorer's command line and its text report (``python -m metrics.score`` runs ``main``).
+"""The scorer's command line and its text report (``python -m metrics.score`` and ``python -m metrics.report``
+run ``main``; ``metrics.score`` only hands its ``__main__`` over to this module and imports nothing of it).
 
 ``metrics.score`` computes the scores as data; this module only presents them. The gold comes
 from a built folder (``--dataset``) or, for a blind copy, from its private gold folder (``--gold``).

@@ -379,7 +379,7 @@ def _one_decimal(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
-if __name__ == "__main__":
-    from metrics.report import main
+if __name__ == "__main__":  # ``python -m metrics.score`` runs the command line, ``metrics.report`` (which imports this module)
+    import runpy
 
-    sys.exit(main())
+    runpy.run_module("metrics.report", run_name="__main__", alter_sys=True)

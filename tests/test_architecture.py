@@ -64,3 +64,60 @@ def test_the_checks_see_what_they_guard(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("import speech.audio\nfrom . import x\ndef f():\n    from judges.encoders import get_encoder\n")
     assert project_imports(probe) == {"speech", "judges"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports (``from a import b`` is ``a.b`` when that is a module,
+    else ``a``); imports inside functions and ``if __name__ == "__main__"`` blocks count too."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names}
+    return found & known - {module_name(path)}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycle():
+    paths = modules()
+    known = {module_name(p) for p in paths}
+    graph = {module_name(p): module_imports(p, known) for p in paths}
+    assert graph["metrics.report"] >= {"metrics.score"}  # the scan sees what it guards
+    assert not import_cycles(graph), f"import cycles: {import_cycles(graph)}"
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
