@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,8 @@ if __package__ in (None, ""):  # run as a file, as Spaces does (app_file: space/
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gradio as gr  # noqa: E402
+import httpx  # noqa: E402
+from gradio import networking  # noqa: E402
 
 import speakersleuth_dataset as ssd  # noqa: E402
 
@@ -37,6 +41,47 @@ from speech.files import write_bytes_atomic
 logger = logging.getLogger(__name__)
 
 CSS = LEADERBOARD_CSS + SUBMIT_CSS + SUBMISSION_CSS + VIEWER_CSS
+#: How long ``launch`` waits for the started server to answer its first ``HEAD /``.
+LAUNCH_CHECK_S = 180.0
+_SERVED = (200, 401, 301, 302, 303, 307, 308)  # what Gradio's check takes for "the page is served"
+
+
+def served(url: str, deadline_s: float = LAUNCH_CHECK_S) -> bool:
+    """Whether the server at ``url`` answers ``HEAD /``, waiting up to ``deadline_s`` seconds for it.
+
+    What ``Blocks.launch`` asks before it goes on (``gradio.networking.url_ok``: one request with a
+    3 s timeout, given up on the first timeout, then "When localhost is not accessible, a shareable
+    link must be created"). The first render of the page is several times slower than the next ones
+    (page config and API info built and cached, the template compiled): on a busy 2-core machine it
+    took more than 3 s. Here a timeout, or a status other than served, is asked again with a longer
+    timeout until the deadline; a refused connection is still an answer at once (nothing listens)."""
+    end = time.monotonic() + deadline_s
+    timeout = 3.0
+    while True:
+        try:
+            if httpx.head(url, timeout=timeout, verify=False).status_code in _SERVED:
+                return True
+        except httpx.ConnectError:
+            return False
+        except httpx.TransportError:  # a timeout (or a connection dropped mid-answer): busy, ask again
+            pass
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        logger.info("the server has not answered HEAD %s within %.0f s; asking again (%.0f s left)", url, timeout, left)
+        timeout = min(timeout * 2, max(left, 1.0))
+        time.sleep(min(0.5, left))
+
+
+@contextmanager
+def _patient_launch_check(deadline_s: float):
+    """``Blocks.launch``'s check that the page is served, made ``served`` (patient) while it runs."""
+    original = networking.url_ok
+    networking.url_ok = lambda url: served(url, deadline_s)
+    try:
+        yield
+    finally:
+        networking.url_ok = original
 
 
 @dataclass
@@ -50,8 +95,10 @@ class SpaceApp:
     blocks: gr.Blocks
     review: ReviewDesk
 
-    def launch(self, **overrides):
-        """``Blocks.launch`` with the Space's settings (caps, upload guard, CSS, host/port); returns its result."""
+    def launch(self, *, check_s: float = LAUNCH_CHECK_S, **overrides):
+        """``Blocks.launch`` with the Space's settings (caps, upload guard, CSS, host/port); returns its
+        result. Its check that the started server serves the page waits up to ``check_s`` seconds
+        (``served``), so a slow first render on a busy machine does not end the app."""
         kwargs = dict(
             server_name=self.config.host, server_port=self.config.port, max_file_size=self.config.max_bytes,
             app_kwargs={"middleware": [upload_guard(self.config)]},
@@ -59,7 +106,8 @@ class SpaceApp:
             footer_links=["api"],
         )
         kwargs.update(overrides)
-        return self.blocks.launch(**kwargs)
+        with _patient_launch_check(check_s):
+            return self.blocks.launch(**kwargs)
 
     @property
     def public_dir(self) -> Path:
