@@ -64,6 +64,24 @@ def wait_for_row(page, text: str) -> None:
     )
 
 
+def assert_no_dialog_once_rendered(page, selector: str, text: str) -> None:
+    """Wait for a positive signal that the hostile ``text`` has been drawn: an element matching
+    ``selector`` whose text is exactly ``text``, then a control image with the payload's bad
+    ``src`` ("x") having fired its error event (had the name been parsed as HTML, its image's
+    ``onerror`` would have run by then, the same address failing first for it); then no dialog may
+    have opened. A fixed sleep proves nothing."""
+    page.wait_for_function(
+        "([s, t]) => Array.from(document.querySelectorAll(s)).some(e => e.textContent === t)", arg=[selector, text]
+    )
+    assert page.evaluate("""() => new Promise(done => {
+        const img = new Image();
+        img.onerror = () => setTimeout(() => done('error'), 0);
+        img.onload = () => done('load');
+        img.src = 'x';
+    })""") == "error"
+    assert page.dialogs == []
+
+
 def leaderboard_text(page) -> str:
     open_tab(page, "Leaderboard")
     page.get_by_role("button", name="Refresh").click()
@@ -107,8 +125,7 @@ def test_html_in_a_model_name_is_shown_as_text(page, served):
     wait_for_row(page, XSS)
     assert page.locator("img[src='x']").count() == 0
     assert page.evaluate("() => document.querySelectorAll('img[onerror]').length") == 0
-    page.wait_for_timeout(300)
-    assert page.dialogs == []
+    assert_no_dialog_once_rendered(page, "#ss-leaderboard-main tbody td.ss-model .ss-clip", XSS)
 
 
 def test_viewer_plays_audio(page):
