@@ -37,3 +37,19 @@ def synthetic_gold(dialogues: int, rng: random.Random, variant: str = "main") ->
             "gold_ranking": [label[s] for s in ("S1", "S3", "S2")],
         }
     return Gold(variant, "test", tasks)
+
+
+def sklearn_ndcg(predictions: list[list], references: list[list], k: int) -> float:
+    """Mean NDCG@k by sklearn's ``ndcg_score``, an independent reference: the true relevance of a
+    candidate is supplied as its exponential gain 2^(C - 1 - gold index) - 1 (sklearn's DCG is
+    linear in what it is given), the predicted score as C - predicted position."""
+    import numpy as np
+    from sklearn.metrics import ndcg_score
+
+    values = []
+    for predicted, gold in zip(predictions, references, strict=True):
+        c = len(gold)
+        gains = [[2.0 ** (c - 1 - gold.index(x)) - 1 for x in gold]]
+        score = [[float(c - predicted.index(x)) for x in gold]]
+        values.append(ndcg_score(gains, score, k=k))
+    return float(np.mean(values))

@@ -1,8 +1,10 @@
-"""The metric math (metrics.core) by hand-computed cases, the four `evaluate` modules (and their
-copies of the math), and the paper's balanced columns recomputed from its per-scenario columns."""
+"""The metric math (metrics.core) by hand-computed cases and sklearn's NDCG, the four `evaluate`
+modules (each folder holding only the math it uses), and the paper's balanced columns recomputed
+from its per-scenario columns."""
 
 from __future__ import annotations
 
+import ast
 import csv
 import inspect
 from math import log2
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 from metrics import core
+from tests.scoring_fixtures import sklearn_ndcg
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "space" / "data" / "paper"  # the paper's reported tables
@@ -53,6 +56,18 @@ def test_set_sizes_reads_lists_as_sets():
 
 def _dcg(gains, k):
     return sum(g / log2(i + 2) for i, g in enumerate(gains[:k]))
+
+
+def test_ndcg_agrees_with_sklearn_on_every_ranking_of_three_and_four_candidates():
+    from itertools import permutations
+
+    for c in (3, 4):
+        gold = list(range(c))
+        rankings = [list(p) for p in permutations(gold)]
+        for k in range(1, c + 2):
+            got = core.ndcg(np.array(rankings), k)
+            expected = [sklearn_ndcg([r], [gold], min(k, c)) for r in rankings]
+            np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=f"C={c}, k={k}")
 
 
 def test_ndcg_three_candidates_by_hand():
@@ -187,8 +202,50 @@ def test_module_layout_follows_evaluate_conventions(name):
     card = (folder / "README.md").read_text()
     for section in ("## Inputs", "## Output Values", "## Limitations", "## Citation"):
         assert section in card, f"{name}/README.md lacks {section}"
-    fix = 'for d in metrics/*/core.py; do cp metrics/core.py "$d"; done'
-    assert (folder / "core.py").read_bytes() == (ROOT / "metrics" / "core.py").read_bytes(), f"metrics/{name}/core.py is stale: {fix}"
+
+
+#: The files two metric folders share (each folder must stand alone): one file, in both folders.
+SHARED = {"scenarios.py": ("balanced_accuracy", "balanced_f1"), "rankings.py": ("ndcg", "exact_match")}
+
+
+@pytest.mark.parametrize("shared", sorted(SHARED))
+def test_a_file_two_folders_share_is_the_same_in_both(shared):
+    first, second = (ROOT / "metrics" / name / shared for name in SHARED[shared])
+    fix = f"cp {first.relative_to(ROOT)} {second.relative_to(ROOT)}"
+    assert first.read_bytes() == second.read_bytes(), f"{second.relative_to(ROOT)} differs from {first.relative_to(ROOT)}: {fix}"
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return names | {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_metric_folder_holds_only_code_its_module_uses(name):
+    """Every top-level name of the folder's math modules is used by the metric module or by another
+    name the folder uses, and the metric module imports every math module beside it."""
+    folder = ROOT / "metrics" / name
+    helpers = {p.stem: ast.parse(p.read_text()) for p in folder.glob("*.py") if p.stem not in (name, "__init__")}
+    module = ast.parse((folder / f"{name}.py").read_text())
+    imported = {n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom) and n.level == 1}
+    assert imported == set(helpers), f"metrics/{name}/{name}.py imports {sorted(imported)}; the folder has {sorted(helpers)}"
+    used_in = lambda tree: {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    used = used_in(module)
+    for tree in helpers.values():
+        for node in tree.body:  # a name used inside a used function counts (one level is enough here)
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in used:
+                used |= used_in(node)
+    unused = {f"{stem}.{n}" for stem, tree in helpers.items() for n in _top_level_names(tree) - used}
+    assert not unused, f"metrics/{name} carries code its metric does not use: {sorted(unused)}"
+
+
+def test_the_folders_citation_is_the_papers():
+    for shared, (name, _) in SHARED.items():
+        text = (ROOT / "metrics" / name / shared).read_text()
+        citation = ast.literal_eval(next(n.value for n in ast.parse(text).body if isinstance(n, ast.Assign)
+                                         and any(getattr(t, "id", "") == "CITATION" for t in n.targets)))
+        assert citation.split() == core.CITATION.split(), shared
 
 
 def test_modules_load_offline_and_have_explicit_compute_arguments(loaded):
@@ -232,8 +289,8 @@ def test_ndcg_and_exact_match_modules(loaded):
     predictions = [["A", "C", "B"], ["B", "A", "C"], ["C", "B", "A"]]
     references = [["A", "C", "B"], ["A", "C", "B"], ["A", "C", "B"]]
     result = loaded["ndcg"].compute(predictions=predictions, references=references, k=2, every_k=True)
-    expected = core.ndcg(np.array([[0, 1, 2], [2, 0, 1], [1, 2, 0]]), 2).mean()
-    assert result["ndcg@2"] == pytest.approx(expected)
+    assert result["ndcg@2"] == pytest.approx(sklearn_ndcg(predictions, references, 2))
+    assert result["ndcg@2"] == pytest.approx((1 + (3 / log2(3)) / (3 + 1 / log2(3)) + 1 / (3 + 1 / log2(3))) / 3)
     assert result["ndcg@1"] == pytest.approx((1 + 0 + 1 / 3) / 3)
     four = loaded["ndcg"].compute(predictions=[[2, 1, 3, 4]], references=[[1, 2, 3, 4]], k=7)
     assert four == pytest.approx({"ndcg@7": (3 + 7 / log2(3) + 1 / 2) / _dcg([7, 3, 1, 0], 4)})

@@ -16,7 +16,7 @@ import pytest
 
 from metrics.score import score_submission
 from metrics.submission import parse_submission
-from tests.scoring_fixtures import synthetic_gold
+from tests.scoring_fixtures import sklearn_ndcg, synthetic_gold
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")
@@ -87,7 +87,7 @@ def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_
 
     calls = {}
     for name in MODULES:
-        copy = shutil.copytree(ROOT / "metrics" / name, tmp_path / f"hub-{name}" / name)
+        copy = shutil.copytree(ROOT / "metrics" / name, tmp_path / f"hub-{name}" / name, ignore=shutil.ignore_patterns("__pycache__"))
         calls[name] = (str(copy), _module_inputs(gold, lines)[name])
     (tmp_path / "calls.json").write_text(json.dumps(calls))
     for folder in ("cwd", "home", "hf_home"):
@@ -103,3 +103,9 @@ def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_
     for name in MODULES:
         # the scorer reports percent rounded to 4 decimals
         assert {k: round(100 * v, 4) for k, v in got[name].items()} == pytest.approx(expected[name], abs=1e-9), name
+    # and the ranking metrics agree with references outside the project: sklearn's NDCG, a plain count
+    rankings = _module_inputs(gold, lines)["exact_match"]
+    for k in (1, 2):
+        assert got["ndcg"][f"ndcg@{k}"] == pytest.approx(sklearn_ndcg(rankings["predictions"], rankings["references"], k), abs=1e-12)
+    matches = [list(p) == list(g) for p, g in zip(rankings["predictions"], rankings["references"], strict=True)]
+    assert got["exact_match"]["exact_match"] == pytest.approx(sum(matches) / len(matches))

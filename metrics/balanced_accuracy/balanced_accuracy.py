@@ -1,7 +1,7 @@
 """Scenario-balanced accuracy of SpeakerSleuth detection, as an ``evaluate`` metric module.
 
-The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
-the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
+The folder stands alone, as a metric repo on the Hub does: the math is in ``scenarios.py`` and ``detection.py`` beside this
+file (pure numpy), which the project's scorer imports too. Load the folder by its path::
 
     evaluate.load("path/to/balanced_accuracy")
 """
@@ -9,7 +9,8 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import datasets
 import evaluate
 
-from .core import SCENARIOS, MetricModule, balanced, detection_codes, grouped_mean, scenario_codes
+from .detection import detection_codes
+from .scenarios import CITATION, PAPER_URL, SCENARIOS, balanced, group_means, refuse_empty, scenario_codes
 
 _DESCRIPTION = """\
 Balanced accuracy of a speaker-consistency detector over the three SpeakerSleuth scenarios:
@@ -60,13 +61,20 @@ def _features() -> list:
     ]
 
 
-class BalancedAccuracy(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
-                       features=_features):
+class BalancedAccuracy(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=_features(), citation=CITATION, reference_urls=[PAPER_URL])
+
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)
         predicted, gold = detection_codes(predictions, references, codes)
-        accuracy = grouped_mean(predicted == gold, codes, len(SCENARIOS))
+        accuracy = group_means(predicted == gold, codes, len(SCENARIOS))
         return {
             **{f"accuracy_{s}": float(a) for s, a in zip(SCENARIOS, accuracy)},
             "balanced_accuracy": float(balanced(*accuracy)),
         }
+
+    def add_batch(self, **columns):
+        """Add a batch of instances (keyword arguments only); an empty batch is refused."""
+        refuse_empty(columns)
+        return super().add_batch(**columns)

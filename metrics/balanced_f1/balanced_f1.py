@@ -1,7 +1,7 @@
 """Scenario-balanced F1 of SpeakerSleuth localization, as an ``evaluate`` metric module.
 
-The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
-the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
+The folder stands alone, as a metric repo on the Hub does: the math is in ``scenarios.py`` and ``localization.py`` beside this
+file (pure numpy), which the project's scorer imports too. Load the folder by its path::
 
     evaluate.load("path/to/balanced_f1")
 """
@@ -9,7 +9,8 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import datasets
 import evaluate
 
-from .core import SCENARIOS, MetricModule, balanced, check_turn_sets, grouped_mean, prf, scenario_codes, set_sizes
+from .localization import check_turn_sets, prf, set_sizes
+from .scenarios import CITATION, PAPER_URL, SCENARIOS, balanced, group_means, refuse_empty, scenario_codes
 
 _DESCRIPTION = """\
 Localization scores of SpeakerSleuth: for each instance, the predicted set P of inconsistent
@@ -56,16 +57,23 @@ def _features() -> datasets.Features:
     return datasets.Features({"predictions": turns, "references": turns, "scenarios": datasets.Value("string")})
 
 
-class BalancedF1(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
-                 features=_features):
+class BalancedF1(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=_features(), citation=CITATION, reference_urls=[PAPER_URL])
+
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)
         check_turn_sets(predictions, references, codes)
         scores = prf(*set_sizes(predictions, references))
         results = {}
         for name, values in zip(("precision", "recall", "f1"), scores):
-            means = grouped_mean(values, codes, len(SCENARIOS))
+            means = group_means(values, codes, len(SCENARIOS))
             results.update({f"{name}_{s}": float(m) for s, m in zip(SCENARIOS, means)})
             if name == "f1":
                 results["balanced_f1"] = float(balanced(*means))
         return results
+
+    def add_batch(self, **columns):
+        """Add a batch of instances (keyword arguments only); an empty batch is refused."""
+        refuse_empty(columns)
+        return super().add_batch(**columns)

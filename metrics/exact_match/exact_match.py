@@ -1,7 +1,7 @@
 """Exact match of candidate rankings (SpeakerSleuth discrimination), as an ``evaluate`` module.
 
-The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
-the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
+The folder stands alone, as a metric repo on the Hub does: the math is in ``rankings.py`` and ``matching.py`` beside this
+file (pure numpy), which the project's scorer imports too. Load the folder by its path::
 
     evaluate.load("path/to/exact_match")
 """
@@ -9,7 +9,8 @@ the project's ``metrics/core.py``, the math its scorer uses too. Load the folder
 import evaluate
 import numpy as np
 
-from .core import MetricModule, exact_match, ranking_features, ranking_scores
+from .matching import exact_match
+from .rankings import CITATION, PAPER_URL, ranking_features, ranking_scores, refuse_empty
 
 _DESCRIPTION = """\
 The share of instances whose whole predicted ranking of candidates equals the gold ranking. For
@@ -34,13 +35,20 @@ Examples:
     ...     predictions=[["B", "A", "C"], ["A", "C", "B"], ["D", "C", "B", "A"]],
     ...     references=[["B", "A", "C"], ["C", "A", "B"], ["D", "C", "B", "A"]],
     ... )
-    >>> print(round(results["exact_match"], 4))
-    0.6667
+    >>> print(results)
+    {'exact_match': 0.6666666666666666}
 """
 
 
-class ExactMatch(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
-                 features=ranking_features):
+class ExactMatch(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=ranking_features(), citation=CITATION, reference_urls=[PAPER_URL])
+
     def _compute(self, predictions, references):
         scores = ranking_scores(predictions, references, {"exact_match": exact_match})
         return {"exact_match": float(np.mean(scores["exact_match"]))}
+
+    def add_batch(self, **columns):
+        """Add a batch of instances (keyword arguments only); an empty batch is refused."""
+        refuse_empty(columns)
+        return super().add_batch(**columns)

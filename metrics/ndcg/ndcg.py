@@ -1,7 +1,7 @@
 """NDCG@k of candidate rankings (SpeakerSleuth discrimination), as an ``evaluate`` metric module.
 
-The folder stands alone, as a metric repo on the Hub does: ``core.py`` beside this file is a copy of
-the project's ``metrics/core.py``, the math its scorer uses too. Load the folder by its path::
+The folder stands alone, as a metric repo on the Hub does: the math is in ``rankings.py`` and ``discounted_gain.py`` beside this
+file (pure numpy), which the project's scorer imports too. Load the folder by its path::
 
     evaluate.load("path/to/ndcg")
 """
@@ -11,7 +11,8 @@ from functools import partial
 import evaluate
 import numpy as np
 
-from .core import MetricModule, ndcg, ranking_features, ranking_scores
+from .discounted_gain import ndcg
+from .rankings import CITATION, PAPER_URL, ranking_features, ranking_scores, refuse_empty
 
 _DESCRIPTION = """\
 Normalised discounted cumulative gain of a predicted ranking of candidates against a gold ranking
@@ -52,9 +53,16 @@ Examples:
 """
 
 
-class Ndcg(MetricModule, evaluate.Metric, description=_DESCRIPTION, inputs=_KWARGS_DESCRIPTION,
-           features=ranking_features):
+class Ndcg(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=ranking_features(), citation=CITATION, reference_urls=[PAPER_URL])
+
     def _compute(self, predictions, references, k=2, every_k=False):
         cut_offs = range(1, k + 1) if every_k else [k]
         scores = ranking_scores(predictions, references, {f"ndcg@{j}": partial(ndcg, k=j) for j in cut_offs})
         return {name: float(np.mean(values)) for name, values in scores.items()}
+
+    def add_batch(self, **columns):
+        """Add a batch of instances (keyword arguments only); an empty batch is refused."""
+        refuse_empty(columns)
+        return super().add_batch(**columns)
