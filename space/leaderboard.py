@@ -390,7 +390,10 @@ LEADERBOARD_CSS = """
 .ss-lb-scroll th button:focus-visible { outline: 2px solid var(--color-accent); }
 .ss-lb-scroll .ss-num { text-align: right; }
 .ss-lb-scroll .ss-clip { display: block; max-width: 8em; overflow: hidden; text-overflow: ellipsis; }
-.ss-lb-scroll .ss-model .ss-clip { display: inline-block; vertical-align: bottom; max-width: 12em; }
+/* a model name wraps (after a dash, or inside a long word) onto two lines, three on a phone, instead of being
+   cut where the names of one family still read the same (centroid-campplus-...); a longer one ends in an ellipsis */
+.ss-lb-scroll .ss-model .ss-clip { display: -webkit-inline-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2;
+  line-clamp: 2; width: max-content; max-width: 12em; vertical-align: middle; white-space: normal; overflow-wrap: anywhere; }
 /* the verified badge (table, submission page): a filled pill, which no submitted text can draw */
 .ss-verified { display: inline-block; margin-left: 0.4em; padding: 0 0.5em; border-radius: 999px; vertical-align: middle;
   background: var(--button-primary-background-fill); color: var(--button-primary-text-color);
@@ -399,7 +402,8 @@ LEADERBOARD_CSS = """
 .ss-lb-scroll .ss-model { position: sticky; left: 3.6em; z-index: 2; }
 .ss-lb-scroll thead .ss-rank, .ss-lb-scroll thead .ss-model { z-index: 4; }
 @media (max-width: 640px) {
-  .ss-lb-scroll .ss-model .ss-clip { max-width: 7.5em; }
+  .ss-lb-scroll .ss-model .ss-clip { max-width: 9em; -webkit-line-clamp: 3; line-clamp: 3; }
+  .ss-lb-scroll .ss-model .ss-verified { display: block; width: fit-content; margin: 0.2em 0 0; }
   .ss-lb-scroll th, .ss-lb-scroll td { padding: 4px 5px; }
   .ss-lb-scroll table { width: auto; }
   .ss-lb-scroll thead th.ss-num { white-space: normal; min-width: 3.2em; }
