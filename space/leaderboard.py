@@ -409,7 +409,9 @@ LEADERBOARD_CSS = """
   .ss-lb-scroll thead th.ss-num { white-space: normal; min-width: 3.2em; }
 }
 .ss-bias { color: var(--body-text-color); }
-.ss-bias svg { max-width: 100%; height: auto; }
+/* a chart keeps its size (text of 10-13 px) and scrolls sideways where the page is narrower (a phone) */
+.ss-bias .vega-embed { max-width: 100%; overflow-x: auto; }
+.ss-bias svg { max-width: none; }
 """
 
 
