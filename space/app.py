@@ -144,7 +144,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
     # uploads never submitted (and cached outputs) are deleted once older than the TTL
     with gr.Blocks(title=about.TITLE, delete_cache=(config.upload_ttl_s, config.upload_ttl_s)) as blocks:
         gr.Markdown(f"# {about.TITLE}\n\n{about.INTRODUCTION}")
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # a phone shows every tab (no "..." menu)
             with gr.Tab("Leaderboard", id="leaderboard"):
                 refresh, toggles, lb_outputs = build_leaderboard_tab(
                     store, list(ssd.VARIANTS), variants, public_dir(config) / "exports"
