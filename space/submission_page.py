@@ -43,12 +43,19 @@ VERIFIED_NOTE = "Verified: a built-in baseline scored by the Space itself"
 
 SUBMISSION_CSS = """
 .ss-submission { overflow-wrap: anywhere; }
-.ss-submission dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.25em 1em; margin: 0.5em 0; }
+.ss-submission dl { display: grid; grid-template-columns: fit-content(14em) minmax(0, 1fr); gap: 0.25em 1em; margin: 0.5em 0; }
 .ss-submission dt { font-weight: 600; }
-.ss-submission dd { margin: 0; }
+.ss-submission dd { margin: 0; min-width: 0; }
+@media (max-width: 640px) {  /* a phone: each name above its value, which gets the whole width */
+  .ss-submission dl { grid-template-columns: minmax(0, 1fr); gap: 0; }
+  .ss-submission dd { margin-bottom: 0.45em; }
+}
 .ss-submission .ss-withdrawn { border-left: 4px solid #c62828; padding-left: 0.6em; }
-.ss-analyses table { border-collapse: collapse; margin: 0.3em 0 1em; }
+/* a table wider than the page scrolls sideways (it is its own scroll box) instead of being cut off */
+.ss-analyses table { border-collapse: collapse; margin: 0.3em 0 1em; display: block; width: max-content; max-width: 100%;
+  overflow-x: auto; }
 .ss-analyses th, .ss-analyses td { padding: 2px 8px; border-bottom: 1px solid var(--border-color-primary); text-align: left; }
+.ss-analyses td { white-space: nowrap; }  /* a value and its CI on one line: the table scrolls rather than wraps */
 .ss-analyses td.ss-num { text-align: right; font-variant-numeric: tabular-nums; }
 """
 GROUPING_TITLES = {
