@@ -11,9 +11,6 @@ import csv
 import json
 import os
 import re
-import time
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,9 +113,13 @@ Excerpt:
 class LLMTextFilter(TextFilter):
     """An LLM behind any OpenAI-compatible ``/chat/completions`` endpoint (vLLM, the OpenAI API).
 
-    The key comes from the environment variable ``api_key_env`` (none is sent when it is unset);
-    decoding is deterministic (temperature 0). An answer that is not the requested JSON counts as
-    a rejection with reason ``text: unparseable LLM answer`` — nothing passes unchecked.
+    It talks through the pinned ``openai`` client, which retries (up to ``retries`` times, with
+    jittered backoff, honouring ``Retry-After``) a timeout, a lost connection, 408, 409, 429 and 5xx,
+    each attempt bounded by ``timeout`` seconds; what still fails raises ``RuntimeError``. The key
+    comes from the environment variable ``api_key_env`` (the placeholder ``EMPTY`` when it is unset,
+    vLLM's convention for a server without keys); decoding is deterministic (temperature 0). An
+    answer that is not the requested JSON counts as a rejection with reason
+    ``text: unparseable LLM answer`` — nothing passes unchecked.
     """
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, retries: int = 3):
@@ -128,6 +129,16 @@ class LLMTextFilter(TextFilter):
         self.timeout = timeout
         self.retries = retries
         self.name = f"llm:{model}"
+        self._client = None
+
+    def client(self):
+        """The ``openai`` client (made on first use: importing ``openai`` takes a while)."""
+        if self._client is None:
+            from openai import OpenAI
+
+            key = os.environ.get(self.api_key_env) or "EMPTY"
+            self._client = OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.retries)
+        return self._client
 
     def request_body(self, turns: Sequence[dict]) -> dict:
         excerpt = "\n".join(f"{t['speaker']}: {t['text']}" for t in turns)
@@ -139,20 +150,15 @@ class LLMTextFilter(TextFilter):
         }
 
     def coherence(self, turns: Sequence[dict]) -> str | None:
-        body = json.dumps(self.request_body(turns)).encode()
-        headers = {"Content-Type": "application/json"}
-        if os.environ.get(self.api_key_env):
-            headers["Authorization"] = f"Bearer {os.environ[self.api_key_env]}"
-        for attempt in range(self.retries + 1):
-            request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, headers=headers)
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    answer = json.load(response)["choices"][0]["message"]["content"]
-                break
-            except urllib.error.HTTPError as err:
-                if err.code not in (429, 500, 502, 503, 504) or attempt == self.retries:
-                    raise RuntimeError(f"{self.name}: HTTP {err.code} from {self.base_url}") from None
-                time.sleep(min(2**attempt, 30))
+        import openai
+
+        try:
+            response = self.client().chat.completions.create(**self.request_body(turns))
+        except openai.APIStatusError as err:
+            raise RuntimeError(f"{self.name}: HTTP {err.status_code} from {self.base_url}") from None
+        except openai.APIConnectionError as err:  # timeouts too, once the client's retries are spent
+            raise RuntimeError(f"{self.name}: no answer from {self.base_url}: {err}") from None
+        answer = (response.choices[0].message.content if response.choices else None) or ""
         match = re.search(r"\{.*\}", answer, re.S)
         try:
             verdict = json.loads(match.group(0)) if match else None

@@ -3,7 +3,10 @@ before any LLM is asked; a clean window goes on to the coherence rules."""
 
 from __future__ import annotations
 
+import pytest
+
 from builder_scripts.verification import PROFANITY, HeuristicTextFilter, LLMTextFilter, profane_words
+from tests.lalm_http_double import serve
 
 QUESTION = {"speaker": "A", "text": "How did the football game go last night?", "is_target": False}
 
@@ -29,3 +32,46 @@ def test_profanity_is_dropped_before_an_llm_is_asked():
 
 def test_the_coherence_rules_still_apply_to_clean_text():
     assert HeuristicTextFilter().check([QUESTION, dict(QUESTION, speaker="A")]) == "text: a single speaker"
+
+
+def _completion(text: str) -> tuple[int, dict, dict]:
+    return 200, {}, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
+
+
+def test_the_llm_filter_retries_a_busy_server_and_reads_its_verdict(monkeypatch):
+    monkeypatch.setenv("TEXT_FILTER_KEY", "sk-test")
+    clean = window("It went well, we won two to one.")
+    with serve() as server:
+        llm = LLMTextFilter(f"{server.url}/v1", "judge-model", api_key_env="TEXT_FILTER_KEY", retries=2, timeout=5)
+        server.script.extend([(503, {"Retry-After": "0"}, {"error": {"message": "busy"}}),
+                              _completion('{"coherent": false, "reason": "garbled"}')])
+        assert llm.check(clean) == "text: judged incoherent by LLM"
+        assert [r["path"] for r in server.requests] == ["/v1/chat/completions"] * 2  # the 503 was retried
+        request = server.requests[-1]
+        assert request["headers"]["authorization"] == "Bearer sk-test"
+        assert request["body"]["model"] == "judge-model" and request["body"]["temperature"] == 0
+        assert "B: It went well" in request["body"]["messages"][0]["content"]
+
+        server.reset()
+        server.script.append(_completion('{"coherent": true, "reason": "fine"}'))
+        assert llm.check(clean) is None
+        server.script.append(_completion("I think it is coherent."))
+        assert llm.check(clean) == "text: unparseable LLM answer"
+
+
+def test_the_llm_filter_gives_up_on_a_client_error_and_after_its_retries():
+    clean = window("It went well, we won two to one.")
+    with serve() as server:
+        llm = LLMTextFilter(f"{server.url}/v1", "judge-model", retries=1, timeout=5)
+        server.script.append((400, {}, {"error": {"message": "bad request"}}))
+        with pytest.raises(RuntimeError, match=r"llm:judge-model: HTTP 400 from"):
+            llm.check(clean)
+        assert len(server.requests) == 1  # a 400 is not retried
+        server.reset()
+        server.script.extend([(500, {"Retry-After": "0"}, {"error": {"message": "down"}})] * 2)
+        with pytest.raises(RuntimeError, match=r"HTTP 500"):
+            llm.check(clean)
+        assert len(server.requests) == 2  # one try and one retry
+    with pytest.raises(RuntimeError, match=r"no answer from"):
+        LLMTextFilter("http://127.0.0.1:9/v1", "judge-model", retries=0, timeout=1).check(clean)

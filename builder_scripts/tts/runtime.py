@@ -3,11 +3,12 @@ we may use) and ``file_lock``, which lets one process at a time prepare a first-
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock
 
 
 @contextmanager
@@ -16,15 +17,12 @@ def file_lock(asset: Path) -> Iterator[None]:
 
     Processes that would prepare ``asset`` on first use (the build's shard processes start
     together) take it around the check-and-prepare, so one prepares it and the others find it
-    done. The kernel drops the lock when its holder exits, so a killed run never leaves it held.
+    done. ``filelock`` locks with the OS's own file locks (POSIX and Windows), which the OS drops
+    when their holder exits, so a killed run never leaves it held.
     """
     asset.parent.mkdir(parents=True, exist_ok=True)
-    with open(asset.with_name(asset.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with FileLock(asset.with_name(asset.name + ".lock")):
+        yield
 
 
 def available_cores() -> int:
