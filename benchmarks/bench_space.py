@@ -3,6 +3,7 @@
 What padded duplicate uploads cost is measured in the store and in Gradio's upload cache.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_space.py [--dataset FOLDER] [--parts latency,load,duplicates]
+        [--files judge|plain] [--judge pairwise-resemblyzer]
 
 Each part serves the real app (``space.app.build_app``, launched on 127.0.0.1 at a free port) over a
 fresh SQLite store, with the rate limit raised out of the way; other settings come from the
@@ -11,7 +12,14 @@ fresh SQLite store, with the rate limit raised out of the way; other settings co
 - ``latency``: a distinct valid predictions file is submitted through gradio_client (``/submit``),
   then ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
   sequential submissions, and over ``--concurrent`` submitters at once (threads, each with its own
-  client and file).
+  client and file). The files are as ``python -m judges run`` writes them (``--files judge``, the
+  default): lines made by the embedding judges' writer (``judges.embedding.predictions``, pairwise
+  at τ 0.4, serialised as ``write_jsonl``), every detection line with a float ``score``, so each
+  submission is also scored for AUROC, EER and their bootstrap intervals. The per-turn
+  similarities behind them are seeded draws (the altered turn a little lower), or, with
+  ``--judge <method>-<encoder>`` (e.g. ``pairwise-resemblyzer``; about 1.5 min on 60 dialogues),
+  the real judge's on the dataset; each file adds its own seeded jitter, so none is a duplicate.
+  ``--files plain``: the score-less files of ``tests.space_support.predictions``.
 - ``load``: ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed``
   uses), then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
   chromium (Playwright): navigation until the main table shows rows, in fresh browser contexts
@@ -43,8 +51,10 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 PARTS = ("latency", "load", "duplicates")
@@ -168,13 +178,60 @@ def print_round_trips(label: str, timings: list[tuple[float, float] | None], suf
 # ------------------------------------------------------------------------------------- parts
 
 
-def measure_latency(bench: Bench, alone: int, concurrent: int) -> None:
+def judge_scores(gold, judge: str | None, dataset: Path):
+    """Per-turn and per-candidate scores of the gold's instances (``judges.embedding.VariantScores``):
+    the real ``judge``'s on ``dataset``, or seeded similarities (the altered turn 0.2 lower)."""
+    from judges.embedding import VariantScores, make_embedding_judge
+
+    if judge:
+        import torch
+
+        torch.set_num_threads(1)  # faster for the small encoders on a busy machine
+        started = time.perf_counter()
+        scores = make_embedding_judge(judge, progress=False).score(dataset, "main", list(gold.tasks))
+        print(f"[latency] {judge} judged {dataset} in {time.perf_counter() - started:.1f} s")
+        return scores
+    rng = np.random.default_rng(0)
+    turn = {}
+    for task in ("detection", "localization"):
+        items = []
+        for rid, row in gold.tasks[task].items():
+            s = rng.normal(0.6, 0.12, row["num_target_turns"])
+            s[[k - 1 for k in gold.tasks["localization"][rid]["inconsistent_turns"]]] -= 0.2
+            items.append((rid, s))
+        turn[task] = items
+    disc = [(rid, list(row["candidate_labels"]), rng.normal(0.5, 0.1, len(row["candidate_labels"])))
+            for rid, row in gold.tasks["discrimination"].items()]
+    return VariantScores("pairwise", turn, disc)
+
+
+def judge_file(scores, seed: int) -> bytes:
+    """A predictions file exactly as ``python -m judges run`` writes it (``predictions`` at the
+    method's default τ, then ``write_jsonl``'s serialisation), from ``scores`` with seeded jitter."""
+    from judges.embedding import DEFAULT_THRESHOLDS, VariantScores, predictions
+
+    rng = np.random.default_rng(seed)
+    jitter = {task: [(rid, s + rng.normal(0, 0.02, s.shape)) for rid, s in items] for task, items in scores.turn.items()}
+    disc = [(rid, labels, s + rng.normal(0, 0.02, s.shape)) for rid, labels, s in scores.discrimination]
+    lines = predictions(VariantScores(scores.method, jitter, disc), DEFAULT_THRESHOLDS[scores.method])
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()  # judges.embedding.write_jsonl
+
+
+def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "judge", judge: str | None = None) -> None:
     from tests.space_support import predictions
 
     alone_names = [f"alone-{i:04d}" for i in range(alone)]
     names = [f"crowd-{i:04d}" for i in range(concurrent)]
-    paths = {name: bench.write(name, predictions(bench.gold, pattern))  # distinct files: none is a duplicate
-             for pattern, name in enumerate(alone_names + names, start=1)}
+    if files == "judge":
+        scores = judge_scores(bench.gold, judge, bench.dataset)
+        make = partial(judge_file, scores)
+    else:
+        make = partial(predictions, bench.gold)
+    paths = {name: bench.write(name, make(k))  # distinct files: none is a duplicate
+             for k, name in enumerate(alone_names + names, start=1)}
+    sample = paths[(alone_names + names)[0]].read_bytes().splitlines() if paths else []
+    scored = sum(b'"score"' in line for line in sample)
+    print(f"[latency] {files} files: {len(sample)} lines each, {scored} with a detection score")
     with bench.serve("latency") as (_, url):
         client = bench.client(url)
         timings = [bench.round_trip(client, paths[name], name) for name in tqdm(alone_names, desc="alone", unit="submission")]
@@ -336,6 +393,9 @@ def main() -> None:
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--alone", type=at_least(0), default=20, help="sequential submissions timed")
     parser.add_argument("--concurrent", type=at_least(0), default=50, help="submitters at once (0: skip)")
+    parser.add_argument("--files", choices=("judge", "plain"), default="judge",
+                        help="latency files: as `python -m judges run` writes them (detection scores) or score-less")
+    parser.add_argument("--judge", help="latency files from this embedding judge's real scores (e.g. pairwise-resemblyzer)")
     parser.add_argument("--rows", type=at_least(1), default=1000, help="leaderboard rows for the load figures")
     parser.add_argument("--api-calls", type=at_least(1), default=10, help="/leaderboard round trips timed")
     parser.add_argument("--first-loads", type=at_least(0), default=3, help="browser loads in fresh contexts (0 with --reloads 0: no browser)")
@@ -373,7 +433,7 @@ def main() -> None:
     started = time.perf_counter()
     print("load average at start: {:.1f} {:.1f} {:.1f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
     if "latency" in parts:
-        measure_latency(bench, args.alone, args.concurrent)
+        measure_latency(bench, args.alone, args.concurrent, args.files, args.judge)
     if "load" in parts:
         measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads)
     if "duplicates" in parts:
