@@ -257,6 +257,17 @@ def test_modules_load_offline_and_have_explicit_compute_arguments(loaded):
         assert "Examples:" in module.inputs_description and module.citation
 
 
+@pytest.mark.parametrize("name", MODULES)
+def test_the_examples_of_each_module_run(loaded, name):
+    """The ``Examples:`` of a module's inputs description (what the Hub shows) give what they print."""
+    import doctest
+
+    test = doctest.DocTestParser().get_doctest(loaded[name].inputs_description, {}, name, None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).attempted > 0 and runner.summarize(verbose=False).failed == 0, name
+
+
 def test_balanced_accuracy_module(loaded):
     result = loaded["balanced_accuracy"].compute(
         predictions=["consistent", "inconsistent", "inconsistent", "consistent", "inconsistent", "consistent"],
