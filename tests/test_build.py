@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -114,9 +115,16 @@ def test_the_card_measures_how_distinct_the_pool_speakers_are(built):
     genders = [gender for gender, _ in SPEAKERS.values()]  # every speaker of the corpus is in the pool
     for label, (total, female, male, eer, nearest, closest) in rows.items():
         assert (int(total), int(female), int(male)) == (len(genders), genders.count("female"), genders.count("male"))
-        assert 0.0 <= float(eer.split(" %")[0]) <= 100.0 and " ~ " in closest
+        rate, same, different = re.fullmatch(r"([\d.]+) % \((\d+) same-, (\d+) different-speaker pairs\)", eer).groups()
+        # better than chance (the README's <= 3 % is the embedded corpus' voice bank, measured by
+        # benchmarks/bench_voice_bank.py; this tiny speech-like corpus' speakers are closer)
+        assert 0.0 <= float(rate) < 50.0, (label, eer)
+        clips = 3 * len(genders)  # the pool takes 3 clips a speaker: every pair of clips is one trial
+        assert (int(same), int(different)) == (3 * len(genders), clips * (clips - 1) // 2 - 3 * len(genders)), (label, eer)
         low, median, high = (float(v) for v in nearest.split(" / "))
-        assert -1.0 <= low <= median <= high <= 1.0
+        assert -1.0 <= low <= median <= high < 1.0  # no two speakers of the pool share one voice
+        pair, cosine = re.fullmatch(r"(\S+ ~ \S+) \((-?[\d.]+)\)", closest).groups()
+        assert float(cosine) == high and pair.split(" ~ ")[0] != pair.split(" ~ ")[1]  # the closest pair is the max
 
 
 def test_s2_and_s3_hold_on_every_instance(built):
@@ -294,6 +302,7 @@ def sharded_build(tmp_path, corpus):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
     shards = [c for c in psutil.Process(proc.pid).children() if "multiprocessing" in " ".join(c.cmdline())]
+    assert len(shards) >= 2, shards  # --jobs 2: the checks below would pass vacuously on no process
     try:
         yield proc, shards
     finally:
@@ -309,8 +318,8 @@ def test_an_interrupt_ends_every_shard_at_once(sharded_build):
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in err, err
-    _, alive = psutil.wait_procs(shards, timeout=10)
-    assert not alive, alive
+    gone, alive = psutil.wait_procs(shards, timeout=10)
+    assert not alive and len(gone) == len(shards) >= 2, alive
 
 
 def test_a_killed_shard_is_named_and_the_others_finish(sharded_build, tmp_path):
