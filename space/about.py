@@ -111,3 +111,30 @@ Behavior-SD and Bazinga dialogues, converted with the paper's voice-conversion m
 """
 
 CITATION_TEXT = CITATION
+
+
+def disclosure_text(policy, rate: tuple[int, int]) -> str:
+    """The About tab's section on what the leaderboard shows (``space.disclosure``)."""
+    if not policy.blind:
+        return ("## What is shown\n\nThis Space serves a labelled build: every submission's scores, their breakdowns "
+                "and analyses, and its canonical predictions are public. One row per submitter, model name and "
+                "setting is on the leaderboard: the newest; earlier ones keep their pages.")
+    state = ("**The round is closed**: the leaderboard shows each row's scores on the *private* part, which is the "
+             "final ranking; no submission is taken." if policy.closed else
+             "**The round is open**: the leaderboard shows scores on the *public* part only; the private part decides "
+             "the final ranking and is shown when the round closes.")
+    return f"""## What is shown: a blind round
+
+The test split of this build is blind, so the leaderboard is built to withstand submitters who probe.
+{state}
+
+- The test instances are split, by dialogue and balanced per scenario, into a public and a private part by a
+  keyed hash only the gold can compute. During the round nothing shown depends on a private label.
+- **Ladder** (Blum & Hardt, 2015): of detection balanced accuracy, localization balanced F1 and discrimination
+  accuracy on the public part, a new value is released only when it beats your best so far by more than a margin,
+  and it is shown rounded down to a multiple of that margin. The margin is at least 1 point and at least the most
+  that one answer can change the metric, so a file that differs from your best in one answer releases nothing.
+- No per-scenario or per-source values, confidence intervals, analyses or predictions downloads during the round.
+- Budget: {rate[0]} scored submissions per {rate[1] // 3600} hours per user.
+- One row per submitter, model name and setting: each metric's latest released value.
+"""

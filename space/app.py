@@ -29,6 +29,7 @@ import speakersleuth_dataset as ssd  # noqa: E402
 
 from space import about
 from space.config import SpaceConfig
+from space.disclosure import Disclosure
 from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
 from space.review import ReviewDesk, build_review_tab
 from space.store import ResultsStore, open_store
@@ -128,15 +129,19 @@ def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
     return files
 
 
-def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_bootstrap: int | None = None) -> SpaceApp:
-    """Open the dataset and the store, load the gold of every variant, and build the Blocks."""
+def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_bootstrap: int | None = None,
+              policy: Disclosure | None = None) -> SpaceApp:
+    """Open the dataset and the store, load the gold of every variant, and build the Blocks;
+    ``policy``: what is shown of the scores (default: ``space.disclosure.policy_for`` the dataset)."""
     dataset = config.dataset_folder()
     variants = ssd.variants_present(dataset, every_task=True)  # a submission answers all three tasks
     if not variants:
         raise ValueError(f"{dataset}: no variant has test shards for all three tasks; build the dataset first")
     store = store or open_store(config)
     kwargs = {} if n_bootstrap is None else {"n_bootstrap": n_bootstrap}
-    submitter = Submitter(config, store, dataset, variants=variants, gold=gold_folder(config, dataset), **kwargs)
+    submitter = Submitter(config, store, dataset, variants=variants, gold=gold_folder(config, dataset), policy=policy, **kwargs)
+    for variant in variants:  # a blind copy too small to split into a public and a private part is refused here
+        submitter.policy.check(submitter.gold(variant))
     examples = _write_examples(submitter, public_dir(config) / "examples")
     index = InstanceIndex(dataset)
     review = ReviewDesk(config, store, dataset, submitter.identity)
@@ -147,7 +152,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         with gr.Tabs(overflow_behavior="wrap") as tabs:  # a phone shows every tab (no "..." menu)
             with gr.Tab("Leaderboard", id="leaderboard"):
                 refresh, toggles, lb_outputs = build_leaderboard_tab(
-                    store, list(ssd.VARIANTS), variants, public_dir(config) / "exports"
+                    store, list(ssd.VARIANTS), variants, public_dir(config) / "exports", submitter.policy
                 )
                 refresh_button = gr.Button("Refresh", size="sm")
             with gr.Tab("Submit", id="submit"):
@@ -162,6 +167,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
                 gr.Markdown(about.TASKS)
                 gr.Markdown(about.METRICS)
                 gr.Markdown(about.SUBMISSION_FORMAT)
+                gr.Markdown(about.disclosure_text(submitter.policy, submitter.rate))
                 with gr.Row():
                     for variant, path in examples.items():
                         gr.DownloadButton(f"Example file ({variant})", value=str(path), size="sm")

@@ -10,6 +10,10 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_HOST``/``_PORT`` address to listen on (default 127.0.0.1:7860; 0.0.0.0 only on Spaces)
 ``SPEAKERSLEUTH_RATE_LIMIT``   submissions one user may make per window (default 10)
 ``SPEAKERSLEUTH_RATE_WINDOW``  the window in seconds (default 3600)
+``SPEAKERSLEUTH_BLIND_RATE_LIMIT`` / ``_BLIND_RATE_WINDOW`` the same on a blind copy, the budget of its round
+                              (default 5 per 86400 s; ``space.disclosure``)
+``SPEAKERSLEUTH_ROUND``        ``open`` (default) or ``closed``: a blind copy's round; once closed, no
+                              submission is taken and the leaderboard shows the private part's scores
 ``SPEAKERSLEUTH_MAX_BYTES``    largest predictions file accepted (default 20 MB)
 ``SPEAKERSLEUTH_MAX_LINES``    most lines accepted in one file (default 200,000)
 ``SPEAKERSLEUTH_STORE_BUDGET`` most bytes of (canonical) predictions the store keeps (default 1 GB)
@@ -56,6 +60,13 @@ def _int(env: dict[str, str], name: str, default: int) -> int:
     return value
 
 
+def _round_closed(raw: str) -> bool:
+    value = raw.strip().lower() or "open"
+    if value not in ("open", "closed"):
+        raise ValueError(f"{ENV_PREFIX}ROUND must be open or closed, got {raw!r}")
+    return value == "closed"
+
+
 @dataclass(frozen=True)
 class SpaceConfig:
     """Everything the app needs to know; build with ``SpaceConfig.from_env()``."""
@@ -69,6 +80,9 @@ class SpaceConfig:
     port: int = 7860
     rate_limit: int = 10
     rate_window_s: int = 3600
+    blind_rate_limit: int = 5
+    blind_rate_window_s: int = 86_400
+    round_closed: bool = False
     max_bytes: int = 20_000_000
     max_lines: int = 200_000
     store_budget_bytes: int = 1_000_000_000
@@ -93,6 +107,9 @@ class SpaceConfig:
             port=_int(env, "PORT", 7860),
             rate_limit=_int(env, "RATE_LIMIT", 10),
             rate_window_s=_int(env, "RATE_WINDOW", 3600),
+            blind_rate_limit=_int(env, "BLIND_RATE_LIMIT", 5),
+            blind_rate_window_s=_int(env, "BLIND_RATE_WINDOW", 86_400),
+            round_closed=_round_closed(env.get(ENV_PREFIX + "ROUND", "")),
             max_bytes=_int(env, "MAX_BYTES", 20_000_000),
             max_lines=_int(env, "MAX_LINES", 200_000),
             store_budget_bytes=_int(env, "STORE_BUDGET", 1_000_000_000),

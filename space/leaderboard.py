@@ -30,6 +30,7 @@ from gradio.components.plot import PlotData
 from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, leaderboard_row, table2_order
 
 from space import about
+from space.disclosure import Disclosure
 from space.store import ResultsStore, StoredResult
 from speech.files import write_bytes_atomic
 
@@ -431,18 +432,22 @@ class LeaderboardViews:
     """The Leaderboard tab's views over one store, one ``VariantView`` per variant, made again only
     when that variant's results change (thread-safe: refreshes of several pages may overlap)."""
 
-    def __init__(self, store: ResultsStore, variants: list[str], export_dir: Path) -> None:
+    def __init__(self, store: ResultsStore, variants: list[str], export_dir: Path, policy: Disclosure | None = None) -> None:
         self.store, self.variants, self.export_dir = store, variants, export_dir
+        self.policy = policy or Disclosure()
         self._views: dict[str, VariantView] = {}
         self._lock = threading.Lock()
 
     def view_of(self, variant: str) -> VariantView:
-        results = self.store.results(variant)
-        ids = tuple(r.id for r in results)
+        """The variant's view, made again when its results changed. The store is read under the
+        lock, so refreshes that queue behind a rebuild (a burst of submissions) reuse it when
+        nothing changed meanwhile: one rebuild serves them all."""
         with self._lock:
+            results = self.store.results(variant)
+            ids = tuple(r.id for r in results)
             view = self._views.get(variant)
             if view is None or view.ids != ids:
-                entries = scored(results)
+                entries = self.policy.rows(results)
                 with alt.utils.schemapi.debug_mode(False):  # the spec is fixed code (tests validate it); validating
                     figure = bias_figure(entries, variant)   # it on every new result took most of a refresh
                 chart = PlotData(type="altair", plot=figure.to_json(indent=None, validate=False))
@@ -491,7 +496,8 @@ def _variant_tab(variant: str, available: list[str]):
     return toggle, table, plot, download
 
 
-def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], export_dir: Path):
+def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], export_dir: Path,
+                          policy: Disclosure | None = None):
     """One sub-tab per variant with its table, column toggles, CSV download, chart and the paper's
     table. Entries, chart and CSV (``export_dir/speakersleuth-<variant>.csv``) are made again only
     when the results change.
@@ -499,7 +505,7 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
     Returns ``refresh(*groups_per_variant)`` and its inputs/outputs, so the app refreshes the tab
     on page load and after a submission.
     """
-    views = LeaderboardViews(store, variants, export_dir)
+    views = LeaderboardViews(store, variants, export_dir, policy)
     toggles, outputs = [], []
     for variant in variants:
         with gr.Tab(variant, id=f"lb-{variant}"):

@@ -25,11 +25,10 @@ import pandas as pd
 
 import speakersleuth_dataset as ssd
 from metrics.analysis import DELTA_KEYS, GROUPINGS, Provenance, analyse, read_provenance, setting_deltas
-from metrics.score import leaderboard_row
 from metrics.submission import SubmissionError, parse_submission
 from space.leaderboard import column_label, safe_link
 from space.store import StoredResult
-from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, breakdown_frame, client_address, result_html
+from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, client_address, result_html
 from speech.files import write_bytes_atomic
 
 #: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256
@@ -110,9 +109,9 @@ def _link_html(url: str) -> str:
     return f"{html.escape(url)} (not linked: not a plain http(s) address)"
 
 
-def details_html(record: StoredResult) -> str:
-    """The page's head: the model's metadata, verified mark, withdrawal notice, lines and hash;
-    every submitted string escaped."""
+def details_html(record: StoredResult, note: str = "") -> str:
+    """The page's head: the model's metadata, verified mark, withdrawal notice, ``note`` (what the
+    policy showed), lines and hash; every submitted string escaped."""
     m = record.metadata
     esc = html.escape
     title = f"<h3>{esc(m.model_name)}"
@@ -136,6 +135,8 @@ def details_html(record: StoredResult) -> str:
         "Lines": f"{record.num_lines:,}",
         "SHA-256 of the canonical predictions": f"<code>{esc(record.sha256)}</code>",
     }
+    if note:
+        parts.append(f'<p class="ss-policy">{esc(note)}</p>')
     parts.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields.items()) + "</dl></div>")
     return "".join(parts)
 
@@ -219,11 +220,16 @@ class SubmissionPage:
             return self._nothing(str(err))
         except KeyError as err:
             return self._nothing(f"There is no submission with the id {err.args[0]}.")
+        policy = self.submitter.policy
+        if not policy.shows_details:  # a blind round: the breakdown it allows, no predictions, no analyses
+            note = policy.status(record)
+            return (details_html(record, note), self.submitter.breakdown(record), gr.DownloadButton(value=None, visible=False),
+                    f"<p>{html.escape(note)}</p>", None)
         path = self.download_dir / f"{record.id}.jsonl"  # the store's id, checked by parse_id
         if not path.is_file():
             write_bytes_atomic(path, self.submitter.store.predictions(record.id), durable=True)
         download = gr.DownloadButton(f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True)
-        return details_html(record), breakdown_frame(record.scores), download, *self.analyses(record)
+        return details_html(record), self.submitter.breakdown(record), download, *self.analyses(record)
 
     def analyses(self, record: StoredResult) -> tuple[str, alt.Chart | None]:
         """The analyses of a stored submission (recomputed from its predictions) and their chart;
@@ -244,7 +250,7 @@ class SubmissionPage:
         for other in self.submitter.store.results(record.variant):
             m = other.metadata
             if other.submitter == record.submitter and m.model_name == record.metadata.model_name and m.setting:
-                rows[m.setting] = leaderboard_row(other.scores)
+                rows[m.setting] = self.submitter.policy.row(other)
         return rows if len(rows) > 1 else {}
 
     @staticmethod

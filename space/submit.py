@@ -34,10 +34,11 @@ import pandas as pd
 
 import speakersleuth_dataset as ssd
 from metrics.analysis import SETTINGS
-from metrics.score import leaderboard_row, score_submission
+from metrics.score import leaderboard_row
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 
 from space.config import SpaceConfig
+from space.disclosure import RELEASED, Disclosure, policy_for, released_task
 from space.leaderboard import column_label
 from space.names import name_conflicts
 from space.store import Metadata, RateLimited, Refused, ResultsStore, StoredResult, StoreFull
@@ -141,7 +142,8 @@ class SubmitResult:
     """The outcome of one submission attempt, as plain data.
 
     ``status`` is one of ``accepted``, ``duplicate``, ``invalid`` (form or file; see ``errors``),
-    ``rate_limited``, ``full`` (the store's size budget is spent), ``signin``, ``withdrawn`` (by
+    ``rate_limited``, ``full`` (the store's size budget is spent), ``signin``, ``closed`` (a blind
+    round that takes no more submissions), ``withdrawn`` (by
     ``Submitter.withdraw``) or ``error`` (unexpected; ``message`` carries a reference code).
     """
 
@@ -178,14 +180,17 @@ class Submitter:
         n_bootstrap: int = N_BOOTSTRAP,
         clock: Callable[[], float] = time.time,
         gold: str | os.PathLike | None = None,
+        policy: Disclosure | None = None,
     ) -> None:
-        """``gold``: the private gold folder of a blind ``dataset`` (default: the dataset's own)."""
+        """``gold``: the private gold folder of a blind ``dataset`` (default: the dataset's own);
+        ``policy``: what is shown of the scores (default: ``space.disclosure.policy_for`` the dataset)."""
         self.config = config
         self.store = store
         self.dataset = Path(dataset)
         self.gold_root = Path(gold) if gold is not None else self.dataset
         self.variants = list(variants)
         self.n_bootstrap = n_bootstrap
+        self.policy = policy or policy_for(config, self.dataset, n_bootstrap)
         self.clock = clock
         self.gold = lru_cache(maxsize=None)(lambda variant: load_gold(self.gold_root, variant=variant))
 
@@ -258,18 +263,17 @@ class Submitter:
             errors.append("choose a predictions file (.jsonl) to upload")
         if errors:
             return SubmitResult("invalid", "The form is incomplete; nothing was scored.", errors)
+        if self.policy.closed:
+            return SubmitResult("closed", _CLOSED)
         def admit(stored: list[StoredResult]) -> list[str]:  # again under the store's lock: two identities racing
             return name_conflicts(metadata, user, stored)    # for one new name cannot both get it
 
         if taken := admit(self.store.results(include_withdrawn=True)):
             return SubmitResult("invalid", NAME_REFUSED, taken)
         if not isinstance(data, (bytes, bytearray)):
-            if not os.path.isfile(data):
-                return SubmitResult("invalid", "The uploaded file is no longer on the server; upload it again.")
-            size = os.path.getsize(data)
-            if size > self.config.max_bytes:
-                return SubmitResult("invalid", "The file is too large.", [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"])
-            data = Path(data).read_bytes()
+            data = self._read_upload(data)
+            if isinstance(data, SubmitResult):
+                return data
         gold = self.gold(variant)
         try:
             sub = parse_submission(bytes(data), gold, max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
@@ -283,10 +287,11 @@ class Submitter:
         budget = self.config.store_budget_bytes
         if self.store.stored_bytes() + len(canonical) > budget:
             return _store_full()
-        limit = (self.config.rate_limit, self.config.rate_window_s) if rate_limited else None  # quota is charged by store.add, for a stored submission only
+        limit = self.rate if rate_limited else None  # quota is charged by store.add, for a stored submission only
         if limit is not None and self.store.retry_at(user, *limit, now := self.clock()) > now:
             return self._rate_limited(user, now)
-        scores = score_submission(sub, gold, n_bootstrap=self.n_bootstrap, seed=0)
+        history = self.policy.history(self.store.results(variant, include_withdrawn=True), user, metadata.model_name)
+        scores = self.policy.score(sub, gold, history)
         try:
             record, created = self.store.add(
                 variant=variant, sha256=sha256, predictions=canonical, scores=scores, metadata=metadata,
@@ -301,10 +306,33 @@ class Submitter:
             return SubmitResult("invalid", NAME_REFUSED, refused.errors)
         if not created:
             return _duplicate(record)
-        return SubmitResult("accepted", f"Accepted and scored on the {variant} variant; it is on the leaderboard now.", record=record)
+        shown = self.policy.status(record) if self.policy.blind else "it is on the leaderboard now."
+        return SubmitResult("accepted", f"Accepted and scored on the {variant} variant; {shown}", record=record)
+
+    def _read_upload(self, path: str | os.PathLike) -> bytes | SubmitResult:
+        """The bytes of Gradio's copy of an upload, or why it cannot be read."""
+        if not os.path.isfile(path):
+            return SubmitResult("invalid", "The uploaded file is no longer on the server; upload it again.")
+        size = os.path.getsize(path)
+        if size > self.config.max_bytes:
+            return SubmitResult("invalid", "The file is too large.", [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"])
+        return Path(path).read_bytes()
+
+    @property
+    def rate(self) -> tuple[int, int]:
+        """The rate limit: accepted submissions per window (seconds) per identity; a blind round's is its budget."""
+        if self.policy.blind:
+            return self.config.blind_rate_limit, self.config.blind_rate_window_s
+        return self.config.rate_limit, self.config.rate_window_s
+
+    def breakdown(self, record: StoredResult) -> pd.DataFrame:
+        """What a page shows of ``record``'s scores: the full breakdown where the policy allows it,
+        else only the released values."""
+        scores = self.policy.breakdown_scores(record)
+        return breakdown_frame(scores) if scores is not None else released_frame(record)
 
     def _rate_limited(self, user: str, now: float) -> SubmitResult:
-        limit, window = self.config.rate_limit, self.config.rate_window_s
+        limit, window = self.rate
         retry = self.store.retry_at(user, limit, window, now)
         when = _when(retry)
         return SubmitResult(
@@ -362,6 +390,7 @@ def _capped(errors: list[str]) -> list[str]:
 
 
 _SIGNIN = "Sign in with Hugging Face to submit."
+_CLOSED = "This blind round is closed: the final ranking is on the leaderboard, and no submission is taken any more."
 _NO_ADDRESS = "The server cannot tell who sent this request (no client address); nothing was done."
 
 
@@ -427,6 +456,17 @@ def breakdown_frame(scores: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
 
 
+def released_frame(record: StoredResult) -> pd.DataFrame:
+    """A blind round's breakdown of ``record``: each released metric of the tasks it answers, with
+    its value or "not released" (``space.disclosure``)."""
+    released, margin = record.scores.get("released", {}), record.scores.get("margin", {})
+    records = [{"task": released_task(key), "metric": f"{column_label(key)} (public part)",
+                "value": f"{released[key]:.1f}" if key in released else "not released",
+                "95% CI": f"steps of {margin[key]:.1f}" if key in margin else ""}
+               for key in RELEASED if released_task(key) in record.scores.get("tasks", [])]
+    return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
+
+
 def result_html(result: SubmitResult) -> str:
     """The status box: the message and every error, all escaped."""
     css = {"accepted": "ss-ok", "withdrawn": "ss-ok", "duplicate": "ss-info"}.get(result.status, "ss-bad")
@@ -461,8 +501,8 @@ def build_submit_tab(submitter: Submitter):
         f"Upload one predictions JSONL file for one variant (format in the About tab). Limits: "
         # the size as Gradio's upload box words its refusal (1024-based, one decimal, "Mb"), and exact
         f"{config.max_bytes / 2**20:.1f} Mb ({config.max_bytes:,} bytes), {config.max_lines:,} lines, "
-        f"{config.rate_limit} accepted submissions per "
-        f"{_duration(config.rate_window_s)} per user. The file is validated and scored at once; "
+        f"{submitter.rate[0]} accepted submissions per "
+        f"{_duration(submitter.rate[1])} per user. The file is validated and scored at once; "
         f"an identical file submitted again is recognised."
     )
     if config.on_spaces:
@@ -497,7 +537,7 @@ def build_submit_tab(submitter: Submitter):
             result = submitter.submit(file_path, variant_value, form, profile, address=client_address(request))
         finally:
             discard_upload(file_path)
-        frame = breakdown_frame(result.record.scores) if result.record else pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+        frame = submitter.breakdown(result.record) if result.record else pd.DataFrame(columns=BREAKDOWN_COLUMNS)
         return result_html(result), frame, None  # the upload is gone from the server: clear its widget
 
     event = button.click(

@@ -17,7 +17,7 @@ import soundfile as sf
 import speakersleuth_dataset as ssd
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import parse_submission
-from space import leaderboard, seed, submit, text, viewer
+from space import disclosure, leaderboard, seed, submit, text, viewer
 from space.config import SpaceConfig
 from tests.space_support import predictions
 
@@ -129,7 +129,7 @@ def test_unexpected_failures_leak_no_paths_or_traces(make, gold, monkeypatch, tm
     def explode(*args, **kwargs):
         raise RuntimeError(f"disk full at {tmp_path}/secret.db")
 
-    monkeypatch.setattr(submit, "score_submission", explode)
+    monkeypatch.setattr(disclosure, "score_submission", explode)
     result = submitter.submit(predictions(gold), "main", FORM)
     assert result.status == "error" and "reference" in result.message
     shown = submit.result_html(result)

@@ -15,7 +15,7 @@ import gradio as gr
 import pytest
 from gradio_client import Client, handle_file
 
-from space import names, submit
+from space import disclosure, names, submit
 from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, Metadata
 from tests.space_support import free_port, predictions, running_app
@@ -197,13 +197,13 @@ def test_identities_racing_for_one_new_name_get_it_once(make, gold, monkeypatch)
     the check under the store's lock gives the name to one."""
     submitter = make()
     barrier = threading.Barrier(2, timeout=30)
-    scorer = submit.score_submission
+    scorer = disclosure.score_submission
 
     def score_together(*args, **kwargs):
         barrier.wait()
         return scorer(*args, **kwargs)
 
-    monkeypatch.setattr(submit, "score_submission", score_together)
+    monkeypatch.setattr(disclosure, "score_submission", score_together)
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda i: submitter.submit(predictions(gold, i + 1), "main", FORM, address=f"10.9.0.{i}"), range(2)))
     assert sorted(r.status for r in results) == ["accepted", "invalid"], results
