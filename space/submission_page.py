@@ -26,6 +26,7 @@ import pandas as pd
 import speakersleuth_dataset as ssd
 from metrics.analysis import DELTA_KEYS, GROUPINGS, Provenance, analyse, read_provenance, setting_deltas
 from metrics.submission import SubmissionError, parse_submission
+from space.disclosure import row_key
 from space.leaderboard import column_label, safe_link
 from space.store import StoredResult
 from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, client_address, result_html
@@ -109,9 +110,11 @@ def _link_html(url: str) -> str:
     return f"{html.escape(url)} (not linked: not a plain http(s) address)"
 
 
-def details_html(record: StoredResult, note: str = "") -> str:
+def details_html(record: StoredResult, note: str = "", history: list[StoredResult] = ()) -> str:
     """The page's head: the model's metadata, verified mark, withdrawal notice, ``note`` (what the
-    policy showed), lines and hash; every submitted string escaped."""
+    policy showed), lines and hash, and the ``history`` of its leaderboard row (the submissions of
+    one submitter, model name and setting, oldest first: the newest is the row); every submitted
+    string escaped."""
     m = record.metadata
     esc = html.escape
     title = f"<h3>{esc(m.model_name)}"
@@ -137,6 +140,11 @@ def details_html(record: StoredResult, note: str = "") -> str:
     }
     if note:
         parts.append(f'<p class="ss-policy">{esc(note)}</p>')
+    if len(history) > 1:
+        items = "".join(f'<li><a href="?{QUERY_PARAMETER}={esc(r.id)}">{esc(r.id)}</a> {_utc(r.created_at)}'
+                        + (" (this page)" if r.id == record.id else "") + (" (withdrawn)" if r.withdrawal else "") + "</li>"
+                        for r in history)
+        fields["Submissions of this row"] = f'<ol class="ss-history">{items}</ol>'
     parts.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields.items()) + "</dl></div>")
     return "".join(parts)
 
@@ -221,15 +229,16 @@ class SubmissionPage:
         except KeyError as err:
             return self._nothing(f"There is no submission with the id {err.args[0]}.")
         policy = self.submitter.policy
+        history = [r for r in self.submitter.store.results(record.variant, include_withdrawn=True) if row_key(r) == row_key(record)]
         if not policy.shows_details:  # a blind round: the breakdown it allows, no predictions, no analyses
             note = policy.status(record)
-            return (details_html(record, note), self.submitter.breakdown(record), gr.DownloadButton(value=None, visible=False),
+            return (details_html(record, note, history), self.submitter.breakdown(record), gr.DownloadButton(value=None, visible=False),
                     f"<p>{html.escape(note)}</p>", None)
         path = self.download_dir / f"{record.id}.jsonl"  # the store's id, checked by parse_id
         if not path.is_file():
             write_bytes_atomic(path, self.submitter.store.predictions(record.id), durable=True)
         download = gr.DownloadButton(f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True)
-        return details_html(record), self.submitter.breakdown(record), download, *self.analyses(record)
+        return details_html(record, history=history), self.submitter.breakdown(record), download, *self.analyses(record)
 
     def analyses(self, record: StoredResult) -> tuple[str, alt.Chart | None]:
         """The analyses of a stored submission (recomputed from its predictions) and their chart;
