@@ -93,16 +93,44 @@ def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
     assert clips > 0 and not failures, f"{len(failures)} of {clips} clips do not decode:\n" + "\n".join(failures[:20])
 
 
+def _plain_headline_scores(preds: Path, folder: Path) -> dict[str, tuple[str, float]]:
+    """The headline scores (percent) of a predictions file by plain loops over the gold, outside the
+    scorer: balanced accuracy, balanced F1 (F1 1 when both sets are empty) and discrimination accuracy."""
+    from metrics.submission import load_gold
+
+    gold = load_gold(folder, "main").tasks
+    lines = [json.loads(text) for text in preds.read_text().splitlines() if text.strip()]
+    answers = {(line["task"], line["id"]): line for line in lines}
+
+    def balanced(per_scenario: dict[str, list[float]]) -> float:
+        mean = {s: sum(v) / len(v) for s, v in per_scenario.items()}
+        return 100 * (mean["S1"] + (mean["S2"] + mean["S3"]) / 2) / 2
+
+    correct, f1 = {"S1": [], "S2": [], "S3": []}, {"S1": [], "S2": [], "S3": []}
+    for rid, row in gold["detection"].items():
+        correct[row["scenario"]].append(float(answers["detection", rid]["prediction"] == row["label"]))
+    for rid, row in gold["localization"].items():
+        p, g = set(answers["localization", rid]["prediction"]), set(row["inconsistent_turns"])
+        f1[row["scenario"]].append(1.0 if not p and not g else 2 * len(p & g) / (len(p) + len(g)))
+    disc = [answers["discrimination", rid]["prediction"] == row["answer"] for rid, row in gold["discrimination"].items()]
+    return {"detection": ("balanced_accuracy", balanced(correct)), "localization": ("balanced_f1", balanced(f1)),
+            "discrimination": ("accuracy", 100 * sum(disc) / len(disc))}
+
+
 def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
     preds = user["tmp"] / "preds.jsonl"
     dataset = ["--dataset", str(user["out"]), "--variant", "main"]
     done = _run([sys.executable, "-m", "judges", "run", "--judge", "centroid-campplus", *dataset, "--calibrate",
                  "--out", str(preds), "--quiet"], ROOT, user["env"], 900)
-    assert json.loads(done.stdout)["calibration"]["threshold"] > 0
+    calibration = json.loads(done.stdout)["calibration"]
+    sweep = [row for row in calibration["validation"] if row["det_bal_acc"] is not None]
+    best = max(row["det_bal_acc"] for row in sweep)
+    assert len({row["threshold"] for row in sweep}) > 1  # a real sweep over the validation split ...
+    assert calibration["threshold"] in [row["threshold"] for row in sweep if abs(row["det_bal_acc"] - best) < 1e-9]  # ... its best τ
     done = _run([sys.executable, "-m", "metrics.score", str(preds), *dataset, "--json"], ROOT, user["env"], 300)
     score = json.loads(done.stdout)
     assert score["tasks"] == list(ssd.TASKS)
-    headline = {"detection": "balanced_accuracy", "localization": "balanced_f1", "discrimination": "accuracy"}
-    for task, metric in headline.items():
+    expected = _plain_headline_scores(preds, user["out"])
+    for task, (metric, value) in expected.items():
         assert score[task]["coverage"] == 100.0, (task, score[task]["coverage"])
-        assert isinstance(score[task][metric], float) and 0.0 <= score[task][metric] <= 100.0, (task, score[task][metric])
+        assert score[task][metric] == pytest.approx(value, abs=1e-3), (task, metric)
