@@ -5,14 +5,21 @@ What padded duplicate uploads cost is measured in the store and in Gradio's uplo
     PYTHONPATH=. .venv/bin/python benchmarks/bench_space.py [--dataset FOLDER] [--parts latency,load,duplicates]
         [--files judge|plain] [--judge pairwise-resemblyzer]
 
-Each part serves the real app (``space.app.build_app``, launched on 127.0.0.1 at a free port) over a
-fresh SQLite store, with the rate limit raised out of the way; other settings come from the
-``SPEAKERSLEUTH_*`` environment as in the Space. Offline: nothing leaves the machine.
+Each part serves the real app over a fresh SQLite store, with the rate limit raised out of the way;
+other settings come from the ``SPEAKERSLEUTH_*`` environment as in the Space. Offline: nothing
+leaves the machine.
 
-- ``latency``: a distinct valid predictions file is submitted through gradio_client (``/submit``),
-  then ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
-  sequential submissions, and over ``--concurrent`` submitters at once (threads, each with its own
-  client and file). The files are as ``python -m judges run`` writes them (``--files judge``, the
+- ``latency``: the Space runs in its own process (``python -m space.app --dataset ... --data-dir ...
+  --port P`` on 127.0.0.1, ``SPEAKERSLEUTH_RATE_LIMIT``/``_BLIND_RATE_LIMIT`` 100000 and the upload
+  budget raised; its log goes to ``--work``/space-latency.log), so the clients do not share its
+  GIL. A distinct valid predictions file is submitted through gradio_client (``/submit``), then
+  ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
+  sequential submissions (one client in this process), and over ``--concurrent`` submitters at once:
+  one client process each (its own model name and ``X-Forwarded-For`` address, so each is its own
+  submitter and leaderboard row, as separate machines would be), all started and connected first,
+  then released together by one event. The clients still share the machine's cores with the server.
+  ``--profile-server FILE``: py-spy (``--py-spy``) records the server process, every thread,
+  during the concurrent phase into FILE (speedscope JSON). The files are as ``python -m judges run`` writes them (``--files judge``, the
   default): lines made by the embedding judges' writer (``judges.embedding.predictions``, pairwise
   at τ 0.4, serialised as ``write_jsonl``), every detection line with a float ``score``, so each
   submission is also scored for AUROC, EER and their bootstrap intervals. The per-turn
@@ -20,20 +27,20 @@ fresh SQLite store, with the rate limit raised out of the way; other settings co
   ``--judge <method>-<encoder>`` (e.g. ``pairwise-resemblyzer``; about 1.5 min on 60 dialogues),
   the real judge's on the dataset; each file adds its own seeded jitter, so none is a duplicate.
   ``--files plain``: the score-less files of ``tests.space_support.predictions``.
-- ``load``: ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed``
-  uses), then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
+- ``load``: the app is served in this process (``space.app.build_app``, launched at a free port);
+  ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed`` uses), then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
   chromium (Playwright): navigation until the main table shows rows, in fresh browser contexts
   (first load) and on reloads of the same page.
 - ``duplicates``: one valid file, then ``--duplicates`` files with the same predictions re-encoded
   (CRLF, BOM, blank lines, shuffled lines, compact or spaced JSON, reordered keys, indentation) and
-  padded with whitespace up to ``--pad-mb``; reports rows stored, the SQLite file and WAL on disk,
+  padded with whitespace up to ``--pad-mb``, one client to the app served in this process; reports rows stored, the SQLite file and WAL on disk,
   uploads left in Gradio's upload folder, and the bytes uploaded.
 
 Without ``--dataset`` a synthetic folder (``tests/synthetic.py``, main variant, ``--dialogues``
 dialogues: 3 detection, 3 localization and 1 discrimination instance each) is built once under
 ``--work`` and reused. Gradio's temporary folder is set to ``--work``/gradio, so the upload cache
 counted is this run's alone; the stores, files and that folder are removed at the end. The machine's
-load average is printed: other work on it inflates every figure.
+load average is printed before and after each part: other work on it inflates every figure.
 """
 
 from __future__ import annotations
@@ -43,12 +50,15 @@ import json
 import os
 import random
 import shutil
+import multiprocessing
+import queue
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -62,6 +72,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 STATUS_CLASSES = {"ss-ok": "accepted", "ss-info": "duplicate", "ss-bad": "refused"}
+REPO = Path(__file__).resolve().parents[1]
+SERVER_ENV = {"RATE_LIMIT": "100000", "BLIND_RATE_LIMIT": "100000", "UPLOAD_BUDGET": str(10**12)}
 
 
 # ------------------------------------------------------------------------------------- figures
@@ -88,6 +100,16 @@ def at_least(minimum: int):
 
 def megabytes(n: int) -> str:
     return f"{n / 1e6:.2f} MB"
+
+
+def print_load(when: str) -> None:
+    print("load average {}: {:.2f} {:.2f} {:.2f} (1, 5, 15 min) on {} CPUs".format(when, *os.getloadavg(), os.cpu_count()),
+          flush=True)
+
+
+def forwarded_for(k: int) -> str:
+    """The k-th client's own address (sent as X-Forwarded-For, which uvicorn trusts from 127.0.0.1)."""
+    return f"10.77.{k // 250}.{k % 250 + 1}"
 
 
 # ------------------------------------------------------------------------------------- the app
@@ -127,11 +149,60 @@ class Bench:
         finally:
             shutil.rmtree(data_dir, ignore_errors=True)
 
-    def client(self, url: str):
-        from gradio_client import Client
+    @contextmanager
+    def serve_process(self, part: str):
+        """``python -m space.app`` in its own process over a fresh store in ``work/<part>`` (rate
+        limits and upload budget raised, see SERVER_ENV), its output in ``work/space-<part>.log``;
+        yields ``(process, url)`` once the page is served, and stops the process afterwards."""
+        from space.config import ENV_PREFIX
+        from tests.space_support import free_port
 
-        return Client(url, verbose=False, httpx_kwargs={"timeout": self.timeout_s}, download_files=False,
-                      analytics_enabled=False)
+        data_dir = self.work / part
+        shutil.rmtree(data_dir, ignore_errors=True)
+        port = free_port()
+        env = dict(os.environ, **{ENV_PREFIX + k: v for k, v in SERVER_ENV.items()})
+        env.pop("SPACE_ID", None)  # identity = client address, as off Spaces
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+        command = [sys.executable, "-m", "space.app", "--dataset", str(self.dataset), "--data-dir", str(data_dir),
+                   "--host", "127.0.0.1", "--port", str(port)]
+        log_path = self.work / f"space-{part}.log"
+        url = f"http://127.0.0.1:{port}/"
+        started = time.perf_counter()
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            self.wait_served(process, url, log_path, started)
+            print(f"[{part}] server process {process.pid} built and serving in {time.perf_counter() - started:.1f} s "
+                  f"at {url} (log {log_path})", flush=True)
+            yield process, url
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)  # uvicorn/gradio shut down on ^C
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+    def wait_served(self, process, url: str, log_path: Path, started: float) -> None:
+        import httpx
+
+        deadline = started + max(self.timeout_s, 300)
+        while time.perf_counter() < deadline:
+            if process.poll() is not None:
+                raise SystemExit(f"the server process ended ({process.returncode}) before serving; its log:\n"
+                                 + log_path.read_text(errors="replace")[-4000:])
+            try:
+                if httpx.get(url, timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise SystemExit(f"the server process did not serve {url} within {deadline - started:.0f} s (log {log_path})")
+
+    def client(self, url: str, address: str | None = None):
+        return make_client(url, self.timeout_s, address)
 
     def write(self, name: str, data: bytes) -> Path:
         path = self.files / f"{name}.jsonl"
@@ -140,39 +211,95 @@ class Bench:
 
     @staticmethod
     def submit(client, path: Path, name: str) -> str:
-        """Submit ``path`` as model ``name`` on the main variant; the outcome's class (see STATUS_CLASSES)."""
-        from gradio_client import handle_file
+        return submit(client, path, name)
 
-        status = client.predict(file_path=handle_file(str(path)), variant_value="main", name=name, org="bench",
-                                mtype="other", acc="open", url="", date="", api_name="/submit")[0]
-        return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
+    def round_trip(self, client, path: Path, name: str) -> tuple[float, float, int] | None:
+        return round_trip(client, path, name, self.timeout_s)
 
-    @staticmethod
-    def visible(client, name: str) -> bool:
-        """Whether ``/leaderboard`` (every table, default columns) shows ``name``."""
-        return name in json.dumps(client.predict(api_name="/leaderboard"))
 
-    def round_trip(self, client, path: Path, name: str) -> tuple[float, float] | None:
-        """Seconds from submitting until the submission is acknowledged, and until the
-        leaderboard shows ``name``; ``None`` if it is not accepted or never shows."""
-        start = time.perf_counter()
-        outcome = self.submit(client, path, name)
-        if outcome != "accepted":
-            tqdm.write(f"{name}: {outcome}")
+def make_client(url: str, timeout_s: float, address: str | None = None):
+    """A gradio_client ``Client`` of ``url``; ``address``: sent as X-Forwarded-For (the Space's
+    identity off Spaces is the client address uvicorn reports)."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, httpx_kwargs={"timeout": timeout_s}, download_files=False,
+                  analytics_enabled=False, headers={"X-Forwarded-For": address} if address else None)
+
+
+def submit(client, path: Path, name: str) -> str:
+    """Submit ``path`` as model ``name`` on the main variant; the outcome's class (see STATUS_CLASSES)."""
+    from gradio_client import handle_file
+
+    status = client.predict(file_path=handle_file(str(path)), variant_value="main", name=name, org="bench",
+                            mtype="other", acc="open", url="", date="", api_name="/submit")[0]
+    return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
+
+
+def visible(client, name: str) -> bool:
+    """Whether ``/leaderboard`` (every table, default columns) shows ``name``."""
+    return name in json.dumps(client.predict(api_name="/leaderboard"))
+
+
+def round_trip(client, path: Path, name: str, timeout_s: float) -> tuple[float, float, int] | None:
+    """Seconds from submitting until the submission is acknowledged, and until the
+    leaderboard shows ``name``, and the ``/leaderboard`` calls made; ``None`` if it is not
+    accepted or never shows."""
+    start = time.perf_counter()
+    outcome = submit(client, path, name)
+    if outcome != "accepted":
+        tqdm.write(f"{name}: {outcome}")
+        return None
+    acknowledged = time.perf_counter() - start
+    polls = 1
+    while not visible(client, name):
+        polls += 1
+        if time.perf_counter() - start > timeout_s:
+            tqdm.write(f"{name}: accepted but not on the leaderboard after {timeout_s:g} s")
             return None
-        acknowledged = time.perf_counter() - start
-        while not self.visible(client, name):
-            if time.perf_counter() - start > self.timeout_s:
-                tqdm.write(f"{name}: accepted but not on the leaderboard after {self.timeout_s:g} s")
-                return None
-            time.sleep(0.05)
-        return acknowledged, time.perf_counter() - start
+        time.sleep(0.05)
+    return acknowledged, time.perf_counter() - start, polls
 
 
-def print_round_trips(label: str, timings: list[tuple[float, float] | None], suffix: str = "") -> None:
+def crowd_member(url: str, name: str, path: str, address: str, timeout_s: float, niceness: int, ready, go, results) -> None:
+    """One concurrent submitter, in its own process: connect, say so on ``ready``, wait for ``go``,
+    then time ``round_trip`` and put ``(name, timing or None, error or None, CPU seconds of this
+    process during it)`` on ``results``. ``niceness``: added to this process's (so that on one
+    machine the server is scheduled before the clients, as if they were elsewhere)."""
+    if niceness:
+        os.nice(niceness)
+    try:
+        client = make_client(url, timeout_s, address)
+    except Exception as err:  # noqa: BLE001 - reported by the parent
+        ready.put((name, f"could not connect: {err!r}"))
+        return
+    ready.put((name, None))
+    if not go.wait(timeout_s * 5):
+        results.put((name, None, "never released", 0.0))
+        return
+    cpu = time.process_time()
+    try:
+        results.put((name, round_trip(client, Path(path), name, timeout_s), None, time.process_time() - cpu))
+    except Exception as err:  # noqa: BLE001
+        results.put((name, None, repr(err), time.process_time() - cpu))
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def print_round_trips(label: str, timings: list[tuple[float, float, int] | None], suffix: str = "") -> None:
     done = [t for t in timings if t is not None]
-    print(summary(f"submit -> visible, {label}", [visible for _, visible in done], len(timings) - len(done)) + suffix)
-    print(summary(f"  of which submit -> acknowledged, {label}", [ack for ack, _ in done]))
+    print(summary(f"submit -> visible, {label}", [visible for _, visible, _ in done], len(timings) - len(done)) + suffix)
+    print(summary(f"  of which submit -> acknowledged, {label}", [ack for ack, _, _ in done]))
+    if done:
+        polls = [n for _, _, n in done]
+        print(f"  /leaderboard calls until visible, {label}: median {statistics.median(polls):g}, max {max(polls)}, "
+              f"{sum(polls)} in all")
 
 
 # ------------------------------------------------------------------------------------- parts
@@ -217,7 +344,8 @@ def judge_file(scores, seed: int) -> bytes:
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()  # judges.embedding.write_jsonl
 
 
-def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "judge", judge: str | None = None) -> None:
+def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "judge", judge: str | None = None,
+                    profile_server: Path | None = None, py_spy: str | None = None, client_nice: int = 10) -> None:
     from tests.space_support import predictions
 
     alone_names = [f"alone-{i:04d}" for i in range(alone)]
@@ -232,29 +360,135 @@ def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "jud
     sample = paths[(alone_names + names)[0]].read_bytes().splitlines() if paths else []
     scored = sum(b'"score"' in line for line in sample)
     print(f"[latency] {files} files: {len(sample)} lines each, {scored} with a detection score")
-    with bench.serve("latency") as (_, url):
-        client = bench.client(url)
+    with bench.serve_process("latency") as (server, url):
+        client = bench.client(url, "10.76.0.1")
         timings = [bench.round_trip(client, paths[name], name) for name in tqdm(alone_names, desc="alone", unit="submission")]
         print_round_trips("one submitter at a time", timings)
         if not names:
             return
-        clients = [bench.client(url) for _ in tqdm(names, desc="clients", unit="client")]
-        start_together = threading.Barrier(len(names))
-        progress = tqdm(total=len(names), desc=f"{len(names)} at once", unit="submission")
+        profile = (server.pid, profile_server, py_spy) if profile_server else None
+        timings, wall = crowd(bench, url, names, paths, server.pid, client_nice, profile)
+        print_round_trips(f"{len(names)} concurrent submitters (one process each)", timings, f" (all done in {wall:.1f} s)")
+        if profile_server:
+            print_profile(profile_server)
 
-        def one(name, client):
-            start_together.wait()
-            try:
-                return bench.round_trip(client, paths[name], name)
-            finally:
-                progress.update()
 
+def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], server_pid: int, client_nice: int = 0,
+          profile: tuple[int, Path, str] | None = None) -> tuple[list, float]:
+    """``names`` submitters in their own processes (spawned, each its own address and model name),
+    connected first and then released together; their round trips (``None`` where one failed) and
+    the wall time from the release until the last one is done. ``profile``: ``(server pid, output
+    file, py-spy executable)``, py-spy recording the server from the release until the last result."""
+    context = multiprocessing.get_context("spawn")
+    ready, results, go = context.Queue(), context.Queue(), context.Event()
+    processes = [context.Process(target=crowd_member, daemon=True,
+                                 args=(url, name, str(paths[name]), forwarded_for(k), bench.timeout_s, client_nice,
+                                       ready, go, results))
+                 for k, name in enumerate(names)]
+    connected, problems, profiler = 0, {}, None
+    try:
+        for process in tqdm(processes, desc="client processes", unit="process"):
+            process.start()
+        for _ in tqdm(range(len(processes)), desc="clients connected", unit="client"):
+            name, problem = ready.get(timeout=max(bench.timeout_s, 300))
+            if problem:
+                problems[name] = problem
+                tqdm.write(f"{name}: {problem}")
+            else:
+                connected += 1
+        if profile:
+            profiler = start_profile(*profile)
+        server_cpu = cpu_seconds(server_pid)
         wall = time.perf_counter()
-        with ThreadPoolExecutor(len(names)) as pool:
-            timings = list(pool.map(one, names, clients))
+        go.set()
+        timings, client_cpu = {}, []
+        with tqdm(total=connected, desc=f"{len(names)} at once", unit="submission") as progress:
+            while len(timings) < connected:
+                try:
+                    name, timing, error, cpu = results.get(timeout=bench.timeout_s * 2)
+                except queue.Empty:
+                    tqdm.write(f"no result for {bench.timeout_s * 2:g} s; {connected - len(timings)} outstanding")
+                    break
+                if error:
+                    tqdm.write(f"{name}: {error}")
+                timings[name] = timing
+                client_cpu.append(cpu)
+                progress.update()
         wall = time.perf_counter() - wall
-        progress.close()
-        print_round_trips(f"{len(names)} concurrent submitters", timings, f" (all done in {wall:.1f} s)")
+        end_cpu = cpu_seconds(server_pid)
+        if server_cpu is not None and end_cpu is not None and client_cpu:
+            print(f"CPU from the release until the last result ({wall:.1f} s wall, {os.cpu_count()} CPUs): server process "
+                  f"{end_cpu - server_cpu:.1f} s ({(end_cpu - server_cpu) / wall:.2f} cores); the {len(client_cpu)} client "
+                  f"processes {sum(client_cpu):.1f} s in all (median {1000 * statistics.median(client_cpu):.0f} ms each)")
+    finally:
+        if profiler is not None:
+            stop_profile(profiler)
+        for process in processes:
+            process.join(5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+    return [timings.get(name) for name in names], wall
+
+
+PROFILE_KINDS = (  # a sample's kind: the first whose marker is in its stack
+    ("leaderboard refresh (space.leaderboard)", ("LeaderboardViews.refresh",)),
+    ("submit (space.submit)", ("Submitter.submit",)),
+    ("other event handlers (worker threads)", ("WorkerThread.run",)),
+    ("HTTP requests (uvicorn/starlette/gradio routes)", ("RequestResponseCycle", "h11_impl", "httptools_impl")),
+    ("event loop: gradio queue, SSE, polling", ("Server.run",)),
+)
+
+
+def start_profile(pid: int, out: Path, py_spy: str):
+    """py-spy recording process ``pid`` into ``out`` (collapsed stacks, per thread): only the thread
+    holding the GIL is sampled, so the shares are of the Python time the server spends."""
+    command = [py_spy, "record", "--pid", str(pid), "--output", str(out), "--format", "raw", "--rate", "200",
+               "--threads", "--gil", "--nonblocking", "--full-filenames"]
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # attached before the release
+    if recorder.poll() is not None:
+        raise SystemExit(f"py-spy did not start: {recorder.stderr.read().decode(errors='replace')[-2000:]}")
+    return recorder
+
+
+def stop_profile(recorder) -> None:
+    recorder.send_signal(signal.SIGINT)  # py-spy writes its file on ^C
+    try:
+        recorder.wait(60)
+    except subprocess.TimeoutExpired:
+        recorder.kill()
+
+
+def print_profile(path: Path, top: int = 25) -> None:
+    """From py-spy's collapsed stacks: samples per thread, and the functions holding the most
+    samples (inclusive, over all threads), so where the server's time goes."""
+    if not Path(path).is_file():
+        print(f"[profile] {path} was not written")
+        return
+    threads, inclusive, own, kinds, total = Counter(), Counter(), Counter(), Counter(), 0
+    for line in Path(path).read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = stack.split(";")
+        total += n
+        threads[frames[0] if frames else "?"] += n
+        for frame in set(frames[1:]):
+            inclusive[frame] += n
+        if len(frames) > 1:
+            own[frames[-1]] += n
+        kinds[next((kind for kind, markers in PROFILE_KINDS if any(m in f for f in frames for m in markers)), "other")] += n
+    print(f"[profile] {total} samples of the server process in {path}; by thread: "
+          + ", ".join(f"{name} {n}" for name, n in threads.most_common(8)))
+    print("[profile] by kind: " + ", ".join(f"{kind} {100 * n / max(total, 1):.1f} %" for kind, n in kinds.most_common()))
+    print(f"[profile] functions by inclusive share of samples (top {top}):")
+    for frame, n in inclusive.most_common(top):
+        print(f"  {100 * n / max(total, 1):5.1f} %  {frame[:160]}")
+    print(f"[profile] functions by own share of samples (top {top}):")
+    for frame, n in own.most_common(top):
+        print(f"  {100 * n / max(total, 1):5.1f} %  {frame[:160]}")
 
 
 def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, reloads: int) -> None:
@@ -402,6 +636,10 @@ def main() -> None:
     parser.add_argument("--reloads", type=at_least(0), default=5, help="browser reloads after the first load")
     parser.add_argument("--duplicates", type=at_least(1), default=100, help="padded duplicates submitted")
     parser.add_argument("--pad-mb", type=float, default=4.0, help="size of the largest padded duplicate (MB)")
+    parser.add_argument("--client-nice", type=at_least(0), default=10,
+                        help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal)")
+    parser.add_argument("--profile-server", type=Path, help="latency: record the server process with py-spy during the concurrent phase into this file (collapsed stacks) and print where its time goes")
+    parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy", help="the py-spy executable for --profile-server")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one submission or page load may take")
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
@@ -431,14 +669,17 @@ def main() -> None:
     print(f"dataset {dataset}: main gold {({task: len(rows) for task, rows in bench.gold.tasks.items()})}")
 
     started = time.perf_counter()
-    print("load average at start: {:.1f} {:.1f} {:.1f} on {} CPUs".format(*os.getloadavg(), os.cpu_count()))
-    if "latency" in parts:
-        measure_latency(bench, args.alone, args.concurrent, args.files, args.judge)
-    if "load" in parts:
-        measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads)
-    if "duplicates" in parts:
-        measure_duplicates(bench, args.duplicates, args.pad_mb)
-    print("load average at end: {:.1f} {:.1f} {:.1f}; total {:.0f} s".format(*os.getloadavg(), time.perf_counter() - started))
+    print_load("at start")
+    runs = {"latency": lambda: measure_latency(bench, args.alone, args.concurrent, args.files, args.judge,
+                                               args.profile_server, args.py_spy, args.client_nice),
+            "load": lambda: measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads),
+            "duplicates": lambda: measure_duplicates(bench, args.duplicates, args.pad_mb)}
+    for part in PARTS:
+        if part in parts:
+            print_load(f"before {part}")
+            runs[part]()
+            print_load(f"after {part}")
+    print(f"total {time.perf_counter() - started:.0f} s")
     for folder in (bench.files, args.work / "gradio"):
         shutil.rmtree(folder, ignore_errors=True)
 
