@@ -15,11 +15,16 @@ leaves the machine.
   GIL. A distinct valid predictions file is submitted through gradio_client (``/submit``), then
   ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
   sequential submissions (one client in this process), and over ``--concurrent`` submitters at once:
-  one client process each (its own model name and ``X-Forwarded-For`` address, so each is its own
-  submitter and leaderboard row, as separate machines would be), all started and connected first,
-  then released together by one event. The clients still share the machine's cores with the server.
-  ``--profile-server FILE``: py-spy (``--py-spy``) records the server process, every thread,
-  during the concurrent phase into FILE (speedscope JSON). The files are as ``python -m judges run`` writes them (``--files judge``, the
+  one client process each (spawned; its own model name and ``X-Forwarded-For`` address, so each
+  is its own submitter and leaderboard row, as separate machines would be), all started and
+  connected first, then released together by one event. The clients still share the machine's
+  cores with the server, so they are niced by ``--client-nice`` (10) to let it be scheduled first;
+  the CPU the server process and the clients used over that phase, and the ``/leaderboard`` calls
+  made, are printed. ``--profile-server FILE``: py-spy (``--py-spy``, e.g. ``pip install --target
+  /tmp/pyspy py-spy``) records the server process (the GIL-holding thread, collapsed stacks) over
+  the concurrent phase into FILE, and its time is printed by kind and function.
+
+  The files are as ``python -m judges run`` writes them (``--files judge``, the
   default): lines made by the embedding judges' writer (``judges.embedding.predictions``, pairwise
   at τ 0.4, serialised as ``write_jsonl``), every detection line with a float ``score``, so each
   submission is also scored for AUROC, EER and their bootstrap intervals. The per-turn
@@ -28,13 +33,15 @@ leaves the machine.
   the real judge's on the dataset; each file adds its own seeded jitter, so none is a duplicate.
   ``--files plain``: the score-less files of ``tests.space_support.predictions``.
 - ``load``: the app is served in this process (``space.app.build_app``, launched at a free port);
-  ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed`` uses), then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
+  ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed`` uses),
+  then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
   chromium (Playwright): navigation until the main table shows rows, in fresh browser contexts
   (first load) and on reloads of the same page.
 - ``duplicates``: one valid file, then ``--duplicates`` files with the same predictions re-encoded
   (CRLF, BOM, blank lines, shuffled lines, compact or spaced JSON, reordered keys, indentation) and
-  padded with whitespace up to ``--pad-mb``, one client to the app served in this process; reports rows stored, the SQLite file and WAL on disk,
-  uploads left in Gradio's upload folder, and the bytes uploaded.
+  padded with whitespace up to ``--pad-mb``, sent by one client to the app served in this process;
+  reports rows stored, the SQLite file and WAL on disk, uploads left in Gradio's upload folder, and
+  the bytes uploaded.
 
 Without ``--dataset`` a synthetic folder (``tests/synthetic.py``, main variant, ``--dialogues``
 dialogues: 3 detection, 3 localization and 1 discrimination instance each) is built once under
