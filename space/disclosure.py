@@ -145,12 +145,13 @@ class BlindRound(Disclosure):
     def __init__(self, *, n_bootstrap: int = 1000, closed: bool = False) -> None:
         super().__init__(n_bootstrap=n_bootstrap)
         self.closed = closed
-        self._parts: dict[int, Parts] = {}
 
-    def parts(self, gold: Gold) -> Parts:
-        if id(gold) not in self._parts:
-            self._parts[id(gold)] = split_parts(gold)
-        return self._parts[id(gold)]
+    @staticmethod
+    def parts(gold: Gold) -> Parts:
+        """``split_parts(gold)``, made once per gold (kept in its cache, beside the scorer's arrays)."""
+        if "disclosure_parts" not in gold.cache:
+            gold.cache["disclosure_parts"] = split_parts(gold)
+        return gold.cache["disclosure_parts"]
 
     def check(self, gold):
         self.parts(gold)
