@@ -27,7 +27,7 @@ import gradio as gr
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, leaderboard_row, table2_order
+from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, table2_order
 
 from space import about
 from space.disclosure import Disclosure
@@ -111,11 +111,6 @@ def safe_link(url: str) -> str:
 Scored = list[tuple[StoredResult, dict]]
 
 
-def scored(results: Iterable[StoredResult]) -> Scored:
-    """Each result with its flat leaderboard row (computed once per change of the results)."""
-    return [(r, leaderboard_row(r.scores)) for r in results]
-
-
 def _row(result: StoredResult, flat: dict) -> dict:
     m = result.metadata
     row = {
@@ -149,7 +144,7 @@ def metric_keys(entries: Scored) -> list[str]:
 
 
 def leaderboard_frame(entries: Scored, groups: Iterable[str] = DEFAULT_GROUPS) -> tuple[pd.DataFrame, list[str]]:
-    """The table for one variant (``scored(results)``) and the kind of each column ("rank",
+    """The table for one variant (``Disclosure.rows(results)``) and the kind of each column ("rank",
     "number", "str", "bool", "link" or "submission"), best first by the first headline metric present.
 
     ``Rank`` orders by that metric, ties sharing a rank (1, 2, 2, 4); rows without it have none

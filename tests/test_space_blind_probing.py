@@ -28,12 +28,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from gradio_client import Client, handle_file
 from scipy.stats import binom
 
 import speakersleuth_dataset as ssd
-from metrics.submission import load_gold
+from metrics.submission import load_gold, parse_submission
 from space.config import SpaceConfig
 from space.disclosure import BlindRound, Disclosure
+from space.leaderboard import GROUPS
+from space.store import Metadata, StoredResult
 from tests.space_support import free_port, running_app
 from tests.synthetic import build_synthetic_dataset
 
@@ -70,8 +73,6 @@ class Prober:
     work: Path
 
     def __post_init__(self) -> None:
-        from gradio_client import Client
-
         self.client = Client(self.url, verbose=False, download_files=False, analytics_enabled=False)
         turns = ssd.read_rows(self.public, "localization", "test", columns=["id", "target_turn_positions"]).to_pylist()
         self.turns = {row["id"]: len(row["target_turn_positions"]) for row in turns}
@@ -86,8 +87,6 @@ class Prober:
 
     def submit(self, lines: list[dict]) -> dict[str, str]:
         """Send one file; returns its breakdown as ``{metric: value}`` (the reply's text is kept)."""
-        from gradio_client import handle_file
-
         self.sent += 1
         path = self.work / f"probe-{self.sent}.jsonl"
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -104,8 +103,6 @@ class Prober:
 
     def others(self) -> list[str]:
         """Submission ids on the leaderboard (every column group shown)."""
-        from space.leaderboard import GROUPS
-
         reply = self.client.predict(list(GROUPS), [], [], api_name="/leaderboard")
         table = reply[0]["value"] if isinstance(reply[0], dict) and "value" in reply[0] else reply[0]
         self.texts.append(json.dumps(table))
@@ -299,9 +296,6 @@ def test_one_line_differencing_never_releases_a_value(blind, tmp_path):
     policy = BlindRound(n_bootstrap=0)
     gold = load_gold(gold_dir)
     parts = policy.parts(gold)
-    from metrics.submission import parse_submission
-    from space.store import Metadata, StoredResult
-
     base = [{"task": "detection", "id": rid, "prediction": "consistent"} for rid in gold.tasks["detection"]]
     history = []
     first = policy.score(parse_submission("".join(json.dumps(x) + "\n" for x in base).encode(), gold), gold, history)

@@ -178,7 +178,7 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
                           "model_name": f"model-{LONE_SURROGATE}-x"})
     with sqlite3.connect(submitter.store.path) as con:
         con.execute("UPDATE submissions SET metadata = ?", (escaped,))
-    entries = leaderboard.scored(submitter.store.results())
+    entries = disclosure.Disclosure().rows(submitter.store.results())
     frame, _ = leaderboard.leaderboard_frame(entries)
     assert frame.loc[0, "Model"] == "model-\\ud800-x"
     pa.Table.from_pandas(frame)  # what Gradio does with the table; raised UnicodeEncodeError
@@ -202,7 +202,7 @@ def test_submitted_strings_are_escaped_in_every_view(make, gold):
     result = submitter.submit(predictions(gold), "main", {**FORM, "model_name": XSS, "organisation": XSS})
     html = submit.result_html(result)
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-    frame, datatypes = leaderboard.leaderboard_frame(leaderboard.scored(submitter.store.results()))
+    frame, datatypes = leaderboard.leaderboard_frame(disclosure.Disclosure().rows(submitter.store.results()))
     assert frame.loc[0, "Model"] == XSS
     assert datatypes[list(frame.columns).index("Model")] == "str"  # shown as text, not markdown/html
     assert all(d != "html" for d in datatypes)
@@ -214,7 +214,7 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
     submitter = make()
     for i, name in enumerate(["low", "high"]):
         submitter.submit(predictions(gold, [0, 0b111000111][i]), "main", {**FORM, "model_name": name})
-    results = leaderboard.scored(submitter.store.results())
+    results = disclosure.Disclosure().rows(submitter.store.results())
     frame, datatypes = leaderboard.leaderboard_frame(results, groups=[])
     assert list(frame.columns[:3]) == ["Rank", "Model", "Verified"]
     assert list(frame.columns[3:10]) == ["Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM", "Det Paired", "Loc Paired"]
@@ -285,7 +285,7 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     names = {r.metadata.model_name: r.metadata.model_type for r in submitter.store.results("main")}
     assert names == {"pairwise-resemblyzer": "embedding", "centroid-resemblyzer": "embedding", "Custom judge": "LALM"}
     assert {r.submitter for r in submitter.store.results()} == {seed.BASELINE_SUBMITTER}
-    entries = leaderboard.scored(submitter.store.results("main"))
+    entries = disclosure.Disclosure().rows(submitter.store.results("main"))
     assert "Det AUROC" not in leaderboard.leaderboard_frame(entries)[0]  # the default columns fit 1,200 px
     frame, _ = leaderboard.leaderboard_frame(entries, [leaderboard.GROUP_THRESHOLD_FREE, leaderboard.GROUP_CI])
     auroc = dict(zip(frame["Model"], frame["Det AUROC"]))

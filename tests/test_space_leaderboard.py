@@ -13,6 +13,7 @@ import pytest
 from metrics.score import TABLE2_KEYS
 from metrics.submission import load_gold
 from space import leaderboard
+from space.disclosure import Disclosure
 from space.store import BASELINE_SUBMITTER, SqliteStore
 from tests.space_support import add_result, build_dataset
 
@@ -33,7 +34,7 @@ def store(tmp_path):
 
 
 def entries(store):
-    return leaderboard.scored(store.results("main"))
+    return Disclosure().rows(store.results("main"))
 
 
 def strict_json(text: str):
