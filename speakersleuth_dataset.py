@@ -442,8 +442,6 @@ def _audio_bytes(value: Any) -> int:
 
 # ---------------------------------------------------------------------------------------- card
 
-CARD_TEMPLATE = Path(__file__).with_name("dataset_card.md")
-
 
 def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
     """The card's YAML header: one ``configs:`` entry per config with shards on disk."""

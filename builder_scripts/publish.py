@@ -19,14 +19,14 @@ from tqdm.auto import tqdm
 import speakersleuth_dataset as ssd
 from speech.files import write_text_atomic
 
-from .card import write_dataset_card
+from .card import TEMPLATE, write_dataset_card
 from .plan import Part, Plan, Selection
 from .scenarios import unit_rng
 from .shortcuts import ShortcutAudit
 from .units import UnitStore
 
 #: The code a published folder depends on besides its units (hashed into its fingerprint).
-CODE = (Path(__file__).parent, Path(__file__).parents[1] / "speech", Path(ssd.__file__), Path(__file__).parents[1] / "dataset_card.md")
+CODE = (Path(__file__).parent, Path(__file__).parents[1] / "speech", Path(ssd.__file__), TEMPLATE)
 
 
 def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> dict:

@@ -21,6 +21,7 @@ import pytest
 from datasets import load_dataset
 
 import speakersleuth_dataset as ssd
+from builder_scripts import card
 from metrics.report import main as score_main
 from metrics.submission import load_gold
 from space import viewer
@@ -146,7 +147,7 @@ def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
 
 
 def test_the_card_paragraphs_and_sections_blind_handles_are_the_builders():
-    template = Path(ssd.CARD_TEMPLATE).read_text()
+    template = card.TEMPLATE.read_text()
     assert all(f"\n\n{start}" in template for start in ssd.BUILD_CARD_TEST_PARAGRAPHS)
     assert all(f"\n## {title}\n" in template for title in ssd.BUILD_CARD_PUBLIC_SECTIONS)
 
