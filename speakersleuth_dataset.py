@@ -75,6 +75,23 @@ CANDIDATE_LABELS = ("A", "B", "C")
 GOLD_SCENARIO_ORDER = ("S1", "S3", "S2")
 MAX_SEGMENT_TURNS = 20
 
+#: The paper's page and BibTeX entry: the one citation of the project. The dataset card, the
+#: scorer and the Space use it from here; each metric folder (which must load alone) carries a
+#: copy that ``tests/test_metrics.py`` checks equal to it, as do the metric cards.
+PAPER_URL = "https://aclanthology.org/2026.acl-long.944/"
+CITATION = """\
+@inproceedings{lee2026speakersleuth,
+  title         = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?},
+  author        = {Lee, Jonggeun and Pyo, Junseong and Seo, Gyuhyeon and Jo, Yohan},
+  booktitle     = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)},
+  year          = {2026},
+  pages         = {20612--20636},
+  url           = {https://aclanthology.org/2026.acl-long.944/},
+  eprint        = {2601.04029},
+  archivePrefix = {arXiv}
+}
+"""
+
 
 @dataclass(frozen=True)
 class VariantSpec:

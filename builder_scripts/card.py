@@ -187,6 +187,7 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         shortcut_audit=audit_tables,
         sources=source_lines,
         source_citations=citations,
+        citation=ssd.CITATION,
         seed=options.seed,
         vc=options.vc,
         vc_4vc=", ".join(options.vc_4vc),

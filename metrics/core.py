@@ -7,7 +7,8 @@ module (a folder must stand alone: ``evaluate`` imports only the files beside a 
 scenario-balanced folders share ``scenarios.py`` and the two ranking folders ``rankings.py``, each
 one file in both folders (``tests/test_metrics.py`` fails when the two differ). This module imports
 them for the scorer (``metrics.score``, ``metrics.analysis``) and adds what only the scorer needs:
-the bootstrap (``grouped_mean`` over resample weights, ``resample_counts``, ``percentile_interval``).
+the bootstrap (``grouped_mean`` over resample weights, ``resample_counts``, ``percentile_interval``),
+and re-exports the paper's ``CITATION`` and ``PAPER_URL`` (``speakersleuth_dataset`` holds them).
 Importing it does not import ``evaluate``. Values are fractions in [0, 1].
 """
 
@@ -16,28 +17,18 @@ from __future__ import annotations
 import numpy as np
 
 from metrics.balanced_accuracy.detection import DETECTION_LABELS, detection_codes
-from metrics.balanced_accuracy.scenarios import PAPER_URL, SCENARIOS, balanced, group_means, scenario_codes
+from metrics.balanced_accuracy.scenarios import SCENARIOS, balanced, group_means, scenario_codes
 from metrics.balanced_f1.localization import check_turn_sets, prf, set_sizes
 from metrics.exact_match.matching import exact_match
 from metrics.ndcg.discounted_gain import ndcg
 from metrics.ndcg.rankings import gold_index_of_ranking, ranking_features, ranking_scores
+from speakersleuth_dataset import CITATION, PAPER_URL
 
 __all__ = [
     "CITATION", "DETECTION_LABELS", "PAPER_URL", "SCENARIOS", "balanced", "check_turn_sets", "detection_codes",
     "exact_match", "gold_index_of_ranking", "group_means", "grouped_mean", "ndcg", "percentile_interval", "prf",
     "ranking_features", "ranking_scores", "resample_counts", "scenario_codes", "set_sizes",
 ]
-
-CITATION = """\
-@inproceedings{speakersleuth2026,
-  title     = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?},
-  booktitle = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)},
-  year      = {2026},
-  pages     = {20612--20636},
-  url       = {https://aclanthology.org/2026.acl-long.944/},
-  note      = {arXiv:2601.04029; see the Anthology page for the author list}
-}
-"""
 
 
 def grouped_mean(values, groups, num_groups: int, weights: np.ndarray | None = None, units=None) -> np.ndarray:

@@ -240,12 +240,22 @@ def test_a_metric_folder_holds_only_code_its_module_uses(name):
     assert not unused, f"metrics/{name} carries code its metric does not use: {sorted(unused)}"
 
 
+def _constant(path: Path, name: str):
+    return ast.literal_eval(next(n.value for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)
+                                 and any(getattr(t, "id", "") == name for t in n.targets)))
+
+
 def test_the_folders_citation_is_the_papers():
+    """Each folder's copy of the one citation (``speakersleuth_dataset.CITATION``, with the authors
+    and the Anthology page) is that citation, in the module and in the metric card."""
+    assert "author" in core.CITATION and core.PAPER_URL in core.CITATION
     for shared, (name, _) in SHARED.items():
-        text = (ROOT / "metrics" / name / shared).read_text()
-        citation = ast.literal_eval(next(n.value for n in ast.parse(text).body if isinstance(n, ast.Assign)
-                                         and any(getattr(t, "id", "") == "CITATION" for t in n.targets)))
-        assert citation.split() == core.CITATION.split(), shared
+        assert _constant(ROOT / "metrics" / name / shared, "CITATION").split() == core.CITATION.split(), shared
+        assert _constant(ROOT / "metrics" / name / shared, "PAPER_URL") == core.PAPER_URL, shared
+    for name in MODULES:
+        card = (ROOT / "metrics" / name / "README.md").read_text()
+        block = card.split("## Citation", 1)[1].split("```bibtex\n", 1)[1].split("```", 1)[0]
+        assert block == core.CITATION, name
 
 
 def test_modules_load_offline_and_have_explicit_compute_arguments(loaded):
