@@ -32,6 +32,7 @@ from space.config import SpaceConfig
 from space.disclosure import Disclosure
 from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
 from space.review import ReviewDesk, build_review_tab
+from space.sessions import lazy_block_configs
 from space.store import ResultsStore, open_store
 from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
 from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file, gold_folder
@@ -133,6 +134,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
               policy: Disclosure | None = None) -> SpaceApp:
     """Open the dataset and the store, load the gold of every variant, and build the Blocks;
     ``policy``: what is shown of the scores (default: ``space.disclosure.policy_for`` the dataset)."""
+    lazy_block_configs()  # a new visitor's first event does not build the config of every block (space.sessions)
     dataset = config.dataset_folder()
     variants = ssd.variants_present(dataset, every_task=True)  # a submission answers all three tasks
     if not variants:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
+import json
 import math
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -271,13 +273,19 @@ def place_labels(points: list[dict]) -> None:
                 break
 
 
-def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
-    """Detection bias (the paper's Figure 5): S1 accuracy against the mean of S2 and S3 accuracy,
-    one point per submission (best ranked labelled first), with the diagonal of an unbiased judge;
-    a verified row's point is ringed and its label bold (the legend and the tooltip say so).
+#: Name of the chart's dataset of points (one per submission) in its spec.
+POINTS = "points"
+
+
+def bias_spec(entries: Scored, variant: str) -> dict:
+    """Detection bias (the paper's Figure 5) as a Vega-Lite spec: S1 accuracy against the mean of
+    S2 and S3 accuracy, one point per submission (best ranked labelled first), with the diagonal of
+    an unbiased judge; a verified row's point is ringed and its label bold (the legend and the
+    tooltip say so).
 
     Drawn by the browser as SVG in the page's text colour (``currentColor``), so it follows the
-    light or dark theme and writes names in the browser's fonts.
+    light or dark theme and writes names in the browser's fonts. The spec without its points is
+    made by Altair once (``_bias_chart_spec``); a refresh only puts the points and the title in.
     """
     frame, _ = leaderboard_frame(entries, [GROUP_DETECTION])
     points = []
@@ -289,20 +297,26 @@ def bias_figure(entries: Scored, variant: str) -> alt.LayerChart:
         points.append({
             "model": row[MODEL], "organisation": row["Organisation"], "type": row["Type"],
             "verified": VERIFIED_YES if row[VERIFIED] else VERIFIED_NO, "rank": _cell(row[RANK]),
-            "s1": s1, "s23": round((s2 + s3) / 2, 1),
+            "s1": float(s1), "s23": round((s2 + s3) / 2, 1),
             "description": f"{row[MODEL]} (verified baseline)" if row[VERIFIED] else row[MODEL],
         })
     place_labels(points)
-    chart = _bias_chart().copy(deep=False)  # the chart is built once; a refresh only gives it its points
-    chart.title = f"Detection bias on this build ({variant}); {len(points)} submission(s)"
-    chart.data = pd.DataFrame(points, columns=["model", "organisation", "type", "verified", "rank", "s1", "s23", "description", "side"])
-    return chart
+    spec = dict(_bias_chart_spec())
+    spec["title"] = f"Detection bias on this build ({variant}); {len(points)} submission(s)"
+    spec["data"] = {"name": POINTS}
+    spec["datasets"] = {**spec.get("datasets", {}), POINTS: points}
+    return spec
 
 
 @functools.cache
+def _bias_chart_spec() -> dict:
+    """``_bias_chart`` as a spec (JSON-ready dict): made once, never changed (``bias_spec`` copies it)."""
+    with alt.utils.schemapi.debug_mode(False):
+        return _bias_chart().to_dict(validate=False)
+
+
 def _bias_chart() -> alt.LayerChart:
-    """The detection-bias chart without its points and title (``bias_figure`` adds them): building
-    it with Altair takes far longer than a refresh should."""
+    """The detection-bias chart without its points and title (``bias_spec`` adds them)."""
     x = alt.X("s1:Q", title="S1 accuracy (%), says 'consistent' on consistent dialogues",
               scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
     y = alt.Y("s23:Q", title="mean of S2 and S3 accuracy (%)",
@@ -414,41 +428,54 @@ LEADERBOARD_CSS = """
 @dataclass(frozen=True)
 class VariantView:
     """What one set of results shows: the scored entries, the chart, the CSV file and the table
-    payload per choice of column groups (made on first use)."""
+    payload per choice of column groups (made on first use); ``made_at`` is ``time.monotonic()``."""
 
     ids: tuple[str, ...]
     entries: Scored
     chart: PlotData
     csv_path: Path
+    made_at: float
     tables: dict[tuple[str, ...], dict] = field(default_factory=dict)
+
+
+#: A view is made again at most this often (seconds): results that arrive together are shown by
+#: one rebuild rather than one each (a refresh that finds its view out of date waits for it).
+COALESCE_S = 0.5
 
 
 class LeaderboardViews:
     """The Leaderboard tab's views over one store, one ``VariantView`` per variant, made again only
-    when that variant's results change (thread-safe: refreshes of several pages may overlap)."""
+    when that variant's results change, at most once per ``coalesce_s`` (thread-safe: refreshes of
+    several pages may overlap)."""
 
-    def __init__(self, store: ResultsStore, variants: list[str], export_dir: Path, policy: Disclosure | None = None) -> None:
+    def __init__(self, store: ResultsStore, variants: list[str], export_dir: Path, policy: Disclosure | None = None,
+                 coalesce_s: float = COALESCE_S) -> None:
         self.store, self.variants, self.export_dir = store, variants, export_dir
         self.policy = policy or Disclosure()
+        self.coalesce_s = coalesce_s
         self._views: dict[str, VariantView] = {}
-        self._lock = threading.Lock()
+        self._locks = {variant: threading.Lock() for variant in variants}
 
     def view_of(self, variant: str) -> VariantView:
-        """The variant's view, made again when its results changed. The store is read under the
-        lock, so refreshes that queue behind a rebuild (a burst of submissions) reuse it when
-        nothing changed meanwhile: one rebuild serves them all."""
-        with self._lock:
+        """The variant's view, showing every result stored when it was called. The store is read
+        under the variant's lock, so refreshes that queue behind a rebuild reuse it when nothing
+        changed meanwhile; one that finds the view out of date less than ``coalesce_s`` after it
+        was made waits until then and reads the store again, so a burst of submissions is shown by
+        one rebuild rather than one each."""
+        with self._locks[variant]:
             results = self.store.results(variant)
-            ids = tuple(r.id for r in results)
             view = self._views.get(variant)
+            if view is not None and view.ids != tuple(r.id for r in results):
+                if (wait := view.made_at + self.coalesce_s - time.monotonic()) > 0:
+                    time.sleep(wait)
+                    results = self.store.results(variant)
+            ids = tuple(r.id for r in results)
             if view is None or view.ids != ids:
                 entries = self.policy.rows(results)
-                with alt.utils.schemapi.debug_mode(False):  # the spec is fixed code (tests validate it); validating
-                    figure = bias_figure(entries, variant)   # it on every new result took most of a refresh
-                chart = PlotData(type="altair", plot=figure.to_json(indent=None, validate=False))
+                chart = PlotData(type="altair", plot=json.dumps(bias_spec(entries, variant), allow_nan=False))
                 csv_path = self.export_dir / f"speakersleuth-{variant}.csv"
-                write_bytes_atomic(csv_path, leaderboard_csv(entries), durable=True)
-                view = self._views[variant] = VariantView(ids, entries, chart, csv_path)
+                write_bytes_atomic(csv_path, leaderboard_csv(entries))  # made again from the store after a crash
+                view = self._views[variant] = VariantView(ids, entries, chart, csv_path, time.monotonic())
         return view
 
     def refresh_variant(self, variant: str, groups: list[str]):

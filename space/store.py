@@ -26,6 +26,7 @@ each reviewer.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -277,11 +278,19 @@ _COLUMNS = "s.id, s.variant, s.sha256, s.metadata, s.submitter, s.created_at, s.
 _SELECT = f"SELECT {_COLUMNS} FROM submissions s LEFT JOIN withdrawals w ON w.id = s.id"
 
 
+@functools.lru_cache(maxsize=8192)
+def _decoded(text: str) -> Any:
+    """A stored JSON column decoded, once per distinct text: every leaderboard refresh and every
+    submission's name check reads all rows, and decoding their scores again each time was most of
+    it. The same object is returned for the same text, so readers must not change it."""
+    return json.loads(text)
+
+
 def _row_to_result(row: tuple) -> StoredResult:
     rid, variant, sha, metadata, submitter, created_at, num_lines, scores, w_submitter, w_at, w_reason = row
     return StoredResult(
-        id=rid, variant=variant, sha256=sha, metadata=Metadata(**json.loads(metadata)),
-        submitter=submitter, created_at=created_at, num_lines=num_lines, scores=json.loads(scores),
+        id=rid, variant=variant, sha256=sha, metadata=Metadata(**_decoded(metadata)),
+        submitter=submitter, created_at=created_at, num_lines=num_lines, scores=_decoded(scores),
         withdrawal=None if w_at is None else Withdrawal(w_submitter, w_at, w_reason),
     )
 

@@ -182,7 +182,7 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
     frame, _ = leaderboard.leaderboard_frame(entries)
     assert frame.loc[0, "Model"] == "model-\\ud800-x"
     pa.Table.from_pandas(frame)  # what Gradio does with the table; raised UnicodeEncodeError
-    leaderboard.bias_figure(entries, "main")
+    json.dumps(leaderboard.bias_spec(entries, "main"))
 
 
 @pytest.mark.parametrize("name, accepted", [
@@ -226,8 +226,7 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
     low, high = map(float, ci.split("-"))
     assert low <= full.loc[0, "Det Bal Acc"] <= high
     assert full.loc[0, "Link"] == "https://example.org/a"
-    figure = leaderboard.bias_figure(results, "main")
-    assert "; 2 submission(s)" in figure.to_dict()["title"]  # one point per submission
+    assert "; 2 submission(s)" in leaderboard.bias_spec(results, "main")["title"]  # one point per submission
 
 
 def test_paper_tables_are_separate_and_complete():
@@ -309,8 +308,8 @@ def test_config_from_env():
         SpaceConfig.from_env({"SPEAKERSLEUTH_MAX_LINES": "many"})
     with pytest.raises(ValueError, match="no dataset configured"):
         SpaceConfig.from_env({}).dataset_folder()
-    with pytest.raises(ValueError, match="neither a folder"):
+    with pytest.raises(ValueError, match="dataset /no/such/folder: no such folder, and not a Hub dataset id"):
         SpaceConfig.from_env({}, dataset="/no/such/folder").dataset_folder()
     assert SpaceConfig.from_env({}).gold_folder() is None
-    with pytest.raises(ValueError, match="gold '/no/such/gold' is neither a folder nor a Hub dataset id"):
+    with pytest.raises(ValueError, match="gold /no/such/gold: no such folder, and not a Hub dataset id"):
         SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": "/no/such/gold"}).gold_folder()
