@@ -210,7 +210,8 @@ def leaderboard_csv(entries: Scored) -> bytes:
 
 CHART_WIDTH, CHART_HEIGHT = 520, 440
 AXIS_DOMAIN = (-4, 104)  # room around 0 and 100 so markers there are drawn whole
-LABEL_FONT_PX, LABEL_LIMIT_PX, MAX_LABELS = 11, 120, 30
+#: A label is cut (with an ellipsis) past LABEL_LIMIT_PX: every baseline name, "-calibrated" ones too, fits whole.
+LABEL_FONT_PX, LABEL_LIMIT_PX, MAX_LABELS = 11, 220, 30
 TYPE_COLOURS = {"LALM": "#4c78a8", "embedding": "#f58518", "other": "#54a24b"}
 TYPE_SHAPES = {"LALM": "circle", "embedding": "square", "other": "triangle-up"}
 #: A verified row's point is ringed (in the text colour) and its label bold: marks no name can draw.

@@ -204,3 +204,19 @@ def test_a_refresh_that_waits_for_its_rebuild_shows_what_arrived_while_it_waited
         add_result(store, gold, "while-waiting", 2)
         shown = {r.metadata.model_name for r, _ in waiting.result().entries}
     assert shown == {"first", "second", "while-waiting"}
+
+
+def test_the_chart_writes_every_baseline_name_whole():
+    """The built-in baselines differ only at their ends (``centroid-campplus`` and
+    ``centroid-campplus-calibrated``): their chart labels must not be cut. Widths are measured
+    with Pillow's DejaVu Sans at the label size, an independent stand-in for the browser's font."""
+    from PIL import ImageFont
+
+    from judges.__main__ import OFFLINE_JUDGES
+
+    font = ImageFont.load_default(size=leaderboard.LABEL_FONT_PX)
+    for judge in OFFLINE_JUDGES.split(","):
+        for name in (judge, f"{judge}-calibrated"):
+            width = font.getlength(name)
+            assert width < leaderboard.LABEL_LIMIT_PX, (name, width)
+            assert leaderboard._label_width(name) >= width, name  # placement counts a label no narrower than drawn
