@@ -17,6 +17,7 @@ ALLOWED = {
     "builder_scripts": {"speech", "speakersleuth_dataset"},
     "judges": {"speech", "speakersleuth_dataset", "metrics"},
     "space": {"speech", "speakersleuth_dataset", "metrics"},
+    "publishing": {"speakersleuth_dataset"},
 }
 MAX_FUNCTION_LINES = 60
 
