@@ -186,9 +186,26 @@ def substitute_bank(opts: BuildOptions, sources: list[DialogueSource], clock: Cl
             speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards))
         pool |= {pool_name(source.name, speaker): entry for speaker, entry in speakers.items()}
     check_pool({name: gender for name, (gender, _) in pool.items()})
-    with clock("encoder"):
+    with clock("encoder"), one_thread():
         bank = SpeakerBank.build(pool, get_encoder(opts.encoder), cache_dir=opts.cache, progress=opts.progress)
     return bank, pool
+
+
+@contextmanager
+def one_thread():
+    """Speaker encoders made and run on one thread (torch's, and the d-vector's onnxruntime
+    session, which takes torch's count when made): their kernels add up in another order on
+    another number of threads (measured 1 vs 2 threads: CAM++ and ERes2Net embeddings 1e-7 apart,
+    the d-vector's 2e-3), which would move S3's choice, ``substitute_similarity`` and the card's
+    figures with ``--jobs``. The pool is small (3 clips a speaker), so this costs little."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 def card_banks(opts: BuildOptions, pool: dict, bank: SpeakerBank, clock: Clock) -> dict[str, SpeakerBank]:
@@ -197,7 +214,7 @@ def card_banks(opts: BuildOptions, pool: dict, bank: SpeakerBank, clock: Clock) 
     banks = {encoder_label(opts.encoder): bank}
     for spec in offline_encoders():
         if encoder_label(spec) not in banks:
-            with clock("encoder"):
+            with clock("encoder"), one_thread():
                 banks[encoder_label(spec)] = SpeakerBank.build(pool, get_encoder(spec), cache_dir=opts.cache, progress=opts.progress)
     return banks
 

@@ -1,4 +1,4 @@
-"""The benchmark's sampling rate, the one resampler and the one waveform check.
+"""The benchmark's sampling rate, the one resampler, the one waveform check and Praat's seeding.
 
 >>> resample(np.ones(4, np.float32), 8000).shape
 (8,)
@@ -10,6 +10,9 @@ ValueError: turn 4 has shape (2, 3); expected a 1-D mono array
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from math import gcd
 
 import numpy as np
@@ -47,3 +50,19 @@ def check_waveform(wav, where: str = "audio") -> np.ndarray:
     if not np.all(np.isfinite(wav)):
         raise ValueError(f"{where} contains NaN or infinite samples")
     return wav
+
+
+@contextmanager
+def seeded_praat(audio: np.ndarray, *settings: float) -> Iterator[None]:
+    """Inside the block Praat draws its random numbers (PSOLA's "Change gender" does) from a seed
+    made of ``audio`` and ``settings``, so the call's output depends on its input alone, not on
+    what Praat ran before in the process (a shard, a cache, another voice); after it, Praat's
+    generator is unpredictable again for whatever else uses parselmouth."""
+    from parselmouth.praat import run
+
+    key = audio.tobytes() + np.float64(settings).tobytes()
+    run(f"random_initializeWithSeedUnsafelyButPredictably ({int.from_bytes(hashlib.blake2b(key, digest_size=6).digest(), 'big')})")
+    try:
+        yield
+    finally:
+        run("random_initializeSafelyAndUnpredictably ()")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE, resample
+from speech.audio import SAMPLING_RATE, resample, seeded_praat
 
 #: Silence kept before and after speech after trimming (seconds).
 PAD_SECONDS = 0.1
@@ -23,7 +23,8 @@ def shift_voice(audio: np.ndarray, sr: int, pitch: float = 1.0, formant: float =
     Factors of about 0.85-1.15 make a shorter or longer vocal tract of the same voice; F0 x 0.5-0.66
     with formants x 0.8-0.9 make a female voice male and keep it clean (harmonics-to-noise ratio
     and click rate as in the unshifted voice: benchmarks/bench_voice_bank.py). 1.0/1.0 returns the
-    input unchanged.
+    input unchanged. PSOLA draws random numbers: they are seeded by the input and the factors
+    (``seeded_praat``), so the same call gives the same samples in any process.
     """
     if pitch == 1.0 and formant == 1.0:
         return audio
@@ -34,7 +35,8 @@ def shift_voice(audio: np.ndarray, sr: int, pitch: float = 1.0, formant: float =
     pitch_track = call(sound, "To Pitch", 0.01, 60, 500)
     median = call(pitch_track, "Get quantile", 0, 0, 0.5, "Hertz")
     new_median = 0.0 if np.isnan(median) else median * pitch
-    out = call((sound, pitch_track), "Change gender", formant, new_median, 1.0, 1.0)
+    with seeded_praat(audio, pitch, formant):
+        out = call((sound, pitch_track), "Change gender", formant, new_median, 1.0, 1.0)
     return resample(out.values[0], int(round(out.sampling_frequency)), sr)
 
 

@@ -33,11 +33,12 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def onnx_session(model: Path | str, threads: int | None = None):
-    """A CPU ``InferenceSession`` with ``threads`` intra-op threads (default: all usable cores)."""
+def onnx_session(model: Path | str | bytes, threads: int | None = None):
+    """A CPU ``InferenceSession`` of a model file (or a serialised model) with ``threads``
+    intra-op threads (default: all usable cores)."""
     import onnxruntime as ort
 
-    if not Path(model).is_file():
+    if not isinstance(model, bytes) and not Path(model).is_file():
         raise FileNotFoundError(f"ONNX model not found: {model}")
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads or available_cores()
@@ -46,5 +47,5 @@ def onnx_session(model: Path | str, threads: int | None = None):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-waiting on shared CPUs
-    return ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model if isinstance(model, bytes) else str(model), sess_options=opts, providers=["CPUExecutionProvider"])
 

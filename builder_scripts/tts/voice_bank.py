@@ -7,8 +7,9 @@ formants (Praat's "Change gender": +-12 % for a longer or shorter vocal tract of
 voice, F0 x 0.5-0.66 with formants x 0.8-0.9 to make a female voice male). ``Voicer`` renders
 text with a voice to 16 kHz mono, trimmed to a fixed pad and loudness-normalised, and caches
 the wav under a content hash of (voice recipe, engine and phonemiser versions, text, settings).
-Kokoro and hibari (its noise seeded) are deterministic; Piper samples noise, so a Piper clip is
-fixed once it is cached.
+Every engine is deterministic (hibari's vocoder noise and Piper's noise are seeded per call, and
+so is the PSOLA change), so a clip's samples depend on its recipe and text alone: a cold rebuild
+voices every clip the same.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from speech.files import atomic_path
 from . import postprocess as post
 
 #: Bump when the rendering changes in a way the recipe does not capture; it is part of every hash.
-SYNTHESIS_VERSION = 1
+SYNTHESIS_VERSION = 2  # 2: Piper's noise and the PSOLA change seeded per call
 _RECENT = 16  # engine outputs kept for voices that share them
 #: CPU seconds per second of speech on one core, post-processing included (measured on the
 #: 2-core build machine: Kokoro int8 ~1.1, Piper ~0.15; hibari ~0.02 with a PSOLA change, set a
@@ -226,8 +227,8 @@ class Voicer:
     def synthesize(self, voice_id: str, text: str) -> Path:
         """The cached wav of ``text`` in this voice; rendered and written atomically if missing.
 
-        A clip, once written, never changes: when two processes voice the same text at once (Piper
-        samples noise, so their audio differs), the first to finish wins and the other's is dropped.
+        A clip, once written, never changes: when two processes voice the same text at once, the
+        first to finish wins and the other's (the same samples) is dropped.
         """
         path = self.path(voice_id, text)
         if path.is_file():

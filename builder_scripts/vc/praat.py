@@ -29,11 +29,11 @@ the source's exact length and RMS loudness.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import parselmouth
 from parselmouth.praat import call
+
+from speech.audio import seeded_praat
 
 from .base import SAMPLING_RATE, Clips, VoiceConverter
 from .world import BANDWIDTH_HZ, F0_SCALE_RANGE, f0_median, speaker_profile, vtl_ratio
@@ -57,15 +57,11 @@ class PraatConverter(VoiceConverter):
         self, audio: np.ndarray, formant_ratio: float, new_median: float, range_factor: float
     ) -> np.ndarray:
         sound = parselmouth.Sound(audio.astype(np.float64), sampling_frequency=SAMPLING_RATE)
-        # Praat's PSOLA draws random numbers; seeding from the input and settings makes a
-        # conversion depend on them only (not on what ran before): reproducible, shardable builds.
-        settings = np.float64([formant_ratio, new_median, range_factor]).tobytes()
-        seed = int.from_bytes(hashlib.blake2b(audio.tobytes() + settings, digest_size=6).digest(), "big")
-        parselmouth.praat.run(f"random_initializeWithSeedUnsafelyButPredictably ({seed})")
-        out = call(
-            sound, "Change gender", self.pitch_floor, self.pitch_ceiling,
-            formant_ratio, new_median, range_factor, 1.0,
-        )
+        with seeded_praat(audio, formant_ratio, new_median, range_factor):  # PSOLA draws random numbers
+            out = call(
+                sound, "Change gender", self.pitch_floor, self.pitch_ceiling,
+                formant_ratio, new_median, range_factor, 1.0,
+            )
         if out.sampling_frequency != SAMPLING_RATE:
             raise RuntimeError(f"Praat returned {out.sampling_frequency} Hz audio, expected {SAMPLING_RATE}")
         return out.values[0]
