@@ -174,6 +174,43 @@ DISCRIMINATION_FEATURES = Features(
 )
 
 
+#: What each column means, for the card's data-fields section (``data_fields_section``); every
+#: column of ``TURN_FEATURES`` and ``DISCRIMINATION_FEATURES`` has one (a test checks both ways).
+#: Positions: ``target_turn_positions`` index ``turns`` from 0; the target turns k = 1..N
+#: (``inconsistent_turns``, ``converted_turn``, ``masked_position``, localization answers) from 1.
+COLUMN_DESCRIPTIONS = {
+    "id": "Opaque instance id, the key of a prediction line; a detection row and its localization row share it.",
+    "dialogue_id": "`<source>/<dialogue>` of the corpus; S1, S2 and S3 of a dialogue (and its discrimination row) share it.",
+    "source_dataset": "The corpus the dialogue comes from (the card's sources list its license).",
+    "variant": "`main`, `4vc` or `10turn`: the config's variant.",
+    "target_speaker": "The corpus's id of the speaker whose turns are judged.",
+    "target_gender": "`female` or `male`.",
+    "turns": "The dialogue window as text, every speaker's turns in order: `speaker`, `text`, and `is_target` "
+             "(a turn of the target speaker).",
+    "target_turn_positions": "Where the target turns are in `turns` (0-based): the k-th target turn (k = 1..N) is "
+                             "`turns[target_turn_positions[k - 1]]`.",
+    "reference_audio": "One clip of the target speaker from outside the window (at least 3 s).",
+    "vc_model": "The voice-conversion backend of the converted clip(s) (null for the S1 rows of the turn tasks).",
+    "scenario": "Gold: `S1` (consistent), `S2` (turn k converted to the other gender) or `S3` (to the most similar speaker).",
+    "target_audio": "The N target turns' clips in dialogue order (list of clips; N = 5, or 10 for `-10turn`).",
+    "label": "Gold (detection): `consistent` (S1) or `inconsistent` (S2, S3).",
+    "inconsistent_turns": "Gold (localization): the 1-based target turns that were converted: `[k]` for S2/S3, `[]` for S1.",
+    "converted_turn": "Provenance: k, the 1-based target turn converted in S2/S3 (null for S1).",
+    "substitute_speaker": "Provenance: whose voice turn k was converted to (`<source>/<speaker>` when from another "
+                          "corpus; null for S1).",
+    "substitute_gender": "Provenance: the substitute's gender (null for S1).",
+    "substitute_similarity": "Provenance: cosine of the substitute's and the target's mean speaker embeddings (null for S1).",
+    "context_audio": "The N - 1 target turns other than the masked one, in dialogue order (list of clips).",
+    "masked_position": "k, the 1-based target turn that is masked and that the candidates would fill.",
+    "candidates": "Three clips of turn k, one per scenario (S1 original, S2, S3), in the order of `candidate_labels`.",
+    "candidate_labels": "`A`, `B`, `C`: the names a prediction uses for the candidates.",
+    "candidate_scenarios": "Gold: each candidate's scenario.",
+    "candidate_substitute_speakers": "Provenance: each candidate's substitute speaker (null for the original).",
+    "candidate_similarities": "Provenance: each candidate's speaker similarity to the target (1.0 for the original).",
+    "answer": "Gold (discrimination): the label of the original candidate.",
+    "gold_ranking": "Gold (ranking): the labels best first, original > similar speaker (S3) > gender switch (S2).",
+}
+
 @dataclass(frozen=True)
 class ConfigSpec:
     """One config of the benchmark: a task on a variant."""
@@ -478,19 +515,96 @@ def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
     return {
         "pretty_name": "SpeakerSleuth",
         "language": ["en"],
-        "license": "cc-by-sa-4.0",
         "task_categories": ["audio-classification"],
         "tags": ["speaker-consistency", "voice-conversion", "dialogue", "audio-language-models"],
-        "size_categories": ["n<1K"],
         "configs": configs,
     }
 
 
+def feature_type(feature: Any) -> str:
+    """A column's type in words, from its ``datasets`` feature.
+
+    >>> feature_type(TURN_FEATURES["target_audio"]), feature_type(TURN_FEATURES["turns"])
+    ('list of audio clips', 'list of {speaker: string, text: string, is_target: bool}')
+    """
+    if isinstance(feature, Audio):
+        return "audio clip"
+    if isinstance(feature, List):
+        inner = feature.feature
+        if isinstance(inner, dict):
+            return "list of {" + ", ".join(f"{k}: {feature_type(v)}" for k, v in inner.items()) + "}"
+        return "list of " + ("audio clips" if isinstance(inner, Audio) else feature_type(inner))
+    return feature.dtype
+
+
+def data_fields_section(configs: Iterable[str]) -> str:
+    """The card's data-fields tables: per features of ``configs`` (config names), every column
+    with its type (``feature_type``) and meaning (``COLUMN_DESCRIPTIONS``), under a heading that
+    names the configs it describes."""
+    groups: dict[int, list[str]] = {}
+    for name in configs:
+        groups.setdefault(id(get_config(name).features), []).append(name)
+    parts = []
+    for names in groups.values():
+        rows = [f"| `{column}` | {feature_type(feature)} | {COLUMN_DESCRIPTIONS[column]} |"
+                for column, feature in get_config(names[0]).features.items()]
+        parts.append("\n".join([f"### {', '.join(f'`{n}`' for n in names)}", "", "| column | type | meaning |",
+                                 "|---|---|---|", *rows]))
+    return "\n\n".join(parts)
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size bucket for ``rows`` rows (the ``size_categories`` values ``datasets`` lists).
+
+    >>> size_category(999), size_category(1000), size_category(1050), size_category(10**4)
+    ('n<1K', '1K<n<10K', '1K<n<10K', '10K<n<100K')
+    """
+    import importlib.resources
+    import json
+
+    names = json.loads(importlib.resources.files("datasets.utils.resources").joinpath("size_categories.json").read_text())
+    buckets = [name for name in names if name != "unknown"]  # n<1K, 1K<n<10K, ... n>1T: one per power of ten
+    return buckets[min(max(len(str(rows)) - 3, 0), len(buckets) - 1)]
+
+
+def shard_metadata(out_dir: str | os.PathLike, configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The card's ``dataset_info`` (per config: features, rows and bytes per split, download and
+    dataset size) and ``size_categories`` (the rows of every config and split, as the Hub's viewer
+    counts them), read from the parquet metadata of the shards ``configs`` point at. ``num_bytes``
+    is the uncompressed size of a split's data, ``download_size`` the size of its files."""
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    root, infos = Path(out_dir), DatasetInfosDict()
+    for entry in configs:
+        splits, schemas, paths = SplitDict(), set(), []
+        for files in entry["data_files"]:
+            found = sorted(root.glob(files["path"]))
+            metas = [pq.ParquetFile(path).metadata for path in found]
+            schemas |= {meta.schema.to_arrow_schema() for meta in metas}
+            splits.add(SplitInfo(name=files["split"], num_examples=sum(m.num_rows for m in metas),
+                                 num_bytes=sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))))
+            paths += found
+        if len(schemas) != 1:
+            raise ValueError(f"{root}: config {entry['config_name']!r}: its splits' shards have {len(schemas)} different schemas")
+        infos[entry["config_name"]] = DatasetInfo(
+            features=Features.from_arrow_schema(schemas.pop()), splits=splits,
+            download_size=sum(p.stat().st_size for p in paths), dataset_size=sum(s.num_bytes for s in splits.values()))
+    card = DatasetCardData()
+    infos.to_dataset_card_data(card)
+    rows = sum(split.num_examples for info in infos.values() for split in info.splits.values())
+    return {"size_categories": [size_category(rows)], "dataset_info": card["dataset_info"]}
+
+
 def write_card(out_dir: str | os.PathLike, body: str, **yaml_overrides: Any) -> Path:
-    """Write ``<out>/README.md``: generated YAML header plus ``body`` (markdown)."""
+    """Write ``<out>/README.md``: generated YAML header plus ``body`` (markdown). ``yaml_overrides``
+    (e.g. the build's ``license``, a blind copy's ``configs``) replace generated keys, except
+    ``shard_metadata``'s, which always describe the shards on disk."""
     import yaml
 
     header = card_yaml(out_dir) | yaml_overrides
+    header |= shard_metadata(out_dir, header["configs"])
     text = "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body.strip() + "\n"
     return write_text_atomic(Path(out_dir) / "README.md", text)
 
@@ -507,6 +621,61 @@ def load(config: str = DEFAULT_CONFIG, split: str = "test", root: str | os.PathL
     if not (root / "README.md").is_file():
         raise FileNotFoundError(f"{root}: not a SpeakerSleuth folder (no README.md); build one first")
     return load_dataset(str(root), config, split=split, **kwargs)
+
+
+#: The audio columns of any config: ``collate`` decodes and pads them.
+AUDIO_COLUMNS = frozenset(column for spec in CONFIGS.values() for column in spec.audio_columns)
+
+
+def collate(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Batch rows of any config for a torch ``DataLoader`` (``DataLoader(ds, collate_fn=collate)``).
+
+    Each audio column is decoded (the ``AudioDecoder`` that ``datasets`` yields, also under
+    ``with_format("torch")`` or after ``cast_column(c, List(Audio(sampling_rate=...)))``; or a
+    stored ``{"bytes": ...}`` clip) and zero-padded into a float32 tensor: ``reference_audio`` as
+    ``(batch, samples)``, a list-of-clips column (``target_audio``, ``context_audio``,
+    ``candidates``) as ``(batch, clips, samples)``. Beside it go ``<column>_lengths`` (int64, the
+    samples of each clip), ``<column>_mask`` (bool, True on real samples) and
+    ``<column>_sampling_rate``. Every other column is a list of the rows' values, as read.
+    """
+    import torch
+
+    batch: dict[str, Any] = {}
+    for column in rows[0]:
+        values = [row[column] for row in rows]
+        if column not in AUDIO_COLUMNS:
+            batch[column] = values
+            continue
+        single = not isinstance(values[0], (list, tuple))
+        decoded = [[_samples(c, f"row {i} column {column}") for c in ([v] if single else v)] for i, v in enumerate(values)]
+        rates = {rate for clips in decoded for _, rate in clips}
+        if len(rates) > 1:
+            raise ValueError(f"collate: column {column} mixes sampling rates {sorted(rates)}; cast it to one")
+        lengths = torch.zeros(len(rows), max(len(clips) for clips in decoded), dtype=torch.int64)
+        for i, clips in enumerate(decoded):
+            lengths[i, :len(clips)] = torch.tensor([wave.numel() for wave, _ in clips], dtype=torch.int64)
+        audio = torch.zeros(*lengths.shape, int(lengths.max()) if lengths.numel() else 0)
+        for i, clips in enumerate(decoded):
+            for j, (wave, _) in enumerate(clips):
+                audio[i, j, :wave.numel()] = wave
+        mask = torch.arange(audio.shape[-1]) < lengths[..., None]
+        if single:
+            audio, lengths, mask = audio[:, 0], lengths[:, 0], mask[:, 0]
+        batch |= {column: audio, f"{column}_lengths": lengths, f"{column}_mask": mask,
+                  f"{column}_sampling_rate": rates.pop() if rates else None}
+    return batch
+
+
+def _samples(clip: Any, where: str):
+    """A clip's mono float32 samples (a 1-D tensor) and its sampling rate."""
+    if isinstance(clip, Mapping):
+        if clip.get("bytes") is None:
+            raise ValueError(f"collate: {where} is a dict without audio bytes (keys {sorted(clip)})")
+        clip = stock_decoder(clip)
+    if not hasattr(clip, "get_all_samples"):
+        raise ValueError(f"collate: {where} is a {type(clip).__name__}, not a decoded audio clip")
+    samples = clip.get_all_samples()
+    return samples.data.float().mean(dim=0), int(samples.sample_rate)
 
 
 def shard_paths(root: str | os.PathLike, config: str, split: str = "test") -> list[Path]:
@@ -1062,7 +1231,32 @@ def _check_card(root: Path, blind: bool) -> list[str]:
         for files in entry.get("data_files", []):
             if not list(root.glob(files["path"])):
                 errors.append(f"README.md: config {name!r} split {files['split']!r}: no file matches {files['path']!r}")
+    if not errors:
+        errors += _check_shard_metadata(root, card.data.to_dict(), configs)
     return errors
+
+
+def _check_shard_metadata(root: Path, header: dict, configs: list[dict]) -> list[str]:
+    """The card's ``dataset_info`` and ``size_categories`` against the shards (``shard_metadata``)."""
+    actual = shard_metadata(root, configs)
+    if header.get("size_categories") != actual["size_categories"]:
+        return [f"README.md: size_categories is {header.get('size_categories')}, the shards make {actual['size_categories']}"]
+    card_infos = {i.get("config_name"): i for i in _as_list(header.get("dataset_info"))}
+    errors = []
+    for info in _as_list(actual["dataset_info"]):
+        name = info["config_name"]
+        if card_infos.get(name) != info:
+            errors.append(f"README.md: dataset_info of config {name!r} does not describe its shards "
+                          f"(card: {_split_counts(card_infos.get(name))}, shards: {_split_counts(info)})")
+    return errors
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def _split_counts(info: dict | None) -> str:
+    return "missing" if info is None else ", ".join(f"{s['name']} {s['num_examples']} rows" for s in info.get("splits", []))
 
 
 def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool, *, gold: bool = True) -> list[str]:

@@ -163,21 +163,31 @@ def _counts_table(verification: dict) -> str:
     return "\n".join(lines)
 
 
+def licenses(sources: dict) -> tuple[str | list[str], str]:
+    """The card's ``license:`` (the Hub identifier of the sources' license, or the list of them
+    when they differ) and the markdown that says which source's rows carry which terms."""
+    ids = sorted({s.hub_license for s in sources.values()})
+    lines = [f"- **{s.name}** ({s.homepage}): `{s.hub_license}`; {s.license}." for s in sources.values()]
+    if len(ids) > 1:
+        lines.insert(0, "Each row keeps the license of its source (its `source_dataset`), so the card's `license:` "
+                        f"lists them all ({', '.join(ids)}):\n")
+    return ids[0] if len(ids) == 1 else ids, "\n".join(lines)
+
+
 def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification: dict, options, banks: dict) -> Path:
     """Fill the template from the written shards; ``banks`` (table label -> the pool's bank under
     that encoder) give the substitutes' similarity under every encoder."""
     root = Path(root)
     stats, durations = statistics(root)
     histogram(durations, root / HISTOGRAM)
-    source_lines = "\n".join(
-        f"- **{s.name}** ({s.homepage}): license {s.license}." for s in sources.values()
-    )
+    license, source_lines = licenses(sources)
     citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
     audit_tables = "\n\n".join(
         f"**{variant}**\n\n{audit.table()}\n\n{ARTIFACTS_CAPTION}\n\n{audit.artifacts.table()}" for variant, audit in audits.items()
     )
     body = TEMPLATE.read_text(encoding="utf-8").format(
         statistics=stats,
+        data_fields=ssd.data_fields_section(entry["config_name"] for entry in ssd.card_yaml(root)["configs"]),
         histogram=HISTOGRAM,
         vc_mix=vc_mix(root),
         similarity=similarity(root, banks),
@@ -194,4 +204,4 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
         encoder=options.encoder,
         text_filter=options.text_filter,
     )
-    return ssd.write_card(root, body, build_seed=options.seed)  # blind refuses a guessable seed
+    return ssd.write_card(root, body, license=license, build_seed=options.seed)  # blind refuses a guessable seed

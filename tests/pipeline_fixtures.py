@@ -36,6 +36,7 @@ WORDS = "so what did you think of the film we saw on friday night it was long bu
 class SpeechLikeCorpus(DialogueSource):
     name = "speechlike"
     license = "CC0-1.0 (generated test signals)"
+    hub_license = "cc0-1.0"
     citation = ""
     homepage = "tests/pipeline_fixtures.py"
 

@@ -307,3 +307,49 @@ def test_variants_and_tasks_present_count_the_shards_of_a_split(tmp_path):
     assert ssd.variants_present(root, "validation") == []
     assert ssd.tasks_present(root, "10turn") == ["detection", "localization"]
     assert ssd.tasks_present(root, "main") == list(ssd.TASKS) and ssd.tasks_present(root, "4vc") == []
+
+
+def test_every_column_of_every_config_has_one_description():
+    columns = {column for spec in ssd.CONFIGS.values() for column in spec.features}
+    assert set(ssd.COLUMN_DESCRIPTIONS) == columns, (
+        f"without a description: {sorted(columns - set(ssd.COLUMN_DESCRIPTIONS))}; "
+        f"describing no column: {sorted(set(ssd.COLUMN_DESCRIPTIONS) - columns)}")
+
+
+#: The metadata keys of a dataset card the Hub knows (its card spec: DatasetCardData's fields plus
+#: these), and ours: ``build_seed`` (which ``blind`` reads) and the shards' digests.
+HUB_CARD_KEYS = {"tags", "configs", "dataset_info", "license_name", "license_link", "license_details", "viewer"}
+OUR_CARD_KEYS = {"build_seed", "shard_sha256"}
+
+
+def test_card_metadata_describes_the_shards_and_round_trips_through_huggingface_hub(folder):
+    import inspect
+
+    from datasets import Features
+
+    card = DatasetCard.load(folder / "README.md")
+    header = card.data.to_dict()
+    known = set(inspect.signature(DatasetCardData).parameters) - {"ignore_metadata_errors", "kwargs"}
+    assert set(header) <= known | HUB_CARD_KEYS | OUR_CARD_KEYS, set(header) - known - HUB_CARD_KEYS
+    assert DatasetCard(card.content).data.to_dict() == header == DatasetCard.load(folder / "README.md").data.to_dict()
+    infos = {info["config_name"]: info for info in header["dataset_info"]}
+    assert list(infos) == sorted(ssd.CONFIGS)
+    total = 0
+    for name, spec in ssd.CONFIGS.items():
+        loaded = load_dataset(str(folder), name, split="test")
+        [split] = infos[name]["splits"]
+        assert (split["name"], split["num_examples"]) == ("test", loaded.num_rows) and split["num_bytes"] > 0
+        assert Features._from_yaml_list(infos[name]["features"]) == spec.features == loaded.features
+        files = ssd.shard_paths(folder, name)
+        assert infos[name]["download_size"] == sum(p.stat().st_size for p in files)
+        assert infos[name]["dataset_size"] == split["num_bytes"]
+        total += loaded.num_rows
+    assert total == 6 * 9 + 3 * 3 and header["size_categories"] == ["n<1K"]
+
+
+def test_validator_refuses_a_card_whose_dataset_info_does_not_describe_the_shards(corruptible):
+    shard = ssd.shard_paths(corruptible, "localization-4vc")[0]
+    pq.write_table(pq.read_table(shard).slice(1), shard)
+    with pytest.raises(ssd.DatasetValidationError, match="dataset_info of config 'localization-4vc' does not describe its "
+                                                         "shards \\(card: test 9 rows, shards: test 8 rows\\)"):
+        ssd.validate_folder(corruptible, check_audio=False)

@@ -17,17 +17,24 @@ from builder_scripts.sources.dailytalk import DailyTalk
 from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 
 
+#: License identifiers of the Hub's table (https://huggingface.co/docs/hub/repositories-licenses),
+#: the ones a corpus of ours could carry.
+HUB_LICENSES = {"apache-2.0", "mit", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0",
+                "cc-by-nc-nd-4.0", "odc-by", "odbl", "unknown", "other"}
+
+
 def summary(dialogue):
     """(speaker, gender, text, file name, start, end, channel) per turn."""
     return [(t.speaker, t.gender, t.text, t.audio.path.name, t.audio.start, t.audio.end, t.audio.channel)
             for t in dialogue.turns]
 
 
-@pytest.mark.parametrize("name", ["dailytalk", "ami", "behavior_sd", "bazinga"])
+@pytest.mark.parametrize("name", ["dailytalk", "ami", "behavior_sd", "bazinga", "chitchat_tts"])
 def test_registry_and_card_fields(name):
     cls = get_source_class(name)
     assert SOURCES[name].split(":")[1] == cls.__name__ and cls.name == name
-    assert all(getattr(cls, a) for a in ("license", "citation", "homepage")) and cls.__module__.endswith(name)
+    assert all(getattr(cls, a) for a in ("license", "hub_license", "citation", "homepage")) and cls.__module__.endswith(name)
+    assert cls.hub_license in HUB_LICENSES, cls.hub_license
 
 
 # --- DailyTalk ---------------------------------------------------------------------------------

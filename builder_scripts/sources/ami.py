@@ -67,6 +67,7 @@ class _Piece:
 class AMI(DialogueSource):
     name = "ami"
     license = "CC-BY-4.0"
+    hub_license = "cc-by-4.0"
     homepage = "https://groups.inf.ed.ac.uk/ami/corpus/"
     citation = (
         "@inproceedings{carletta2005ami,\n"

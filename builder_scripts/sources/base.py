@@ -73,7 +73,10 @@ class DialogueSource(ABC):
     """A corpus on local disk, read as dialogues. Subclasses set the class attributes."""
 
     name: str  # registry name, used in ids and on the dataset card
-    license: str
+    license: str  # the terms in words, with the attribution they ask for (the card lists it)
+    #: The license as the Hub names it (https://huggingface.co/docs/hub/repositories-licenses):
+    #: the card's ``license:`` lists those of a build's sources; "unknown" where none is stated.
+    hub_license: str
     citation: str
     homepage: str
     #: The corpus folder this source reads, in one line (for error messages).

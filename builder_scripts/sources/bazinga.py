@@ -35,6 +35,7 @@ _END_TOLERANCE = 0.1  # seconds a turn may run past the end of the soundtrack (t
 class Bazinga(DialogueSource):
     name = "bazinga"
     license = "unknown: gated on the Hub; audio from commercial TV series and films"
+    hub_license = "unknown"
     homepage = "https://huggingface.co/datasets/bazinga/bazinga"
     citation = (
         "@inproceedings{lerner2022bazinga,\n"

@@ -47,6 +47,7 @@ _BATCH_ROWS = 16
 class BehaviorSD(DialogueSource):
     name = "behavior_sd"
     license = "CC-BY-4.0"
+    hub_license = "cc-by-4.0"
     homepage = "https://huggingface.co/datasets/yhytoto12/behavior-sd"
     citation = (
         "@inproceedings{lee2025behaviorsd,\n"

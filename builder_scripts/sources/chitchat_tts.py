@@ -124,6 +124,7 @@ class ChitchatTTS(DialogueSource):
         "dialogues: MIT (chitchat-dataset); voices: Kokoro-82M weights and styles Apache-2.0 "
         "(ONNX export MIT), Piper en_US-joe-medium (training data CC0), hibari-tts heart (Apache-2.0)"
     )
+    hub_license = "mit"  # the dialogues' license; the voices' licenses cover the models, not their output
     citation = (
         "@misc{chitchat_dataset,\n  title = {Chit-Chat Challenge dataset},\n"
         "  author = {{BYU Perception, Control and Cognition Lab}},\n"

@@ -34,6 +34,7 @@ _MANIFESTS = ("dailytalk_recordings_all.jsonl.gz", "dailytalk_supervisions_all.j
 class DailyTalk(DialogueSource):
     name = "dailytalk"
     license = "CC-BY-SA-4.0"
+    hub_license = "cc-by-sa-4.0"
     homepage = "https://github.com/keonlee9420/DailyTalk"
     citation = (
         "@inproceedings{lee2023dailytalk,\n"
