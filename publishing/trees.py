@@ -107,7 +107,7 @@ def check_dataset(folder: Path, *, private: bool, gold: Path | None) -> None:
         raise ValueError(f"--gold {gold}: {folder} is not a blind copy; a gold folder goes with the blind copy it was written with")
     if not blind and not private and any(ssd.shard_paths(folder, c, "test") for c in ssd.CONFIGS):
         raise ValueError(f"{folder}: its test split is labelled and the repo would be public; publish its blind copy "
-                         f"(python -m speakersleuth_dataset blind {folder} --public <dir> --gold <gold_dir>) with --gold <gold_dir>, or pass --private")
+                         f"(python -m speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private")
     if gold is not None:
         check_gold(folder, gold)
 
