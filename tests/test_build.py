@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -17,11 +18,18 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from datasets import load_dataset
+import soundfile as sf
+import torch
+from datasets import Audio, List, load_dataset
+from huggingface_hub import DatasetCard
+from torch.utils.data import DataLoader
 
 import speakersleuth_dataset as ssd
-from builder_scripts import pipeline
+from builder_scripts import card, pipeline
 from builder_scripts.pipeline import BuildOptions
+from builder_scripts.sources.ami import AMI
+from builder_scripts.sources.bazinga import Bazinga
+from builder_scripts.sources.dailytalk import DailyTalk
 from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
 from speech.encoders import encoder_label, offline_encoders
 from tests.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
@@ -391,3 +399,95 @@ def test_bad_source_file_is_named(tmp_path, damage):
     with pytest.raises((FileNotFoundError, ValueError, RuntimeError)) as info:
         build(options(tmp_path), corpus)
     assert ".wav" in str(info.value) and str(corpus) in str(info.value)
+
+
+# --- the card as a user meets it: metadata, data fields, a training loop -----------------------
+
+
+def _card_section(text: str, title: str) -> str:
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_card_tells_the_truth_about_the_build(built):
+    """Size category, license and dataset_info from what was built (rows counted by stock
+    ``load_dataset``), and the one citation."""
+    root = built[0] / "speakersleuth"
+    header = DatasetCard.load(root / "README.md").data.to_dict()
+    rows = {name: load_dataset(str(root), name, split="test").num_rows for name in ssd.CONFIGS}
+    assert sum(rows.values()) < 1000 and header["size_categories"] == ["n<1K"]
+    assert header["license"] == SpeechLikeCorpus.hub_license == "cc0-1.0"  # the build's one source
+    assert {i["config_name"]: i["splits"][0]["num_examples"] for i in header["dataset_info"]} == rows
+    text = (root / "README.md").read_text()
+    assert _card_section(text, "Citation").split("```bibtex\n", 1)[1].split("```", 1)[0] == ssd.CITATION
+    assert "- **speechlike** (tests/pipeline_fixtures.py): `cc0-1.0`; CC0-1.0 (generated test signals)." in text
+
+
+def test_the_card_license_of_several_sources_lists_each_and_bazinga_is_not_cc_by_sa():
+    assert card.licenses({"bazinga": Bazinga})[0] == "unknown"
+    ids, text = card.licenses({"dailytalk": DailyTalk, "ami": AMI, "bazinga": Bazinga})
+    assert ids == ["cc-by-4.0", "cc-by-sa-4.0", "unknown"]
+    assert "`cc-by-sa-4.0`; CC-BY-SA-4.0" in text.split("**dailytalk**")[1].split("\n")[0]
+    assert "`unknown`; unknown: gated" in text.split("**bazinga**")[1].split("\n")[0]
+
+
+def test_the_cards_data_fields_name_every_column_of_every_config(built):
+    """Every column of every config's features (as stock ``load_dataset`` reads them) is in the
+    table whose heading names the config, a list of clips typed as one."""
+    root = built[0] / "speakersleuth"
+    tables = {}
+    for block in _card_section((root / "README.md").read_text(), "Data fields").split("\n### ")[1:]:
+        heading, *lines = block.splitlines()
+        columns = dict(m.groups() for line in lines if (m := re.match(r"\| `([^`]+)` \| ([^|]+) \|", line)))
+        tables |= dict.fromkeys(re.findall(r"`([^`]+)`", heading), columns)
+    assert set(tables) == set(ssd.CONFIGS)
+    for name in ssd.CONFIGS:
+        features = load_dataset(str(root), name, split="test").features
+        assert set(tables[name]) == set(features), name
+        for column, feature in features.items():
+            clips = isinstance(feature, List) and isinstance(feature.feature, Audio)
+            assert tables[name][column].strip().startswith("list of audio clips") == clips, (name, column)
+
+
+def test_a_torch_dataloader_over_every_config_with_the_documented_collate(built):
+    """``DataLoader(ds, batch_size=2, collate_fn=ssd.collate)`` over each config: every clip is
+    the stored FLAC as soundfile decodes it, zero-padded, with its length and mask; the other
+    columns are the row's values as pyarrow reads them."""
+    root = built[0] / "speakersleuth"
+    for name, spec in ssd.CONFIGS.items():
+        stored = {row["id"]: row for row in ssd.read_rows(root, name).to_pylist()}
+        seen = 0
+        for batch in DataLoader(load_dataset(str(root), name, split="test"), batch_size=2, collate_fn=ssd.collate):
+            for i, rid in enumerate(batch["id"]):
+                row, seen = stored[rid], seen + 1
+                for column in spec.audio_columns:
+                    clips = row[column] if isinstance(row[column], list) else [row[column]]
+                    audio, lengths, mask = (batch[f"{column}{part}"][i] for part in ("", "_lengths", "_mask"))
+                    if not isinstance(row[column], list):
+                        audio, lengths, mask = audio[None], lengths[None], mask[None]
+                    assert audio.shape[0] == len(clips) and batch[f"{column}_sampling_rate"] == ssd.SAMPLING_RATE
+                    for j, clip in enumerate(clips):
+                        samples = torch.from_numpy(sf.read(io.BytesIO(clip["bytes"]), dtype="float32")[0])
+                        n = samples.numel()
+                        assert lengths[j] == n and torch.equal(audio[j, :n], samples), (name, rid, column, j)
+                        assert not audio[j, n:].any() and mask[j, :n].all() and not mask[j, n:].any()
+                assert {c: batch[c][i] for c in row if c not in spec.audio_columns} == {c: v for c, v in row.items() if c not in spec.audio_columns}
+        assert seen == len(stored) > 0, name
+
+
+def test_the_cards_casting_recipe_and_torch_format(built):
+    """What the card says: ``List(Audio(sampling_rate=8000))`` casts a list of clips and
+    ``Audio(...)`` alone cannot; ``with_format("torch")`` still yields decoders, which the default
+    collate refuses and ``ssd.collate`` batches as it does the plain dataset."""
+    ds = load_dataset(str(built[0] / "speakersleuth"), "discrimination-4vc", split="test")
+    with pytest.raises(TypeError, match="Couldn't cast array of type list"):
+        ds.cast_column("candidates", Audio(sampling_rate=8000))
+    full, half = (next(iter(DataLoader(d, batch_size=2, collate_fn=ssd.collate)))
+                  for d in (ds, ds.cast_column("candidates", List(Audio(sampling_rate=8000)))))
+    assert half["candidates_sampling_rate"] == 8000 and full["candidates_sampling_rate"] == ssd.SAMPLING_RATE
+    assert (half["candidates_lengths"] - full["candidates_lengths"] / 2).abs().max() <= 1
+    assert torch.equal(half["context_audio"], full["context_audio"])  # the other columns keep their rate
+    torch_format = ds.with_format("torch")
+    with pytest.raises(TypeError, match="AudioDecoder"):
+        next(iter(DataLoader(torch_format, batch_size=2)))
+    batch = next(iter(DataLoader(torch_format, batch_size=2, collate_fn=ssd.collate)))
+    assert torch.equal(batch["candidates"], full["candidates"]) and torch.equal(batch["candidates_mask"], full["candidates_mask"])
