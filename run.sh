@@ -11,10 +11,10 @@ case "${1:-}" in
   demo)
     # Each step is resumable: the build cache, the judges' outputs and the store survive reruns.
     shift
-    $py -m builder_scripts build --out speakersleuth --cache cache --jobs "$(nproc)" "$@"
-    $py -m speakersleuth_dataset validate speakersleuth
-    $py -m judges baselines --dataset speakersleuth --out results/baselines --cache-dir cache/embeddings
-    $py -m judges sweep --dataset speakersleuth --variant main --out results/sweep --cache-dir cache/embeddings
+    $py -m builder_scripts build --dataset-out speakersleuth --cache cache --jobs "$(nproc)" "$@"
+    $py -m speakersleuth_dataset validate --dataset speakersleuth
+    $py -m judges baselines --dataset speakersleuth --results-out results/baselines --cache cache/embeddings
+    $py -m judges sweep --dataset speakersleuth --variant main --sweep-out results/sweep --cache cache/embeddings
     $py -m space.seed --dataset speakersleuth --results results/baselines --data-dir data
     exec $py -m space.app --dataset speakersleuth --data-dir data --host 127.0.0.1 --port 7860
     ;;

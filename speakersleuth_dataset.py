@@ -18,12 +18,12 @@ What this module offers on top:
   ``datasets``' own decoder (torchcodec on FFmpeg) before it is written. Shards are written under a
   temporary name and moved into place when complete: a killed build leaves nothing half-written.
 - ``write_card``: the dataset card, with its ``configs:`` block generated from ``CONFIGS``.
-- ``validate_folder`` / ``python -m speakersleuth_dataset validate <folder>``: schema, ids, labels
+- ``validate_folder`` / ``python -m speakersleuth_dataset validate --dataset <folder or Hub id>``: schema, ids, labels
   against provenance, discrimination answers, and every clip decoded as ``datasets`` decodes it.
 - ``load``: ``load_dataset`` on a folder by absolute path, offline.
 - ``read_gold`` and ``read_rows``: fast pyarrow readers that skip audio (for the scorer) or read one
   instance (for the Space viewer) without decoding the whole dataset.
-- ``write_blind`` / ``python -m speakersleuth_dataset blind <folder> --public <out> --gold <gold_dir>``:
+- ``write_blind`` / ``python -m speakersleuth_dataset blind --dataset <build> --public-out <dir> --gold-out <dir>``:
   a public copy whose test split carries no gold or provenance (``BLIND_COLUMNS``), with ids that
   are a keyed hash under a random secret (not recomputable) and rows in the order of those ids (a
   dialogue's S1/S2/S3 scattered); the gold, under the public ids, goes to a private folder that
@@ -678,6 +678,38 @@ def _samples(clip: Any, where: str):
     return samples.data.float().mean(dim=0), int(samples.sample_rate)
 
 
+#: A Hub repository id: ``owner/name``.
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def local_folder(value: str | os.PathLike, what: str = "dataset", *, token: str | None = None,
+                 local_dir: str | os.PathLike | None = None) -> Path:
+    """A dataset (or gold) given as a folder or a Hub dataset id (``owner/name``) as a local folder:
+    the folder itself, or a snapshot of the Hub repository (into ``local_dir``, else the Hub cache).
+    Raises ValueError, one line naming ``what`` and ``value``, for anything else or a failed download.
+
+    >>> local_folder("/no/such/folder")
+    Traceback (most recent call last):
+    ...
+    ValueError: dataset /no/such/folder: no such folder, and not a Hub dataset id (owner/name)
+    """
+    text = os.fspath(value)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    if path.exists() or not HUB_ID.fullmatch(text):
+        raise ValueError(f"{what} {text}: " + ("not a folder" if path.exists() else "no such folder")
+                         + ", and not a Hub dataset id (owner/name)")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(text, repo_type="dataset", token=token, local_dir=local_dir)).resolve()
+    except (HfHubHTTPError, LocalEntryNotFoundError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{what} {text}: no such folder here, and the Hub dataset could not be fetched ({reason})") from None
+
+
 def shard_paths(root: str | os.PathLike, config: str, split: str = "test") -> list[Path]:
     spec = get_config(config)
     return sorted((Path(root) / spec.data_dir).glob(f"{split}-*.parquet"))
@@ -744,7 +776,7 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
             continue
         if not set(GOLD_COLUMNS[task]) <= set(pq.read_schema(paths[0]).names):
             raise ValueError(f"{root}: the {split} split of {name!r} holds no gold: this is a blind copy's public "
-                             "folder; its gold is the folder that `blind --gold` wrote (python -m metrics.score --gold <gold_dir>)")
+                             "folder; its gold is the folder that `blind --gold-out` wrote (python -m metrics.score --gold <gold_dir>)")
         rows = read_rows(root, name, split, columns=GOLD_COLUMNS[task]).to_pylist()
         for row in rows:
             if "target_turn_positions" in row:
@@ -769,7 +801,7 @@ BLIND_NOTE = """## Blind test split
 This is the blind copy of the build: the test split has no gold or provenance column, its ids are a
 keyed hash of the build's ids under a secret that is not published, and its rows are in the order of
 those ids. Submissions are scored against the private gold (on the leaderboard Space, or with
-`python -m metrics.score predictions.jsonl --gold <gold_dir>`). The validation split keeps its labels,
+`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <gold_dir>`). The validation split keeps its labels,
 as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-validation", split="validation")`)."""
 #: Paragraphs of the build card's introduction that a blind card leaves out (they speak of gold
 #: columns and of S1/S2/S3 sharing a dialogue), by their first words; and the sections it keeps.
@@ -1094,7 +1126,7 @@ def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold:
     write_text_atomic(gold / "README.md", (
         "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
         "(`source_id` is the build's id). Keep this folder private: score with "
-        "`python -m metrics.score predictions.jsonl --gold <this folder>` or give it to the Space "
+        "`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <this folder>` or give it to the Space "
         "(`--gold` / `SPEAKERSLEUTH_GOLD`).\n"))
 
 
@@ -1377,13 +1409,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m speakersleuth_dataset", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     val = sub.add_parser("validate", help="check a built dataset folder against the schema")
-    val.add_argument("folder")
+    val.add_argument("--dataset", required=True, help="the dataset: a built folder or a Hub dataset id")
     val.add_argument("--skip-audio", action="store_true", help="do not decode every clip")
     sub.add_parser("configs", help="list the configs and their folders")
     blind = sub.add_parser("blind", help="write a public copy without test gold, and the gold apart")
-    blind.add_argument("folder", help="a built dataset folder")
-    blind.add_argument("--public", required=True, help="new folder for the public copy (to publish)")
-    blind.add_argument("--gold", required=True, help="new folder for the test gold (keep it private)")
+    blind.add_argument("--dataset", required=True, help="the build to blind: a built folder or a Hub dataset id")
+    blind.add_argument("--public-out", required=True, metavar="DIR", help="new folder for the public copy (to publish)")
+    blind.add_argument("--gold-out", required=True, metavar="DIR", help="new folder for the test gold (keep it private)")
     blind.add_argument("--unpaired", action="store_true",
                        help="keep one test instance per dialogue (rows cannot be regrouped to find the altered turn)")
     blind.add_argument("--allow-known-seed", action="store_true",
@@ -1393,27 +1425,32 @@ def main(argv: list[str] | None = None) -> int:
         for spec in CONFIGS.values():
             print(f"{spec.name:<22} {spec.data_dir:<24} N={spec.num_target_turns}")
         return 0
+    try:
+        folder = local_folder(args.dataset)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.command == "blind":
         try:
-            counts = write_blind(args.folder, args.public, args.gold, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed)
+            counts = write_blind(folder, args.public_out, args.gold_out, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed)
         except (OSError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         print("\n".join(f"{key:<30} {n:>6} rows" + ("  (no test split: every dialogue's one instance went to another "
                                                    "config; build more dialogues)" if not n else "") for key, n in counts.items()))
-        print(f"public copy: {args.public}\ngold (keep private): {args.gold}")
+        print(f"public copy: {args.public_out}\ngold (keep private): {args.gold_out}")
         if not args.unpaired:
             print("note: paired copy: a dialogue's test rows share clips, so they can be regrouped to find the altered "
                   "turn; a leaderboard publishes the --unpaired copy", file=sys.stderr)
         return 0
     try:
-        counts = validate_folder(args.folder, check_audio=not args.skip_audio)
+        counts = validate_folder(folder, check_audio=not args.skip_audio)
     except DatasetValidationError as err:
-        print(f"{args.folder}: INVALID, {err}", file=sys.stderr)
+        print(f"{args.dataset}: INVALID, {err}", file=sys.stderr)
         return 1
     for key, n in counts.items():
         print(f"{key:<30} {n:>6} rows  ok")
-    print(f"{args.folder}: valid")
+    print(f"{args.dataset}: valid")
     return 0
 
 

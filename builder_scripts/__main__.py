@@ -1,11 +1,11 @@
 """Command line of the builder; a thin layer over ``builder_scripts.pipeline``.
 
-    python -m builder_scripts build --out speakersleuth                   # the embedded default
+    python -m builder_scripts build --dataset-out speakersleuth           # the embedded default
     python -m builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
-    python -m builder_scripts build ... --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
-    python -m builder_scripts build ... --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID   # then once more without them
-    python -m builder_scripts review-export --dataset speakersleuth --out review/
-    python -m builder_scripts build ... --review-decisions review/review.csv
+    python -m builder_scripts build <options> --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
+    python -m builder_scripts build <options> --num-shards 8 --shard-index <i>   # then once more without them
+    python -m builder_scripts review-export --dataset speakersleuth --review-out review/
+    python -m builder_scripts build <options> --review-decisions review/review.csv
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline.")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or resume building) a dataset folder")
-    build.add_argument("--out", type=Path, default=Path("speakersleuth"), help="dataset folder to write (default: speakersleuth)")
-    build.add_argument("--cache", type=Path, default=Path("cache"), help="stage cache; a rerun skips finished work (default: cache)")
-    build.add_argument("--variants", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn")
+    build.add_argument("--dataset-out", type=Path, default=Path("speakersleuth"), metavar="DIR",
+                       help="dataset folder to write (default: speakersleuth)")
+    build.add_argument("--cache", type=Path, default=Path("cache"), metavar="DIR",
+                       help="stage cache; a rerun skips finished work (default: cache)")
+    build.add_argument("--variant", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn (default: all three)")
     build.add_argument("--source", action="append", choices=sorted(SOURCES), help="source corpus (repeatable; default chitchat_tts)")
     build.add_argument("--source-dir", action="append", default=[], metavar="SOURCE=DIR",
                        help="local corpus folder of a source (repeatable; needed by every source but chitchat_tts)")
@@ -63,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                             "N/2 for 10turn, disjoint from the test split (default: a fifth of --dialogues; 0: none)")
     build.add_argument("--max-target-seconds", type=float, default=6.0,
                        help="longest target turn a segment may hold, in (estimated) seconds (default 6)")
-    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--seed", type=int, default=0, help="the build's seed: which turn is altered, the candidate order "
+                       "(default 0; a leaderboard build takes a secret one)")
     build.add_argument("--vc", default="world", help="backend of main and 10turn (default world)")
     build.add_argument("--vc-4vc", default="world,praat", help="backends drawn per dialogue for 4vc")
     build.add_argument("--encoder", default="campplus", help="speaker encoder that chooses S3 (default: campplus; any of "
@@ -81,10 +84,11 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--shard-index", type=int, default=0, help="which shard this process builds (0-based)")
     build.add_argument("--jobs", type=int, default=1, help="run the conversion stage in this many local processes, then merge")
     build.add_argument("--threads", type=int, default=None, help="CPU threads per process for TTS and torch (default: all)")
-    build.add_argument("--no-progress", action="store_true")
+    build.add_argument("--no-progress", action="store_true", help="no progress bars")
     review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
-    review.add_argument("--dataset", type=Path, default=Path("speakersleuth"))
-    review.add_argument("--out", type=Path, default=Path("review"))
+    review.add_argument("--dataset", required=True, help="the dataset to review: a built folder or a Hub dataset id")
+    review.add_argument("--review-out", type=Path, default=Path("review"), metavar="DIR",
+                        help="folder for review.csv, review.html and the audio (default: review)")
     return parser
 
 
@@ -95,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "review-export":
         from .verification import export_review
 
-        print(export_review(args.dataset, args.out))
+        try:
+            print(export_review(ssd.local_folder(args.dataset), args.review_out))
+        except ValueError as err:
+            parser.exit(2, f"{parser.prog} review-export: error: {err}\n")
         return 0
 
     def refuse(err: Exception):
@@ -125,11 +132,11 @@ def _options(args: argparse.Namespace):
         raise ValueError(f"--validation-dialogues {args.validation_dialogues}: must be 0 (no validation split) or more")
     if args.jobs > 1 and args.num_shards != 1:
         raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
-    variants = [v for v in args.variants.split(",") if v]
+    variants = [v for v in args.variant.split(",") if v]
     for flag, count, built in (("--dialogues", args.dialogues, {"main", "4vc"}), ("--dialogues-10turn", args.dialogues_10turn, {"10turn"})):
         if count < 1 and built & set(variants):
             raise ValueError(f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
-                             f"to leave a variant out, list the others with --variants")
+                             f"to leave a variant out, list the others with --variant")
     sources = args.source or ["chitchat_tts"]
     backends = {args.vc, *(v for v in args.vc_4vc.split(",") if v)}
     users = {folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()}
@@ -137,7 +144,7 @@ def _options(args: argparse.Namespace):
     used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {args.encoder.partition(":")[0].strip().lower()}
     use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), used, users))
     opts = BuildOptions(
-        out=args.out, cache=args.cache, sources=tuple(sources), substitute_pool=tuple(args.substitute_pool),
+        out=args.dataset_out, cache=args.cache, sources=tuple(sources), substitute_pool=tuple(args.substitute_pool),
         source_args=_source_args(sources, args.source_dir), variants=tuple(variants),
         dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, validation_dialogues=args.validation_dialogues,
         max_target_seconds=args.max_target_seconds, seed=args.seed, vc=args.vc,

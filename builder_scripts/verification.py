@@ -243,14 +243,14 @@ def export_review(dataset: str | Path, out_dir: str | Path) -> Path:
 
     import soundfile as sf
 
+    variants = [v for v in ssd.VARIANTS if ssd.shard_paths(dataset, ssd.config_name("discrimination", v))]
+    if not variants:
+        raise ValueError(f"{dataset}: no discrimination test shards to review: not a built SpeakerSleuth folder")
     out = Path(out_dir)
     (out / "audio").mkdir(parents=True, exist_ok=True)
     rows, page = [], ["<!doctype html><meta charset=utf-8><title>SpeakerSleuth review</title><h1>Review sheet</h1>"]
-    for variant in ssd.VARIANTS:
-        name = ssd.config_name("discrimination", variant)
-        if not ssd.shard_paths(dataset, name):
-            continue
-        table = ssd.read_rows(dataset, name)
+    for variant in variants:
+        table = ssd.read_rows(dataset, ssd.config_name("discrimination", variant))
         for row in table.to_pylist():
             stem = f"{variant}-{row['dialogue_id'].replace('/', '_')}"
             files = []

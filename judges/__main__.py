@@ -1,14 +1,14 @@
 """``python -m judges``: run a judge, sweep embedding thresholds, run all embedding baselines.
 
     python -m judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
-        --tasks detection,localization,discrimination --out preds.jsonl [--threshold T] [--calibrate]
-    python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset ... --out ...
-    python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset ... --out ...
-    python -m judges sweep --dataset speakersleuth --variant main --out sweep/ \\
-        [--judges pairwise-resemblyzer,centroid-campplus]
-    python -m judges baselines --dataset speakersleuth --out baselines/ [--encoders resemblyzer,campplus]
+        --task detection,localization,discrimination --predictions-out preds.jsonl [--threshold T] [--calibrate]
+    python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset <folder or Hub id> --predictions-out <file>
+    python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset <folder> --predictions-out <file>
+    python -m judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
+        [--judge pairwise-resemblyzer,centroid-campplus]
+    python -m judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
 
-Without ``--judges``/``--encoders``, sweep and baselines run every encoder whose weights ship in an
+Without ``--judge`` (sweep) / ``--encoder`` (baselines), sweep and baselines run every encoder whose weights ship in an
 installed package (``speech.encoders.offline_encoders``: CAM++, the d-vector, ERes2Net, Resemblyzer)
 with each of the three methods. Baselines run each judge at the paper's τ and, where the variant
 has a validation split, also at the τ calibrated there (``<judge>-calibrated``).
@@ -18,7 +18,7 @@ says otherwise: on the 2-core build machine CAM++, the d-vector and Resemblyzer 
 thread than on two, ERes2Net 11 % slower (benchmarks/bench_judge_threads.py).
 
 Outputs are the submission format (``metrics.submission``); score them with
-``python -m metrics.score preds.jsonl --dataset speakersleuth --variant main``.
+``python -m metrics.score --predictions preds.jsonl --dataset speakersleuth``.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ import re
 import sys
 from pathlib import Path
 
+from judges.lalm.backends.base import BackendError
 from judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
 from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
+from speakersleuth_dataset import local_folder
 from speech.encoders import folder_encoders, offline_encoders
 from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 
@@ -65,11 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
+    common.add_argument("--dataset", required=True, help="the dataset to judge: a built folder or a Hub dataset id")
     common.add_argument("--split", default="test", help="split to judge (default: test)")
-    common.add_argument("--cache-dir", default=None, help="on-disk embedding cache (default: memory only)")
+    common.add_argument("--cache", default=None, metavar="DIR", help="on-disk embedding cache (default: memory only)")
     common.add_argument("--batch-size", type=int, default=32, help="clips per encoder batch (default: 32)")
-    common.add_argument("--quiet", action="store_true", help="no progress bars")
+    common.add_argument("--no-progress", action="store_true", help="no progress bars")
     common.add_argument("--threads", type=int, default=None, metavar="N",
                         help="CPU threads of torch and onnxruntime (default: 1 for embedding judges, the library's "
                              "default for LALM judges)")
@@ -80,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="run one judge and write a predictions JSONL")
     run.add_argument("--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview")
     run.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
-    run.add_argument("--tasks", default="detection,localization,discrimination", help="comma-separated tasks")
-    run.add_argument("--out", default=None, help="predictions JSONL to write (default: results/<judge>.<variant>.jsonl)")
+    run.add_argument("--task", default="detection,localization,discrimination", help="comma-separated tasks (default: all three)")
+    run.add_argument("--predictions-out", default=None, metavar="FILE",
+                     help="predictions JSONL to write (default: results/<judge>.<variant>.jsonl)")
     run.add_argument("--threshold", type=float, default=None, help="embedding judges: τ (default: the paper's)")
     run.add_argument("--calibrate", action="store_true", help="embedding judges: pick τ on the validation split")
     run.add_argument("--limit", type=int, default=None, help="judge only the first N instances of each task")
@@ -90,28 +93,27 @@ def build_parser() -> argparse.ArgumentParser:
                      help="LALM judges: a backend option (value read as JSON when it parses), repeatable")
 
     sweep = sub.add_parser("sweep", parents=[common], help="threshold sweep of embedding judges (table + plot)")
-    sweep.add_argument("--variant", default="main")
-    sweep.add_argument("--judges", default=OFFLINE_JUDGES, help="comma-separated embedding judges (default: every "
+    sweep.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
+    sweep.add_argument("--judge", default=OFFLINE_JUDGES, help="comma-separated embedding judges (default: every "
                        "method with every encoder that needs no folder)")
-    sweep.add_argument("--thresholds", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.05, 0.10, ..., 0.95)")
-    sweep.add_argument("--out", required=True, help="output folder")
+    sweep.add_argument("--threshold", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.05, 0.10, ..., 0.95)")
+    sweep.add_argument("--sweep-out", required=True, metavar="DIR", help="folder for the sweep's table, plot and JSON")
 
     base = sub.add_parser("baselines", parents=[common], help="all embedding methods x encoders on every variant, scored")
-    base.add_argument("--out", required=True, help="output folder")
-    base.add_argument("--encoders", default=OFFLINE_ENCODERS, help=f"comma-separated encoder specs (default: {OFFLINE_ENCODERS})")
-    base.add_argument("--variants", default=None, help="comma-separated variants (default: all present)")
-    base.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default: 1000)")
-    base.add_argument("--seed", type=int, default=0)
+    base.add_argument("--results-out", required=True, metavar="DIR", help="folder for the predictions files and the summary")
+    base.add_argument("--encoder", default=OFFLINE_ENCODERS, help=f"comma-separated encoder specs (default: {OFFLINE_ENCODERS})")
+    base.add_argument("--variant", default=None, help="comma-separated variants (default: all present)")
+    base.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples for the intervals (default: 1000)")
+    base.add_argument("--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)")
     return parser
 
 
 def _encoders(args: argparse.Namespace) -> set[str]:
     """The encoder kinds (``ecapa``, ...) the command's judges load."""
     if args.command == "baselines":
-        specs = args.encoders.split(",")
+        specs = args.encoder.split(",")
     else:
-        judges = [args.judge] if args.command == "run" else args.judges.split(",")
-        parsed = [parse_judge_name(j.strip()) for j in judges]
+        parsed = [parse_judge_name(j.strip()) for j in args.judge.split(",")] if args.command == "sweep" else [parse_judge_name(args.judge)]
         specs = [p.encoder for p in parsed if isinstance(p, EmbeddingJudgeName)]
     return {spec.partition(":")[0].strip().lower() for spec in specs}
 
@@ -127,7 +129,7 @@ def _threads(args: argparse.Namespace) -> int | None:
 
 
 def default_predictions_path(judge: str, variant: str) -> Path:
-    """Where ``run`` writes without ``--out``: ``results/<judge>.<variant>.jsonl``, the judge's name
+    """Where ``run`` writes without ``--predictions-out``: ``results/<judge>.<variant>.jsonl``, the judge's name
     made a file name.
 
     >>> default_predictions_path("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B", "4vc").as_posix()
@@ -138,9 +140,9 @@ def default_predictions_path(judge: str, variant: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    shared = {"cache_dir": args.cache_dir, "batch_size": args.batch_size, "progress": not args.quiet}
+    shared = {"cache_dir": args.cache, "batch_size": args.batch_size, "progress": not args.no_progress}
     try:
-        option = {"run": "--judge centroid-{}", "sweep": "--judges centroid-{}", "baselines": "--encoders {}"}[args.command]
+        option = {"run": "--judge centroid-{}", "sweep": "--judge centroid-{}", "baselines": "--encoder {}"}[args.command]
         users = {name: option.format(name) for name in MODEL_DIR_NAMES}
         use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), _encoders(args), users))
         threads = _threads(args)
@@ -148,25 +150,26 @@ def main(argv: list[str] | None = None) -> int:
             import torch
 
             torch.set_num_threads(threads)
+        dataset = local_folder(args.dataset)
         if args.command == "run":
-            out = args.out or default_predictions_path(args.judge, args.variant)
+            out = args.predictions_out or default_predictions_path(args.judge, args.variant)
             Path(out).parent.mkdir(parents=True, exist_ok=True)
-            summary = run_judge(args.judge, args.dataset, args.variant, args.tasks, out, split=args.split,
+            summary = run_judge(args.judge, dataset, args.variant, args.task, out, split=args.split,
                                 threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,
                                 setting=args.setting, **shared, **dict(args.option))
             print(json.dumps(summary, indent=2, default=str))
         elif args.command == "sweep":
-            result = run_sweep(args.dataset, args.variant, [j.strip() for j in args.judges.split(",") if j.strip()],
-                               args.out, grid=args.thresholds, split=args.split, **shared)
+            result = run_sweep(dataset, args.variant, [j.strip() for j in args.judge.split(",") if j.strip()],
+                               args.sweep_out, grid=args.threshold, split=args.split, **shared)
             print(open(result["files"]["markdown"], encoding="utf-8").read())
             print("wrote", ", ".join(result["files"].values()))
         else:
-            summary = run_baselines(args.dataset, args.out, encoders=[e.strip() for e in args.encoders.split(",") if e.strip()],
-                                    variants=args.variants.split(",") if args.variants else None, split=args.split,
-                                    n_bootstrap=args.bootstrap, seed=args.seed, **shared)
-            print(open(f"{args.out}/summary.md", encoding="utf-8").read())
-            print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.out}")
-    except (ValueError, FileNotFoundError) as err:
+            summary = run_baselines(dataset, args.results_out, encoders=[e.strip() for e in args.encoder.split(",") if e.strip()],
+                                    variants=args.variant.split(",") if args.variant else None, split=args.split,
+                                    n_bootstrap=args.bootstrap, seed=args.bootstrap_seed, **shared)
+            print(open(f"{args.results_out}/summary.md", encoding="utf-8").read())
+            print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.results_out}")
+    except (ValueError, FileNotFoundError, BackendError) as err:  # BackendError: a key missing, a server not there
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from metrics.core import SCENARIOS
 from metrics.score import leaderboard_row, score_submission
-from metrics.submission import SubmissionError, load_gold, parse_submission
+from metrics.submission import IdMismatch, SubmissionError, load_gold, parse_submission, submission_variant
+from speakersleuth_dataset import local_folder
 
 
 def format_report(scores: dict) -> str:
@@ -86,18 +87,25 @@ def main(argv: list[str] | None = None) -> int:
     """Score a predictions file and print the report (or the scores as JSON); returns the exit
     status: 0, 1 for a refused file, 2 for a dataset that cannot be read."""
     parser = argparse.ArgumentParser(prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL.")
-    parser.add_argument("predictions", help="the predictions file (JSONL, UTF-8)")
-    parser.add_argument("--dataset", default="speakersleuth", help="a built dataset folder (default: speakersleuth)")
-    parser.add_argument("--gold", metavar="GOLD_DIR", help="the private gold folder of a blind copy (python -m "
-                        "speakersleuth_dataset blind); read instead of --dataset")
-    parser.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
+    parser.add_argument("--predictions", required=True, metavar="FILE", help="the predictions file (JSONL, UTF-8)")
+    parser.add_argument("--dataset", help="the dataset the predictions answer: a built folder or a Hub dataset id")
+    parser.add_argument("--gold", help="the private gold of a blind copy (python -m speakersleuth_dataset blind): a "
+                        "folder or a Hub dataset id; read instead of --dataset")
+    parser.add_argument("--variant", help="main, 4vc or 10turn (default: the variant the ids belong to)")
     parser.add_argument("--split", default="test", help="test or validation (default: test)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples, 0 for none (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    parser.add_argument("--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)")
     args = parser.parse_args(argv)
+    if not (args.gold or args.dataset):
+        parser.error("give --dataset (a labelled build) or --gold (a blind copy's private gold)")
     try:
-        gold = load_gold(args.gold or args.dataset, args.variant, args.split)
+        root = local_folder(args.gold, "gold") if args.gold else local_folder(args.dataset)
+        variant = submission_variant(Path(args.predictions), root, args.split, args.variant)
+        gold = load_gold(root, variant, args.split)
+    except (IdMismatch, SubmissionError) as err:
+        print(f"{args.predictions}: {err}", file=sys.stderr)
+        return 1
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -106,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except SubmissionError as err:
         print(f"{args.predictions}: {err}", file=sys.stderr)
         return 1
-    scores = score_submission(sub, gold, n_bootstrap=args.bootstrap, seed=args.seed)
+    scores = score_submission(sub, gold, n_bootstrap=args.bootstrap, seed=args.bootstrap_seed)
     print(json.dumps(scores, indent=2) if args.json else format_report(scores))
     return 0
 

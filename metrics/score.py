@@ -3,7 +3,7 @@ bootstrap confidence intervals.
 
 Usage (the command line and its text report are ``metrics.report``)::
 
-    python -m metrics.score predictions.jsonl --dataset speakersleuth --variant main [--json]
+    python -m metrics.score --predictions predictions.jsonl --dataset speakersleuth [--variant main] [--json]
 
 Conventions (all values in percent):
 

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 import speakersleuth_dataset as ssd
 
 MAX_BYTES = 20_000_000
@@ -81,6 +83,60 @@ def load_gold(dataset: str | os.PathLike, variant: str = "main", split: str = "t
     """Gold of a built dataset folder (reads only the label columns of its shards)."""
     rows = ssd.read_gold(dataset, variant, split)
     return Gold(variant, split, {task: {row["id"]: row for row in task_rows} for task, task_rows in rows.items()})
+
+
+class IdMismatch(ValueError):
+    """A predictions file whose ids belong to another variant, or to another copy of the dataset
+    than the gold it is scored against; the message is one line that says what to do."""
+
+
+def submission_variant(source: bytes | str | os.PathLike, root: str | os.PathLike, split: str = "test",
+                       variant: str | None = None) -> str:
+    """The variant of the gold folder ``root`` (a build, or a blind copy's gold) that a predictions
+    file's ids belong to: the one holding them when ``variant`` is None, else ``variant`` after
+    checking. Raises ``IdMismatch`` when the ids are another variant's, mix variants, are the ids of
+    the build a blind copy was made from (judge the public copy), are a blind copy's scored against
+    a build (give its gold), or are in no variant of ``root``. Lines whose ids are partly unknown
+    are left to ``parse_submission`` to name."""
+    data = _read(source, MAX_BYTES)
+    ids = {obj["id"] for raw in data.split(b"\n") if raw.strip() for obj in [_decode(raw)[0]]
+           if isinstance(obj, dict) and isinstance(obj.get("id"), str)}
+    present = ssd.variants_present(root, split)
+    if not ids or not present or (variant is not None and variant not in present):
+        return variant or (present[0] if len(present) == 1 else "main")  # parse_submission / read_gold say what is wrong
+    known = {v: _gold_ids(root, v, split) for v in present}
+    holds = {v: len(ids & rows) for v, rows in known.items() if ids & rows}
+    if not holds:
+        raise IdMismatch(_no_variant_holds(ids, root, split, present))
+    if len(holds) > 1:
+        counts = ", ".join(f"{v} ({n} ids)" for v, n in holds.items())
+        raise IdMismatch(f"the file mixes ids of several variants: {counts}; write one predictions file per variant")
+    (found,) = holds
+    if variant is not None and variant != found:
+        raise IdMismatch(f"the ids are {found} ids (e.g. {_show(min(ids & known[found]))}), not {variant}'s: "
+                         f"score with --variant {found}, or leave --variant out")
+    return found
+
+
+def _gold_ids(root, variant: str, split: str, column: str = "id") -> set[str]:
+    ids: set[str] = set()
+    for task in ssd.tasks_present(root, variant, split):
+        config = ssd.config_name(task, variant)
+        if column in pq.read_schema(ssd.shard_paths(root, config, split)[0]).names:
+            ids.update(ssd.read_rows(root, config, split, columns=[column]).column(column).to_pylist())
+    return ids
+
+
+def _no_variant_holds(ids: set[str], root, split: str, present: list[str]) -> str:
+    """Why no variant of ``root`` holds any of ``ids``, in one line."""
+    example = _show(min(ids))
+    if ids & set().union(*(_gold_ids(root, v, split, "source_id") for v in present)):
+        return (f"the ids (e.g. {example}) are those of the build that {root}'s blind copy was made from, not of the "
+                "public copy: judge the public copy (--dataset <public copy>) and score that file against this gold")
+    if all(len(i) == 32 and all(c in "0123456789abcdef" for c in i) for i in ids):
+        return (f"the ids (e.g. {example}) are a blind copy's, not {root}'s: score them against the copy's private "
+                "gold (--gold <gold folder>)")
+    return f"none of the file's {len(ids)} ids (e.g. {example}) is in the {split} split of {root} (variants {', '.join(present)})"
 
 
 @dataclass

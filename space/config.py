@@ -32,6 +32,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import speakersleuth_dataset as ssd
+
 ENV_PREFIX = "SPEAKERSLEUTH_"
 
 
@@ -148,14 +150,5 @@ class SpaceConfig:
         return self._local_folder(self.gold, "gold") if self.gold else None
 
     def _local_folder(self, value: str, what: str) -> Path:
-        """``value`` (a folder or a Hub dataset id, downloaded with the token) as a local folder."""
-        path = Path(value).expanduser()
-        if path.is_dir():
-            return path.resolve()
-        if path.exists() or value.startswith((".", "/", "~")) or value.count("/") != 1:
-            raise ValueError(f"{what} {value!r} is neither a folder nor a Hub dataset id (owner/name)")
-        from huggingface_hub import snapshot_download
-
-        local = snapshot_download(value, repo_type="dataset", token=self.hf_token,
-                                  local_dir=self.data_dir / what / value.replace("/", "--"))
-        return Path(local).resolve()
+        """``value`` (a folder or a Hub dataset id, downloaded with the token under the data folder) as a local folder."""
+        return ssd.local_folder(value, what, token=self.hf_token, local_dir=self.data_dir / what / value.replace("/", "--"))

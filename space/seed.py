@@ -79,11 +79,11 @@ def describe(path: Path, root: Path) -> tuple[str, dict]:
     return variant, form
 
 
-def seed(submitter: Submitter, results: Path) -> dict[str, int]:
+def seed(submitter: Submitter, results: Path, *, progress: bool = True) -> dict[str, int]:
     """Submit every predictions file under ``results``; returns counts per outcome."""
     files = sorted(p for p in results.rglob("*.jsonl") if p.is_file())
     counts: dict[str, int] = {}
-    for path in tqdm(files, desc="seeding", unit="file"):
+    for path in tqdm(files, desc="seeding", unit="file", disable=not progress):
         variant, form = describe(path, results)
         result = submitter.submit(path.read_bytes(), variant, form, as_user=BASELINE_SUBMITTER, rate_limited=False)
         counts[result.status] = counts.get(result.status, 0) + 1
@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", help="built dataset folder or Hub id (env SPEAKERSLEUTH_DATASET)")
     parser.add_argument("--gold", help="private test gold of a blind dataset (env SPEAKERSLEUTH_GOLD)")
     parser.add_argument("--data-dir", type=Path, help="the Space's data folder (env SPEAKERSLEUTH_DATA_DIR)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if not args.results.is_dir():
         print(f"error: {args.results}: no such folder", file=sys.stderr)
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with open_store(config) as store:
         submitter = Submitter(config, store, dataset, variants=ssd.variants_present(dataset, every_task=True), gold=gold)
-        counts = seed(submitter, args.results)
+        counts = seed(submitter, args.results, progress=not args.no_progress)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
     return 0 if not set(counts) - {"accepted", "duplicate"} else 1
 

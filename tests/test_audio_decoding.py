@@ -114,7 +114,7 @@ def test_validator_names_the_clip_ffmpeg_rejects(tmp_path, capsys):
         "column target_audio[1]: audio does not decode with datasets' decoder (torchcodec/FFmpeg): "
         "Could not flush decoder: Invalid data found when processing input"
     ]
-    assert ssd.main(["validate", str(folder)]) == 1
+    assert ssd.main(["validate", "--dataset", str(folder)]) == 1
     assert "config localization split test row 2" in capsys.readouterr().err
 
 

@@ -66,7 +66,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, Path]:
     with ssd.DatasetWriter(full, "detection", "validation") as writer:
         writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
     ssd.write_card(full, CARD_BODY, build_seed=SECRET_SEED)
-    assert ssd.main(["blind", str(full), "--public", str(root / "public"), "--gold", str(root / "gold")]) == 0
+    assert ssd.main(["blind", "--dataset", str(full), "--public-out", str(root / "public"), "--gold-out", str(root / "gold")]) == 0
     return full, root / "public", root / "gold"
 
 
@@ -121,12 +121,29 @@ def test_scorer_with_gold_gives_exactly_the_full_folders_scores(built, tmp_path,
     (tmp_path / "blind.jsonl").write_text("".join(json.dumps({**line, "id": public_id[line["id"]]}) + "\n" for line in lines))
     scores = []
     for file, where in (("full.jsonl", ["--dataset", str(full)]), ("blind.jsonl", ["--gold", str(gold)])):
-        assert score_main([str(tmp_path / file), *where, "--json", "--bootstrap", "200"]) == 0
+        assert score_main(["--predictions", str(tmp_path / file), *where, "--json", "--bootstrap", "200"]) == 0
         scores.append(json.loads(capsys.readouterr().out))
         scores[-1].pop("sha256")
     assert scores[0] == scores[1] and scores[0]["detection"]["auroc"] is not None
-    assert score_main([str(tmp_path / "blind.jsonl"), "--dataset", str(public)]) == 2
+    assert score_main(["--predictions", str(tmp_path / "blind.jsonl"), "--dataset", str(public)]) == 2
     assert "holds no gold: this is a blind copy's public folder" in capsys.readouterr().err
+
+
+def test_scoring_the_other_copys_ids_says_which_copy_in_one_line(built, tmp_path, capsys):
+    """The build's ids scored against the blind gold (the README's blind example judged on the
+    build: every id was 'unknown'), and the public copy's ids scored against the build."""
+    full, public, gold = built
+    build_lines = [{"task": "detection", "id": rid, "prediction": "consistent"} for rid in load_gold(full).tasks["detection"]]
+    (tmp_path / "build.jsonl").write_text("".join(json.dumps(line) + "\n" for line in build_lines))
+    assert score_main(["--predictions", str(tmp_path / "build.jsonl"), "--dataset", str(public), "--gold", str(gold)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "are those of the build" in err and "judge the public copy (--dataset <public copy>)" in err, err
+    public_ids = [r["id"] for r in _test_rows(public, "detection", ["id"])]
+    (tmp_path / "public.jsonl").write_text("".join(json.dumps({"task": "detection", "id": i, "prediction": "consistent"}) + "\n"
+                                                   for i in public_ids))
+    assert score_main(["--predictions", str(tmp_path / "public.jsonl"), "--dataset", str(full)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "are a blind copy's" in err and "(--gold <gold folder>)" in err, err
 
 
 def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
@@ -172,12 +189,12 @@ def test_clip_names_carry_only_the_public_id(built):
 def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
     full, public, gold = built
     cases = [
-        (["--public", str(public), "--gold", str(tmp_path / "g")], "exists and is not an empty folder"),
-        (["--public", str(tmp_path / "p"), "--gold", str(tmp_path / "p" / "gold")], "none inside another"),
-        (["--public", str(tmp_path / "p"), "--gold", str(tmp_path / "g")], None),
+        (["--public-out", str(public), "--gold-out", str(tmp_path / "g")], "exists and is not an empty folder"),
+        (["--public-out", str(tmp_path / "p"), "--gold-out", str(tmp_path / "p" / "gold")], "none inside another"),
+        (["--public-out", str(tmp_path / "p"), "--gold-out", str(tmp_path / "g")], None),
     ]
     for args, message in cases:
-        assert ssd.main(["blind", str(full), *args]) == (2 if message else 0)
+        assert ssd.main(["blind", "--dataset", str(full), *args]) == (2 if message else 0)
         assert (message or "note: paired copy") in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     (tmp_path / "a-file").write_text("x")
@@ -191,14 +208,14 @@ def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
         (guessable, "the card does not record the build's seed"),
     ]
     for folder, message in inputs:
-        assert ssd.main(["blind", str(folder), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2")]) == 2
+        assert ssd.main(["blind", "--dataset", str(folder), "--public-out", str(tmp_path / "p2"), "--gold-out", str(tmp_path / "g2")]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     ssd.write_card(guessable, "# x", build_seed=7)
-    assert ssd.main(["blind", str(guessable), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2")]) == 2
+    assert ssd.main(["blind", "--dataset", str(guessable), "--public-out", str(tmp_path / "p2"), "--gold-out", str(tmp_path / "g2")]) == 2
     assert "built with seed 7, which anyone can try" in capsys.readouterr().err
     assert not (tmp_path / "p2").exists() and not list(tmp_path.glob(".p*"))  # nothing half-written
-    assert ssd.main(["blind", str(guessable), "--public", str(tmp_path / "p2"), "--gold", str(tmp_path / "g2"), "--allow-known-seed"]) == 0
+    assert ssd.main(["blind", "--dataset", str(guessable), "--public-out", str(tmp_path / "p2"), "--gold-out", str(tmp_path / "g2"), "--allow-known-seed"]) == 0
 
 
 def test_blind_writes_both_folders_or_neither(built, tmp_path, monkeypatch, capsys):
@@ -209,11 +226,11 @@ def test_blind_writes_both_folders_or_neither(built, tmp_path, monkeypatch, caps
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
     targets = [
-        (["--public", str(tmp_path / "p"), "--gold", "."], "the current folder or one above it"),
-        (["--public", str(tmp_path / "p"), "--gold", str(tmp_path / "a-file" / "gold")], "a-file/gold: cannot write a folder here"),
+        (["--public-out", str(tmp_path / "p"), "--gold-out", "."], "the current folder or one above it"),
+        (["--public-out", str(tmp_path / "p"), "--gold-out", str(tmp_path / "a-file" / "gold")], "a-file/gold: cannot write a folder here"),
     ]
     for args, message in targets:
-        assert ssd.main(["blind", str(full), *args]) == 2
+        assert ssd.main(["blind", "--dataset", str(full), *args]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "here"] and not any((tmp_path / "here").iterdir())
@@ -312,7 +329,7 @@ def test_rows_of_a_dialogue_share_clips_and_the_unpaired_copy_keeps_one_per_grou
     assert "rows can be regrouped by their audio" in (public / "README.md").read_text()
 
     unpaired, gold = tmp_path / "public", tmp_path / "gold"
-    assert ssd.main(["blind", str(full), "--public", str(unpaired), "--gold", str(gold), "--unpaired"]) == 0
+    assert ssd.main(["blind", "--dataset", str(full), "--public-out", str(unpaired), "--gold-out", str(gold), "--unpaired"]) == 0
     capsys.readouterr()
     assert set(Counter(ssd.instance_groups(unpaired).values()).values()) == {1}  # no two test instances share a clip
     kept_rows = [r for config in ("detection", "discrimination", "detection-10turn", "discrimination-10turn")
@@ -330,7 +347,7 @@ def test_an_unpaired_copy_writes_no_empty_test_split_so_the_stock_library_loads_
     full = build_synthetic_dataset(tmp_path / "full", dialogues=2, variants=("main", "10turn"))
     ssd.write_card(full, CARD_BODY, build_seed=SECRET_SEED)
     public, gold = tmp_path / "public", tmp_path / "gold"
-    assert ssd.main(["blind", str(full), "--public", str(public), "--gold", str(gold), "--unpaired"]) == 0
+    assert ssd.main(["blind", "--dataset", str(full), "--public-out", str(public), "--gold-out", str(gold), "--unpaired"]) == 0
     out = capsys.readouterr().out
     empty = [spec.name for spec in ssd.CONFIGS.values() if ssd.shard_paths(full, spec.name) and not ssd.shard_paths(public, spec.name)]
     assert len(empty) >= 2 and all(f"{name}/test" in out for name in empty) and out.count("no test split") == len(empty)
@@ -366,7 +383,7 @@ def test_the_unpaired_copy_keeps_the_scenarios_balanced_and_scores_exactly(tmp_p
     full = build_synthetic_dataset(tmp_path / "full", dialogues=12, variants=("main",))
     ssd.write_card(full, CARD_BODY, build_seed=SECRET_SEED)
     gold = tmp_path / "gold"
-    assert ssd.main(["blind", str(full), "--public", str(tmp_path / "public"), "--gold", str(gold), "--unpaired"]) == 0
+    assert ssd.main(["blind", "--dataset", str(full), "--public-out", str(tmp_path / "public"), "--gold-out", str(gold), "--unpaired"]) == 0
     capsys.readouterr()
     slots = [r["scenario"] for r in _test_rows(gold, "detection", ["scenario"])] + ["disc"] * len(_test_rows(gold, "discrimination", ["id"]))
     assert Counter(slots) == {"S1": 3, "S2": 3, "S3": 3, "disc": 3}
@@ -381,7 +398,7 @@ def test_the_unpaired_copy_keeps_the_scenarios_balanced_and_scores_exactly(tmp_p
     (tmp_path / "full.jsonl").write_text("".join(json.dumps({**line, "id": source_of[line["id"]]}) + "\n" for line in lines))
     scores = []
     for file, where in (("full.jsonl", ["--dataset", str(_restricted(full, kept, tmp_path / "restricted"))]), ("blind.jsonl", ["--gold", str(gold)])):
-        assert score_main([str(tmp_path / file), *where, "--json", "--bootstrap", "100"]) == 0
+        assert score_main(["--predictions", str(tmp_path / file), *where, "--json", "--bootstrap", "100"]) == 0
         scores.append(json.loads(capsys.readouterr().out))
         scores[-1].pop("sha256")
     assert scores[0] == scores[1] and scores[0]["detection"]["paired_accuracy"] is None

@@ -104,7 +104,7 @@ def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def build(tmp: Path, *sources: tuple[str, Path]) -> subprocess.CompletedProcess:
-    args = ["build", "--out", str(tmp / "out"), "--cache", str(tmp / "cache"), "--variants", "main", "--dialogues", "1",
+    args = ["build", "--dataset-out", str(tmp / "out"), "--cache", str(tmp / "cache"), "--variant", "main", "--dialogues", "1",
             "--margin", "0", "--no-progress", "--threads", "1"]
     for name, folder in sources:
         args += ["--source", name, "--source-dir", f"{name}={folder}"]
@@ -140,7 +140,7 @@ def files(folder: Path) -> list[Path]:
 
 
 def written(tmp: Path) -> list[Path]:
-    """The files a build given ``--out tmp/out --cache tmp/cache`` has written (a refusal writes none)."""
+    """The files a build given ``--dataset-out tmp/out --cache tmp/cache`` has written (a refusal writes none)."""
     return [p for p in (*(tmp / "out").rglob("*"), *(tmp / "cache").rglob("*")) if p.is_file()]
 
 
@@ -186,7 +186,7 @@ def test_chitchat_reads_the_dataset_file_of_its_source_dir(tmp_path, capsys, mon
 
     monkeypatch.setattr(pipeline, "build", reader)
     code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
-                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 0, err
     assert read == {"chitchat_tts": ["c1"]}  # c2 has no turns
 
@@ -226,7 +226,7 @@ EMPTY = {
 def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'empty'}",
-                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}; expected " in err
     assert written(tmp_path) == []
@@ -236,7 +236,7 @@ def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
 def test_a_file_given_as_the_corpus_folder_is_refused_as_not_a_folder(name, tmp_path, capsys):
     (tmp_path / "corpus.zip").write_bytes(b"PK")
     code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'corpus.zip'}",
-                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {tmp_path / 'corpus.zip'} is not a folder; expected " in err
     assert written(tmp_path) == []
@@ -290,7 +290,7 @@ def test_bad_content_in_a_corpus_folder_is_refused_in_one_line(case, tmp_path, c
             (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
             (corpus / relative).write_bytes(data)
     code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--threads", "1", "--no-progress",
-                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {message.format(corpus)}" in err and "; expected " in err, err
     assert written(tmp_path) == []
@@ -301,7 +301,7 @@ def test_bad_content_is_refused_from_the_command_line_without_a_traceback(tmp_pa
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "metadata.json").write_text("{}")
     result = cli("build", "--source", "dailytalk", "--source-dir", f"dailytalk={tmp_path / 'corpus'}",
-                 "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
+                 "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
     assert f"dailytalk: missing {tmp_path / 'corpus' / 'data'}; expected " in refused(result)
     assert written(tmp_path) == []
 
@@ -310,24 +310,24 @@ def test_bad_content_is_refused_from_the_command_line_without_a_traceback(tmp_pa
 def test_an_incomplete_corpus_folder_is_refused_in_one_line(name, corpora, tmp_path, capsys):
     corpus = shutil.copytree(corpora[name], tmp_path / name)
     missing = damage(name, corpus)
-    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--variants", "main",
-                          "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--no-progress"], capsys)
+    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--variant", "main",
+                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--no-progress"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {missing}" in err and "; expected " in err
     assert written(tmp_path) == []
 
 
 def test_a_recorded_source_without_its_folder_is_refused(tmp_path, capsys):
-    code, err = run_main(["build", "--source", "dailytalk", "--out", str(tmp_path / "out")], capsys)
+    code, err = run_main(["build", "--source", "dailytalk", "--dataset-out", str(tmp_path / "out")], capsys)
     assert code == 2 and err.count("\n") == 1 and "--source dailytalk needs --source-dir dailytalk=DIR" in err, err
-    code, err = run_main(["build", "--source-dir", f"ami={tmp_path}", "--out", str(tmp_path / "out")], capsys)
+    code, err = run_main(["build", "--source-dir", f"ami={tmp_path}", "--dataset-out", str(tmp_path / "out")], capsys)
     assert code == 2 and "ami is not built; add --source ami" in err, err
 
 
 def test_the_command_line_refuses_an_empty_folder_without_a_traceback(tmp_path):
     """The README's command, in its own process: exit 2 and one line on stderr."""
     (tmp_path / "empty").mkdir()
-    result = cli("build", "--source", "ami", "--source-dir", f"ami={tmp_path / 'empty'}", "--out", str(tmp_path / "out"),
+    result = cli("build", "--source", "ami", "--source-dir", f"ami={tmp_path / 'empty'}", "--dataset-out", str(tmp_path / "out"),
                  "--cache", str(tmp_path / "cache"))
     assert "ami: no annotations" in refused(result)
 
@@ -344,7 +344,7 @@ def test_a_model_folder_that_lacks_files_is_refused(backend, names, tmp_path, ca
     for name in names:
         (tmp_path / name).mkdir()
         flags += ["--model-dir", f"{name}={tmp_path / name}"]
-    code, err = run_main(["build", "--vc", backend, *flags, "--out", str(tmp_path / "out")], capsys)
+    code, err = run_main(["build", "--vc", backend, *flags, "--dataset-out", str(tmp_path / "out")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     for folder in vc.converter_class(backend).model_folders():  # the flags are still in force in this process
         assert f"model folder {tmp_path / folder.name} (--model-dir {folder.name}=DIR) lacks " in err
@@ -355,9 +355,9 @@ def test_a_model_folder_that_lacks_files_is_refused(backend, names, tmp_path, ca
 @pytest.mark.parametrize("encoder, lacks", [("ecapa", "hyperparams.yaml, embedding_model.ckpt"),
                                             ("wavlm", "config.json, preprocessor_config.json, model.safetensors")])
 def test_an_encoder_folder_that_lacks_files_is_refused(encoder, lacks, tmp_path, capsys):
-    code, err = run_main(["build", "--encoder", encoder, "--model-dir", f"{encoder}={tmp_path}", "--out", str(tmp_path / "out")], capsys)
+    code, err = run_main(["build", "--encoder", encoder, "--model-dir", f"{encoder}={tmp_path}", "--dataset-out", str(tmp_path / "out")], capsys)
     assert code == 2 and err.count("\n") == 1 and f"{encoder}: model folder {tmp_path} (--model-dir {encoder}=DIR) lacks {lacks}" in err, err
-    code, err = run_main(["build", "--model-dir", f"xvector={tmp_path}", "--out", str(tmp_path / "out")], capsys)
+    code, err = run_main(["build", "--model-dir", f"xvector={tmp_path}", "--dataset-out", str(tmp_path / "out")], capsys)
     assert code == 2 and "--model-dir 'xvector=" in err and "NAME one of freevc" in err, err
 
 
@@ -376,7 +376,7 @@ def no_build(monkeypatch):
     (["--encoder", "ecapa:{}", "--model-dir", "wavlm={}"], "wavlm", "--encoder wavlm"),
 ])
 def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tmp_path, capsys, no_build):
-    code, err = run_main(["build", *(f.format(tmp_path) for f in flags), "--out", str(tmp_path / "out"),
+    code, err = run_main(["build", *(f.format(tmp_path) for f in flags), "--dataset-out", str(tmp_path / "out"),
                           "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: --model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
@@ -389,24 +389,24 @@ def test_the_build_has_a_validation_split_by_default(flags, validation, tmp_path
 
     seen = []
     monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: seen.append(opts) or 0)
-    assert cli_main.main(["build", *flags, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]) == 0
+    assert cli_main.main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]) == 0
     assert seen[0].validation_dialogues == validation
 
 
 def test_a_negative_validation_split_is_refused(tmp_path, capsys, no_build):
-    code, err = run_main(["build", "--validation-dialogues", "-1", "--out", str(tmp_path / "out")], capsys)
+    code, err = run_main(["build", "--validation-dialogues", "-1", "--dataset-out", str(tmp_path / "out")], capsys)
     assert code == 2 and "error: --validation-dialogues -1: must be 0 (no validation split) or more" in err, err
 
 
 @pytest.mark.parametrize("flags, message", [
     (["--dialogues", "0"], "--dialogues 0: must be at least 1 for 4vc/main"),
-    (["--variants", "4vc", "--dialogues", "-2"], "--dialogues -2: must be at least 1 for 4vc"),
+    (["--variant", "4vc", "--dialogues", "-2"], "--dialogues -2: must be at least 1 for 4vc"),
     (["--dialogues-10turn", "0"], "--dialogues-10turn 0: must be at least 1 for 10turn"),
 ])
 def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, no_build):
-    code, err = run_main(["build", *flags, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert f"error: {message}; to leave a variant out, list the others with --variants" in err, err
+    assert f"error: {message}; to leave a variant out, list the others with --variant" in err, err
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -416,15 +416,15 @@ def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, 
     (["--jobs", "2", "--num-shards", "2"], "--jobs runs its own shards; do not combine it with --num-shards"),
 ])
 def test_a_process_count_below_one_is_refused(flags, message, tmp_path, capsys, no_build):
-    code, err = run_main(["build", *flags, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1 and f"error: {message}\n" in err, err
 
 
 def test_a_count_of_a_variant_not_built_is_not_checked(tmp_path, no_build):
-    """--dialogues 0 with only 10turn built is fine: main and 4vc are left out by --variants."""
+    """--dialogues 0 with only 10turn built is fine: main and 4vc are left out by --variant."""
     from builder_scripts.__main__ import main
 
-    assert main(["build", "--variants", "10turn", "--dialogues", "0", "--out", str(tmp_path / "out")]) == 0
+    assert main(["build", "--variant", "10turn", "--dialogues", "0", "--dataset-out", str(tmp_path / "out")]) == 0
 
 
 def test_a_chat_corpus_too_short_for_the_speaker_pool_is_refused(tmp_path, capsys):
@@ -434,7 +434,18 @@ def test_a_chat_corpus_too_short_for_the_speaker_pool_is_refused(tmp_path, capsy
     (tmp_path / "chat").mkdir()
     (tmp_path / "chat" / "dataset.json").write_text(json.dumps(chat))
     code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
-                          "--threads", "1", "--no-progress", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+                          "--threads", "1", "--no-progress", "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: chitchat_tts: {tmp_path / 'chat' / 'dataset.json'}: only 0 turns of {POOL_MIN_SECONDS}-{POOL_MAX_SECONDS} s in its 1 dialogues; " in err
     assert [p.name.split("-")[0] for p in written(tmp_path)] == ["chitchat_turns"]
+
+
+def test_review_export_refuses_a_missing_or_empty_dataset(tmp_path, capsys):
+    """It exited 0 with an empty sheet for a folder that does not exist."""
+    review = tmp_path / "review"
+    code, err = run_main(["review-export", "--dataset", str(tmp_path / "missing"), "--review-out", str(review)], capsys)
+    assert code == 2 and err.count("\n") == 1 and f"{tmp_path / 'missing'}: no such folder" in err, err
+    (tmp_path / "empty").mkdir()
+    code, err = run_main(["review-export", "--dataset", str(tmp_path / "empty"), "--review-out", str(review)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no discrimination test shards to review" in err, err
+    assert not review.exists()

@@ -159,7 +159,7 @@ def test_valid_folder_passes_validator_and_cli(folder):
     counts = ssd.validate_folder(folder)
     assert counts["detection/test"] == 9 and counts["discrimination-10turn/test"] == 3
     proc = subprocess.run(
-        [sys.executable, "-m", "speakersleuth_dataset", "validate", str(folder)],
+        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder)],
         cwd=ROOT, capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr
@@ -273,7 +273,7 @@ def test_validator_catches_missing_file_and_id_mismatch(corruptible):
     assert "config 'localization-4vc' split 'test': no file matches '4vc/localization/test-*.parquet'" in message
     assert "main/test: detection and localization ids differ" in message
     proc = subprocess.run(
-        [sys.executable, "-m", "speakersleuth_dataset", "validate", str(corruptible)],
+        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(corruptible)],
         cwd=ROOT, capture_output=True, text=True,
     )
     assert proc.returncode == 1 and "INVALID" in proc.stderr

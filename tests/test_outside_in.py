@@ -66,7 +66,7 @@ def user(tmp_path_factory) -> dict:
     """A fresh machine's user after ``python -m builder_scripts build ... --jobs 2`` (tiny)."""
     tmp = tmp_path_factory.mktemp("outside_in")
     env, out, cache = fresh_env(tmp / "home"), tmp / "speakersleuth", tmp / "cache"
-    build = ["build", "--out", str(out), "--cache", str(cache), "--jobs", "2", *TINY, "--no-progress"]
+    build = ["build", "--dataset-out", str(out), "--cache", str(cache), "--jobs", "2", *TINY, "--no-progress"]
     done = subprocess.run([sys.executable, "-m", "builder_scripts", *build], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     logs = "".join(f"\n--- {log}:\n{log.read_text()[-2000:]}" for log in sorted((cache / "logs").glob("*.log")))
     assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{logs}"
@@ -121,13 +121,13 @@ def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
     preds = user["tmp"] / "preds.jsonl"
     dataset = ["--dataset", str(user["out"]), "--variant", "main"]
     done = _run([sys.executable, "-m", "judges", "run", "--judge", "centroid-campplus", *dataset, "--calibrate",
-                 "--out", str(preds), "--quiet"], ROOT, user["env"], 900)
+                 "--predictions-out", str(preds), "--no-progress"], ROOT, user["env"], 900)
     calibration = json.loads(done.stdout)["calibration"]
     sweep = [row for row in calibration["validation"] if row["det_bal_acc"] is not None]
     best = max(row["det_bal_acc"] for row in sweep)
     assert len({row["threshold"] for row in sweep}) > 1  # a real sweep over the validation split ...
     assert calibration["threshold"] in [row["threshold"] for row in sweep if abs(row["det_bal_acc"] - best) < 1e-9]  # ... its best τ
-    done = _run([sys.executable, "-m", "metrics.score", str(preds), *dataset, "--json"], ROOT, user["env"], 300)
+    done = _run([sys.executable, "-m", "metrics.score", "--predictions", str(preds), *dataset, "--json"], ROOT, user["env"], 300)
     score = json.loads(done.stdout)
     assert score["tasks"] == list(ssd.TASKS)
     expected = _plain_headline_scores(preds, user["out"])

@@ -377,17 +377,17 @@ def folder(tmp_path_factory) -> Path:
 def test_cli_scores_a_perfect_file_on_a_built_folder(folder, tmp_path, capsys):
     path = tmp_path / "perfect.jsonl"
     path.write_bytes(_jsonl(_perfect(load_gold(folder))))
-    assert main([str(path), "--dataset", str(folder), "--variant", "main", "--bootstrap", "50"]) == 0
+    assert main(["--predictions", str(path), "--dataset", str(folder), "--variant", "main", "--bootstrap", "50"]) == 0
     report = capsys.readouterr().out
     assert "variant main, split test, 21 lines" in report and "Bal F1" in report and "n/a" not in report
-    assert main([str(path), "--dataset", str(folder), "--json", "--bootstrap", "0"]) == 0
+    assert main(["--predictions", str(path), "--dataset", str(folder), "--json", "--bootstrap", "0"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["detection"]["balanced_accuracy"] == 100.0 and scores["discrimination"]["exact_match"] == 100.0
     assert scores["bootstrap"]["dialogues"] == 3
-    assert main([str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"]) == 0
+    assert main(["--predictions", str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"]) == 0
     detection = json.loads(capsys.readouterr().out)["detection"]
     assert (detection["auroc"], detection["eer"], detection["ci"]["auroc"]) == (100.0, 0.0, [100.0, 100.0])
-    assert main([str(path), "--dataset", str(folder), "--bootstrap", "20"]) == 0
+    assert main(["--predictions", str(path), "--dataset", str(folder), "--bootstrap", "20"]) == 0
     report = capsys.readouterr().out
     lines = {line.strip().split("  ")[0]: line.split()[-3:] for line in report.splitlines() if "(scores)" in line}
     assert lines == {"AUROC (scores)": ["100.0", "[100.0,", "100.0]"], "EER (scores)": ["0.0", "[0.0,", "0.0]"]}
@@ -398,20 +398,51 @@ def test_cli_refuses_a_bad_file_and_a_missing_dataset(folder, tmp_path, capsys):
     lines = _perfect(load_gold(folder))
     lines[1]["prediction"] = "maybe"
     path.write_bytes(_jsonl(lines))
-    assert main([str(path), "--dataset", str(folder)]) == 1
+    assert main(["--predictions", str(path), "--dataset", str(folder)]) == 1
     err = capsys.readouterr().err
     assert 'line 2: detection prediction must be "consistent" or "inconsistent", got "maybe"' in err
-    assert main([str(path), "--dataset", str(tmp_path / "nowhere")]) == 2
-    assert main([str(path), "--dataset", str(folder), "--variant", "10turn"]) == 2
+    assert main(["--predictions", str(path), "--dataset", str(tmp_path / "nowhere")]) == 2
+    assert main(["--predictions", str(path), "--dataset", str(folder), "--variant", "10turn"]) == 2
 
 
 def test_module_entry_point(folder, tmp_path):
     path = tmp_path / "perfect.jsonl"
     path.write_bytes(_jsonl(_perfect(load_gold(folder))))
     done = subprocess.run(
-        [sys.executable, "-m", "metrics.score", str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"],
+        [sys.executable, "-m", "metrics.score", "--predictions", str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
         env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["localization"]["balanced_f1"] == 100.0
+
+
+@pytest.fixture(scope="module")
+def two_variants(tmp_path_factory) -> Path:
+    return build_synthetic_dataset(tmp_path_factory.mktemp("score2") / "speakersleuth", dialogues=2, variants=("main", "4vc"))
+
+
+def test_cli_takes_the_variant_from_the_ids(two_variants, tmp_path, capsys):
+    """4vc predictions scored without --variant are scored as 4vc (they were 'unknown id ... for
+    variant main', once per line); with the wrong --variant the refusal is one line naming theirs."""
+    path = tmp_path / "4vc.jsonl"
+    path.write_bytes(_jsonl(_perfect(load_gold(two_variants, "4vc"))))
+    assert main(["--predictions", str(path), "--dataset", str(two_variants), "--json", "--bootstrap", "0"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["variant"] == "4vc" and scores["detection"]["balanced_accuracy"] == 100.0
+    assert main(["--predictions", str(path), "--dataset", str(two_variants), "--variant", "main"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the ids are 4vc ids" in err and "--variant 4vc" in err, err
+
+
+def test_cli_refuses_a_file_mixing_variants_or_of_another_dataset_in_one_line(two_variants, folder, tmp_path, capsys):
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(_jsonl(_perfect(load_gold(two_variants, "main"))[:2] + _perfect(load_gold(two_variants, "4vc"))[:3]))
+    assert main(["--predictions", str(mixed), "--dataset", str(two_variants)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "mixes ids of several variants: main (2 ids), 4vc (3 ids)" in err, err
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(_jsonl([{**line, "id": line["id"].replace("synthetic", "elsewhere")} for line in _perfect(load_gold(folder))]))
+    assert main(["--predictions", str(other), "--dataset", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "none of the file's 12 ids" in err and "is in the test split of" in err, err

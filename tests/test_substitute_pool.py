@@ -76,8 +76,8 @@ def test_dailytalk_alone_is_refused_before_any_work(corpora, tmp_path):
 def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
     from builder_scripts.__main__ import main
 
-    args = ["build", "--source", "dailytalk", "--source-dir", f"dailytalk={corpora['dailytalk']}", "--out", str(tmp_path / "out"),
-            "--cache", str(tmp_path / "cache"), "--variants", "main", "--dialogues", "2", "--no-progress"]
+    args = ["build", "--source", "dailytalk", "--source-dir", f"dailytalk={corpora['dailytalk']}", "--dataset-out", str(tmp_path / "out"),
+            "--cache", str(tmp_path / "cache"), "--variant", "main", "--dialogues", "2", "--no-progress"]
     with pytest.raises(SystemExit) as exited:
         main(args)
     err = capsys.readouterr().err
@@ -95,8 +95,8 @@ def test_cli_with_jobs_refuses_dailytalk_alone_once_with_exit_2(corpora, tmp_pat
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    args = ["build", "--source", "dailytalk", "--source-dir", f"dailytalk={corpora['dailytalk']}", "--out", str(tmp_path / "out"),
-            "--cache", str(tmp_path / "cache"), "--variants", "main", "--dialogues", "2", "--jobs", "2"]
+    args = ["build", "--source", "dailytalk", "--source-dir", f"dailytalk={corpora['dailytalk']}", "--dataset-out", str(tmp_path / "out"),
+            "--cache", str(tmp_path / "cache"), "--variant", "main", "--dialogues", "2", "--jobs", "2"]
     env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     done = subprocess.run([sys.executable, "-m", "builder_scripts", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "rerun" not in done.stderr, done.stderr[-2000:]

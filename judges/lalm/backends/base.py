@@ -9,7 +9,9 @@ HTTP backends share ``Backend.generate``: it retries what ``_classify`` calls re
 timeouts, dropped connections) with exponential backoff and full jitter, honouring a server's
 ``Retry-After``; it raises ``RequestError`` for a request that failed for good (the harness records
 it and retries the instance on the next run) and ``FatalBackendError`` for what no retry can fix
-(a missing or rejected key, an unknown model), which stops the run.
+(a missing or rejected key, an unknown model), which stops the run. A server that cannot be reached
+at all (``RetryPolicy.unreachable_after`` connection attempts in a row fail, across requests, with
+no answer between them) also stops the run, instead of every instance spending its retries.
 """
 
 from __future__ import annotations
@@ -103,21 +105,25 @@ class FatalBackendError(BackendError):
 
 @dataclass(frozen=True)
 class Retry:
-    """``_classify``'s answer for a retryable failure; ``after`` is a server's Retry-After."""
+    """``_classify``'s answer for a retryable failure; ``after`` is a server's Retry-After;
+    ``unreachable``: no connection to the server could be made (refused, no route, DNS)."""
 
     reason: str
     after: float | None = None
+    unreachable: bool = False
 
 
 @dataclass
 class RetryPolicy:
     """Exponential backoff with full jitter: retry k waits U(0, min(max_delay, base * 2**k)), or
-    longer when the server's Retry-After asks for it (up to ``max_retry_after``)."""
+    longer when the server's Retry-After asks for it (up to ``max_retry_after``). After
+    ``unreachable_after`` failed connection attempts in a row (any requests) the run stops."""
 
     max_retries: int = 6
     base_delay: float = 1.0
     max_delay: float = 60.0
     max_retry_after: float = 600.0
+    unreachable_after: int = 3
 
     def delay(self, retry: int, after: float | None, rng: random.Random) -> float:
         wait = rng.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
@@ -166,6 +172,7 @@ class Backend:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.retries = 0
+        self._unreachable = 0  # failed connection attempts in a row, across requests
 
     @property
     def spec(self) -> str:
@@ -184,6 +191,7 @@ class Backend:
                 raise
             except Exception as err:
                 verdict = self._classify(err)
+                self._count_unreachable(verdict)
                 if isinstance(verdict, BackendError):
                     raise verdict from err
                 if not isinstance(verdict, Retry):
@@ -195,8 +203,18 @@ class Backend:
                     wait = self.retry.delay(attempt, verdict.after, self._rng)
                 self._sleep(wait)
                 continue
+            self._count_unreachable(None)
             return Completion(text if text is not None else "", time.perf_counter() - start, attempt + 1, meta)
         raise AssertionError("unreachable")
+
+    def _count_unreachable(self, verdict: Retry | BackendError | None) -> None:
+        """Count a failed connection attempt (reset by any other outcome); raise ``FatalBackendError``
+        once ``unreachable_after`` of them came in a row."""
+        with self._lock:
+            self._unreachable = self._unreachable + 1 if isinstance(verdict, Retry) and verdict.unreachable else 0
+            if self._unreachable >= self.retry.unreachable_after:
+                raise FatalBackendError(f"{self.spec}: cannot reach the server ({self.retry.unreachable_after} connection attempts in "
+                                        f"a row failed: {verdict.reason}); is it running at that address?")
 
     def _send(self, prompt: Prompt) -> tuple[str | None, dict[str, Any]]:
         raise NotImplementedError
@@ -208,6 +226,20 @@ class Backend:
 
     def close(self) -> None:
         """Release clients or model memory."""
+
+
+def http_client_errors(*names: str) -> tuple[type[Exception], ...]:
+    """The exception classes ``names`` (``ConnectError``, ``TransportError``, ...) of the HTTP clients an
+    SDK may use (httpx, httpx2), of those installed. Called when a backend is made: importing httpx
+    from a worker thread while the SDK looks it up in ``sys.modules`` leaves it half-initialised."""
+    errors: list[type[Exception]] = []
+    for module in ("httpx", "httpx2"):
+        try:
+            mod = __import__(module)
+        except ImportError:
+            continue
+        errors += [getattr(mod, name) for name in names]
+    return tuple(errors)
 
 
 def api_key_from_env(where: str, names: list[str]) -> str:

@@ -16,21 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env
+from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env, http_client_errors
 
 MAX_INLINE_BYTES = 20 * 1000**2
-
-
-def _transport_errors() -> tuple[type[Exception], ...]:
-    """Timeouts and dropped connections of the HTTP clients the SDK may use (httpx or httpx2)."""
-    errors: list[type[Exception]] = []
-    for module in ("httpx", "httpx2"):
-        try:
-            mod = __import__(module)
-        except ImportError:
-            continue
-        errors += [mod.TimeoutException, mod.TransportError]
-    return tuple(errors)
 
 
 class GeminiBackend(APIBackend):
@@ -53,7 +41,8 @@ class GeminiBackend(APIBackend):
             retry_options=types.HttpRetryOptions(attempts=1),  # Backend.generate retries
         )
         self.client = genai.Client(api_key=key, http_options=http_options)
-        self._transport_errors = _transport_errors()
+        self._transport_errors = http_client_errors("TimeoutException", "TransportError")  # timeouts, dropped connections
+        self._refused = http_client_errors("ConnectError")  # no connection made: the server is not there
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.kind, "model": self.model, "base_url": self.base_url, "temperature": 0,
@@ -101,5 +90,5 @@ class GeminiBackend(APIBackend):
             headers = getattr(err.response, "headers", None)
             return self.http_verdict(int(err.code or 0), err.message or str(err), headers)
         if isinstance(err, self._transport_errors):
-            return Retry(f"{type(err).__name__}: {err}")
+            return Retry(f"{type(err).__name__}: {err}", unreachable=isinstance(err, self._refused))
         return None

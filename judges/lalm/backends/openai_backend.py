@@ -22,7 +22,7 @@ import base64
 import os
 from typing import Any
 
-from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env
+from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env, http_client_errors
 
 
 def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
@@ -55,6 +55,7 @@ class OpenAIBackend(APIBackend):
             key = os.environ.get(api_key_env or "VLLM_API_KEY") or "EMPTY"
         # The SDK's own retries are off: Backend.generate retries, the same way for every backend.
         self.client = OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+        self._refused = http_client_errors("ConnectError")  # no connection made: the server is not there
 
     @property
     def spec(self) -> str:
@@ -85,8 +86,9 @@ class OpenAIBackend(APIBackend):
 
         if isinstance(err, openai.APITimeoutError):
             return Retry("timeout")
-        if isinstance(err, openai.APIConnectionError):
-            return Retry(f"connection error: {err}")
+        if isinstance(err, openai.APIConnectionError):  # the SDK's message is only "Connection error."
+            # no connection made (refused, no route, DNS) vs one dropped: only the first says the server is not there
+            return Retry(f"connection error: {err.__cause__ or err}", unreachable=isinstance(err.__cause__, self._refused))
         if isinstance(err, openai.APIStatusError):
             return self.http_verdict(err.status_code, err.message, err.response.headers)
         return None
