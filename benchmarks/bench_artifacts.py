@@ -89,7 +89,7 @@ def figure(before: dict, after: dict, path: Path, backend: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dataset", type=Path, help="a built dataset folder (python -m builder_scripts build --out ...)")
+    parser.add_argument("dataset", type=Path, help="a built dataset folder (python -m builder_scripts build --dataset-out DIR)")
     parser.add_argument("after", type=Path, nargs="?", help="a second build of the same plan to compare with")
     parser.add_argument("--figure", type=Path, help="PNG of the worst converted candidate, before (and after)")
     parser.add_argument("--backend", default="world", help="voice-conversion backend of the figure's candidate (default world)")

@@ -38,7 +38,7 @@ def run_build(workdir: Path, name: str, dialogues: int, dialogues_10turn: int, f
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
     cmd = [
-        sys.executable, "-m", "builder_scripts", "build", "--out", str(out), "--cache", str(cache),
+        sys.executable, "-m", "builder_scripts", "build", "--dataset-out", str(out), "--cache", str(cache),
         "--dialogues", str(dialogues), "--dialogues-10turn", str(dialogues_10turn), "--jobs", str(jobs), "--no-progress",
     ]
     usage, load = resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]

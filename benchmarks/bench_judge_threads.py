@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("folder", nargs="?", default="speakersleuth")
     parser.add_argument("--clips", type=int, default=200)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--encoders", default=",".join(offline_encoders()))
+    parser.add_argument("--encoder", default=",".join(offline_encoders()), help="comma-separated encoders (default: every wheel encoder)")
     args = parser.parse_args()
     import torch
 
@@ -53,7 +53,7 @@ def main() -> int:
     print(f"{len(clips)} clips, {seconds:.0f} s of audio from {args.folder}; CPUs {os.cpu_count()}, "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'encoder':>12} {'threads':>7} {'load s':>7} {'embed s':>8} {'clips/s':>8}")
-    for name in args.encoders.split(","):
+    for name in args.encoder.split(","):
         for threads in (int(t) for t in args.threads.split(",")):
             torch.set_num_threads(threads)
             start = time.perf_counter()
