@@ -45,6 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 UV = Path(sys.executable).with_name("uv")
 #: A seed nobody could guess (blind refuses guessable ones).
 SECRET_SEED = 2**62 + 271828
+#: What a Gradio Space's image has besides the repo's requirements: ``spaces`` (Gradio on Spaces
+#: watches the app with its reloader, which needs it).
+SPACES_IMAGE = ("spaces==0.51.3",)
 #: What Spaces sets for a Space with ``hf_oauth: true`` (the client's secret also keys the session cookie).
 OAUTH = {"OAUTH_CLIENT_ID": "test-client", "OAUTH_CLIENT_SECRET": "test-secret", "OAUTH_SCOPES": "openid profile",
          "OPENID_PROVIDER_URL": "https://huggingface.co"}
@@ -212,7 +215,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
 
     work = tmp_path_factory.mktemp("space-run")
     tree = shutil.copytree(release["trees"] / "space", work / "app")
-    python = hub_env(tree_requirements(tree), tmp_path_factory.getbasetemp())
+    python = hub_env([*tree_requirements(tree), *SPACES_IMAGE], tmp_path_factory.getbasetemp())
     env = clean_env(work / "home")
     no_torch = run_in(python, "import torch", tree, env)
     assert no_torch.returncode != 0 and "No module named 'torch'" in no_torch.stderr
@@ -240,6 +243,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     finally:
         process.terminate()
         process.wait(timeout=60)
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
     assert (tree / "data" / "space" / "results.sqlite3").is_file()  # the store in the Space's working folder
 
 
