@@ -32,6 +32,7 @@ Conventions (all values in percent):
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from functools import partial
@@ -53,7 +54,8 @@ from metrics.core import (
     resample_counts,
     scenario_codes,
 )
-from metrics.submission import Gold, Submission
+from metrics.submission import Gold, Submission, load_gold, parse_submission, submission_variant
+import speakersleuth_dataset as ssd
 from speech.verification import roc_summaries, roc_summary  # noqa: F401  (roc_summary: part of this module's API)
 
 CONFIDENCE = 0.95
@@ -111,6 +113,57 @@ def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, se
         for task in result["tasks"]:
             result[task] = scorers[task](sub.predictions[task], _task_arrays(gold, task, dialogues), counts)
     return result
+
+
+def score_predictions(predictions, dataset, *, variant: str | None = None, split: str = "test",
+                      n_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Score predictions held in memory: the dict that ``python -m metrics.score --json`` prints
+    for the same predictions written as a file (``leaderboard_row`` of it is the Table-2 row).
+
+    ``predictions``: a list of dicts, each a line of a predictions file (``task``, ``id``,
+    ``prediction``, and ``ranking`` / ``score`` where the line has one), or a pandas DataFrame
+    with those columns (a missing value leaves the key out; a missing ``prediction`` is null, no
+    answer). ``dataset``: what ``--dataset`` or ``--gold`` takes (a built folder, a blind copy's
+    private gold, a Hub dataset id of either) or a loaded ``Gold``. ``variant``: None takes the
+    one the ids belong to. Rows are validated as the file's lines are: a bad row raises
+    ``SubmissionError`` naming it as ``line N`` (the N-th row, from 1), with the file's message;
+    the result's ``sha256`` is that of the rows written one ``json.dumps`` line each.
+    """
+    data = predictions_jsonl(predictions)
+    if not isinstance(dataset, Gold):
+        root = ssd.local_folder(dataset)
+        dataset = load_gold(root, submission_variant(data, root, split, variant), split)
+    elif variant not in (None, dataset.variant):
+        raise ValueError(f"the gold is of variant {dataset.variant}, not {variant}")
+    return score_submission(parse_submission(data, dataset), dataset, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def predictions_jsonl(predictions) -> bytes:
+    """A list of line dicts or a pandas DataFrame as the JSON Lines of a predictions file.
+
+    >>> predictions_jsonl([{"task": "detection", "id": "d1", "prediction": "consistent"}])
+    b'{"task": "detection", "id": "d1", "prediction": "consistent"}\\n'
+    """
+    if hasattr(predictions, "to_dict") and hasattr(predictions, "columns"):  # a pandas DataFrame
+        predictions = [{k: (None if _missing(v) else v) for k, v in row.items() if k == "prediction" or not _missing(v)}
+                       for row in predictions.to_dict("records")]
+    elif not isinstance(predictions, (list, tuple)):
+        raise TypeError(f"predictions: a list of dicts or a pandas DataFrame, got {type(predictions).__name__}")
+    return "".join(json.dumps(row, default=_plain) + "\n" for row in predictions).encode("utf-8")
+
+
+def _missing(value) -> bool:
+    """Whether a DataFrame cell is a missing value (None, NaN, pandas' NA); a list never is."""
+    import pandas as pd
+
+    return not isinstance(value, (list, tuple, np.ndarray)) and bool(pd.isna(value))
+
+
+def _plain(value):
+    """numpy arrays and scalars (a DataFrame's cells) as the JSON values they hold."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"a {type(value).__name__} is not a JSON value")
 
 
 def _dialogue_index(gold: Gold) -> dict[str, int]:
