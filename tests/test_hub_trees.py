@@ -37,12 +37,12 @@ from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
 from space.leaderboard import GROUPS
 from tests.scoring_fixtures import synthetic_gold
+from tests.hub_envs import hub_env
 from tests.space_support import free_port
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 from tests.test_metrics_standalone import _module_inputs, _scorer_values, _submission
 
 ROOT = Path(__file__).resolve().parents[1]
-UV = Path(sys.executable).with_name("uv")
 #: A seed nobody could guess (blind refuses guessable ones).
 SECRET_SEED = 2**62 + 271828
 #: What a Gradio Space's image has besides the repo's requirements: ``spaces`` (Gradio on Spaces
@@ -70,25 +70,6 @@ def release(tmp_path_factory) -> dict[str, Path]:
             "--dry-run", str(root / "trees")]
     assert publish_main(args) == 0
     return {"full": full, "public": root / "public", "gold": root / "gold", "trees": root / "trees", "root": root}
-
-
-_ENVS: dict[str, Path] = {}
-
-
-def hub_env(requirements: list[str], base: Path) -> Path:
-    """A fresh virtual environment with exactly ``requirements`` (built once per set and session);
-    returns its python."""
-    key = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:12]
-    if key not in _ENVS:
-        if not UV.is_file():
-            pytest.fail(f"{UV}: uv is not installed (requirements.txt pins it; ./setup.sh installs it)")
-        env = base / f"env-{key}"
-        subprocess.run([str(UV), "venv", "-q", "--python", sys._base_executable, str(env)], check=True, timeout=300)
-        done = subprocess.run([str(UV), "pip", "install", "-q", "--python", str(env / "bin" / "python"), *requirements],
-                              capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-3000:]
-        _ENVS[key] = env / "bin" / "python"
-    return _ENVS[key]
 
 
 def tree_requirements(tree: Path) -> list[str]:

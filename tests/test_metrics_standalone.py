@@ -9,13 +9,14 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from metrics.score import score_submission
 from metrics.submission import parse_submission
+from publishing.closure import pins
+from tests.hub_envs import hub_env
 from tests.scoring_fixtures import sklearn_ndcg, synthetic_gold
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def _scorer_values(scores: dict) -> dict[str, dict[str, float]]:
     }
 
 
-def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_the_scorer(tmp_path):
+def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_the_scorer(tmp_path, tmp_path_factory):
     gold = synthetic_gold(10, random.Random(11))
     lines = _submission(gold, random.Random(12))
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
@@ -94,8 +95,9 @@ def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_
         (tmp_path / folder).mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HF_DATASETS_CACHE", "HF_EVALUATE_CACHE", "HF_MODULES_CACHE")}
     env.update(HOME=str(tmp_path / "home"), HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    python = hub_env([pins()[d] for d in ("datasets", "evaluate", "numpy")], tmp_path_factory.getbasetemp())  # what a metric imports
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "calls.json")],
+        [str(python), "-c", SCRIPT, str(tmp_path / "calls.json")],
         cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,0 +1,31 @@
+"""Fresh virtual environments with exactly the given requirements (uv, from PyPI), built once per
+set and session: where the tests run a Hub tree, or a metric folder copied alone, as users do."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+UV = Path(sys.executable).with_name("uv")
+
+_ENVS: dict[str, Path] = {}
+
+
+def hub_env(requirements: list[str], base: Path) -> Path:
+    """A fresh virtual environment with exactly ``requirements`` (built once per set and session);
+    returns its python."""
+    key = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:12]
+    if key not in _ENVS:
+        if not UV.is_file():
+            pytest.fail(f"{UV}: uv is not installed (requirements.txt pins it; ./setup.sh installs it)")
+        env = base / f"env-{key}"
+        subprocess.run([str(UV), "venv", "-q", "--python", sys._base_executable, str(env)], check=True, timeout=300)
+        done = subprocess.run([str(UV), "pip", "install", "-q", "--python", str(env / "bin" / "python"), *requirements],
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        _ENVS[key] = env / "bin" / "python"
+    return _ENVS[key]
