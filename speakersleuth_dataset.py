@@ -21,6 +21,9 @@ What this module offers on top:
 - ``validate_folder`` / ``python -m speakersleuth_dataset validate --dataset <folder or Hub id>``: schema, ids, labels
   against provenance, discrimination answers, and every clip decoded as ``datasets`` decodes it.
 - ``load``: ``load_dataset`` on a folder by absolute path, offline.
+- ``collate``: rows of any config as one batch for a torch ``DataLoader`` (audio decoded and
+  zero-padded, with lengths and masks); ``COLUMN_DESCRIPTIONS``: what each column means (the card's
+  data-fields section); ``shard_metadata``: the card's ``dataset_info`` and ``size_categories``.
 - ``read_gold`` and ``read_rows``: fast pyarrow readers that skip audio (for the scorer) or read one
   instance (for the Space viewer) without decoding the whole dataset.
 - ``write_blind`` / ``python -m speakersleuth_dataset blind --dataset <build> --public-out <dir> --gold-out <dir>``:
