@@ -274,8 +274,8 @@ def place_labels(points: list[dict]) -> None:
                 break
 
 
-#: Name of the chart's dataset of points (one per submission) in its spec.
-POINTS = "points"
+#: What the chart knows of each point.
+POINT_FIELDS = ["model", "organisation", "type", "verified", "rank", "s1", "s23", "description", "side"]
 
 
 def bias_spec(entries: Scored, variant: str) -> dict:
@@ -304,16 +304,20 @@ def bias_spec(entries: Scored, variant: str) -> dict:
     place_labels(points)
     spec = dict(_bias_chart_spec())
     spec["title"] = f"Detection bias on this build ({variant}); {len(points)} submission(s)"
-    spec["data"] = {"name": POINTS}
-    spec["datasets"] = {**spec.get("datasets", {}), POINTS: points}
+    spec["data"] = {"values": points}  # inline: Gradio's chart draws top-level data given by value
     return spec
 
 
 @functools.cache
 def _bias_chart_spec() -> dict:
-    """``_bias_chart`` as a spec (JSON-ready dict): made once, never changed (``bias_spec`` copies it)."""
+    """``_bias_chart`` as a spec (JSON-ready dict) whose layers draw the top-level data
+    (``bias_spec`` puts the points there): made once, never changed."""
+    chart = _bias_chart()
+    chart.data = pd.DataFrame(columns=POINT_FIELDS)
     with alt.utils.schemapi.debug_mode(False):
-        return _bias_chart().to_dict(validate=False)
+        spec = chart.to_dict(validate=False)
+    del spec["datasets"][spec.pop("data")["name"]]
+    return spec
 
 
 def _bias_chart() -> alt.LayerChart:
@@ -486,7 +490,7 @@ class LeaderboardViews:
         if key not in view.tables:
             frame, datatypes = leaderboard_frame(view.entries, groups)
             view.tables[key] = table_payload(frame, datatypes, f"Submissions on this build ({variant}): {len(frame)}")
-        return gr.update(value=view.tables[key]), view.chart, str(view.csv_path)
+        return view.tables[key], view.chart, str(view.csv_path)  # a value, not gr.update: no new component per refresh
 
     def refresh(self, *groups):
         """Every variant's table, chart and CSV path; ``groups`` holds each variant's column groups."""

@@ -127,7 +127,9 @@ def test_chart_is_a_themeable_vega_lite_spec_with_names_as_text(store, gold):
     alt.LayerChart.from_dict(spec)  # valid Vega-Lite: Altair checks the spec against the schema
     assert spec["background"] == "transparent" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
     assert spec["config"]["axis"]["labelColor"] == "currentColor"  # the page's text colour, light or dark
-    points = [row for rows in spec["datasets"].values() for row in rows if "model" in row]
+    points = spec["data"]["values"]
+    marks = [layer for layer in spec["layer"] if layer["mark"]["type"] in ("point", "text") and "model" in json.dumps(layer)]
+    assert marks and all("data" not in layer for layer in marks)  # the points' and names' layers draw these points
     assert {p["model"] for p in points} == {XSS, CJK}  # no point without the S1/S2/S3 accuracies
     assert {p["model"]: p["verified"] for p in points} == {XSS: leaderboard.VERIFIED_NO, CJK: leaderboard.VERIFIED_YES}
     assert {p["model"]: p["description"] for p in points} == {XSS: XSS, CJK: f"{CJK} (verified baseline)"}  # screen readers
