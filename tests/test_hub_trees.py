@@ -15,6 +15,7 @@ no repository on the path and empty caches.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
 import os
@@ -330,3 +331,54 @@ def test_dataset_tree_loads_with_load_dataset_and_decodes(release, tmp_path):
     assert got["detection/test"][:2] == [len(gold.tasks["detection"]), ssd.SAMPLING_RATE]
     assert got["discrimination/test"][0] == len(gold.tasks["discrimination"])
     assert "label" not in got["detection/test"][2] and "label" in got["detection-validation/validation"][2]
+
+
+# ---------------------------------------------------------------------------------------- the push
+
+
+class RecordingApi:
+    """``HfApi``'s calls that ``push`` makes, recorded (no network); each upload lists the files it would send."""
+
+    calls: list = []
+
+    def __init__(self, token=None):
+        self.token = token
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+        return f"https://huggingface.co/{repo_id}"
+
+    def add_space_variable(self, repo_id, key, value):
+        self.calls.append(("variable", repo_id, key, value))
+
+    def add_space_secret(self, repo_id, key, value):
+        self.calls.append(("secret", repo_id, key, value))
+
+    def upload_folder(self, *, repo_id, repo_type, folder_path, allow_patterns, delete_patterns, commit_message):
+        files = [str(p.relative_to(folder_path)) for p in Path(folder_path).rglob("*") if p.is_file()]
+        sent = sorted(f for f in files if any(fnmatch.fnmatch(f, pattern) for pattern in allow_patterns))
+        self.calls.append(("upload", repo_id, repo_type, Path(folder_path), sent, delete_patterns))
+
+
+def test_push_creates_each_repo_and_uploads_exactly_its_dry_run_tree(release, monkeypatch, capsys):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
+    RecordingApi.calls = []
+    args = ["--org", "acme", "--dataset", str(release["public"]), "--gold", str(release["gold"]), "--metrics", "--space"]
+    monkeypatch.delenv("SPEAKERSLEUTH_SPACE_TOKEN", raising=False)
+    assert publish_main(args) == 2 and "set SPEAKERSLEUTH_SPACE_TOKEN" in capsys.readouterr().err and not RecordingApi.calls
+    monkeypatch.setenv("SPEAKERSLEUTH_SPACE_TOKEN", "hf_read")
+    assert publish_main(args) == 0
+    created = {c[1]: c[2] for c in RecordingApi.calls if c[0] == "create_repo"}
+    assert created["acme/speakersleuth-gold"]["private"] and not created["acme/speakersleuth"]["private"]
+    assert created["acme/speakersleuth-leaderboard"]["space_sdk"] == "gradio"
+    assert ("variable", "acme/speakersleuth-leaderboard", "SPEAKERSLEUTH_GOLD", "acme/speakersleuth-gold") in RecordingApi.calls
+    assert ("secret", "acme/speakersleuth-leaderboard", "HF_TOKEN", "hf_read") in RecordingApi.calls
+    uploads = {c[1]: c for c in RecordingApi.calls if c[0] == "upload"}
+    assert uploads["acme/speakersleuth"][3] == release["public"]  # the build itself, not a copy
+    trees = release["trees"]
+    for repo, folder in {"acme/speakersleuth": "dataset", "acme/speakersleuth-gold": "gold", "acme/speakersleuth-leaderboard": "space",
+                           "acme/speakersleuth_ndcg": "metrics/speakersleuth_ndcg"}.items():
+        dry = sorted(str(p.relative_to(trees / folder)) for p in (trees / folder).rglob("*") if p.is_file())
+        assert uploads[repo][4] == dry and uploads[repo][5] == "*", repo
