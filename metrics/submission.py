@@ -268,6 +268,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     return obj
 
 
+#: One decoder for every line (``json.loads`` with hooks builds a new one per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+
+
 def _decode(raw: bytes) -> tuple[Any, str | None]:
     """The JSON value of one line, or an error message."""
     try:
@@ -275,7 +279,7 @@ def _decode(raw: bytes) -> tuple[Any, str | None]:
     except UnicodeDecodeError as err:
         return None, f"not valid UTF-8 (byte {err.start + 1} of the line); the file must be UTF-8"
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant), None
+        return _DECODER.decode(text), None
     except json.JSONDecodeError as err:
         return None, f"not valid JSON ({err.msg.removesuffix(' at')} at column {err.colno})"  # some messages end in "at"
     except ValueError as err:
