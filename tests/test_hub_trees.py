@@ -57,11 +57,9 @@ OAUTH = {"OAUTH_CLIENT_ID": "test-client", "OAUTH_CLIENT_SECRET": "test-secret",
 # ---------------------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> dict[str, Path]:
+def make_release(root: Path) -> dict[str, Path]:
     """A build (with a labelled validation split), its blind copy and gold, and the dry-run trees of
-    publishing them with the metric Spaces and the leaderboard."""
-    root = tmp_path_factory.mktemp("release")
+    publishing them with the metric Spaces and the leaderboard, under ``root``."""
     full = build_synthetic_dataset(root / "full", dialogues=6, variants=("main",))
     with ssd.DatasetWriter(full, "detection", "validation") as writer:
         writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
@@ -71,6 +69,18 @@ def release(tmp_path_factory) -> dict[str, Path]:
             "--dry-run", str(root / "trees")]
     assert publish_main(args) == 0
     return {"full": full, "public": root / "public", "gold": root / "gold", "trees": root / "trees", "root": root}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> dict[str, Path]:
+    return make_release(tmp_path_factory.mktemp("release"))
+
+
+def space_variables(release: dict[str, Path], port: int) -> dict[str, str]:
+    """What Spaces gives the leaderboard's process: ``SYSTEM``, ``SPACE_ID``, the OAuth client, and the
+    Space's variables (the dataset and gold, here folders; the port is Spaces' 7860 there)."""
+    return {"SYSTEM": "spaces", "SPACE_ID": "acme/speakersleuth-leaderboard", "SPEAKERSLEUTH_PORT": str(port),
+            "SPEAKERSLEUTH_DATASET": str(release["public"]), "SPEAKERSLEUTH_GOLD": str(release["gold"]), **OAUTH}
 
 
 def tree_requirements(tree: Path) -> list[str]:
@@ -205,8 +215,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     assert all("score" in json.loads(line) for line in predictions.read_text().splitlines() if '"detection"' in line)
 
     port = free_port()
-    env = clean_env(work / "home", SYSTEM="spaces", SPACE_ID="acme/speakersleuth-leaderboard", SPEAKERSLEUTH_PORT=str(port),
-                    SPEAKERSLEUTH_DATASET=str(release["public"]), SPEAKERSLEUTH_GOLD=str(release["gold"]), **OAUTH)
+    env = clean_env(work / "home", **space_variables(release, port))
     log = work / "app.log"
     with log.open("w") as out:
         process = subprocess.Popen([str(python), "space/app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
