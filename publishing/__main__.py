@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         disable_progress_bars()
     try:
         if args.dry_run is not None:
-            repos = write_trees(release, args.dry_run)
+            repos = write_trees(release, args.dry_run, progress=not args.no_progress)
             print(json.dumps([r.plan() for r in repos], indent=2))
             print(f"dry run: the trees are in {args.dry_run} (plan.json); nothing was pushed")
             return 0

@@ -94,23 +94,24 @@ def _space_repo(release: Release, folder: Path) -> Repo:
     return Repo(release.repo_id("-leaderboard"), "space", False, folder, (), variables, secrets)
 
 
-def write_trees(release: Release, out: Path, *, copy_data: bool = True) -> list[Repo]:
+def write_trees(release: Release, out: Path, *, copy_data: bool = True, progress: bool = False) -> list[Repo]:
     """Write every tree of ``release`` under ``out`` (a new or empty folder) and ``plan.json``
     (each repo: id, type, visibility, folder, file count, the Space's variables and secret names);
-    returns the repos with their files. Without ``copy_data`` the dataset and gold repos are their
-    own folders (pushed from there, only their tree's files) instead of copies under ``out``."""
+    returns the repos with their files (``progress``: a bar over the copied shards). Without
+    ``copy_data`` the dataset and gold repos are their own folders (pushed from there, only their
+    tree's files) instead of copies under ``out``."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out}: exists and is not an empty folder; the trees are written to a new one")
     repos = plan_release(release, out)
     try:
-        return _write(release, out, repos, copy_data)
+        return _write(release, out, repos, copy_data, progress)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # a refused or failed release leaves no half-written trees
         raise
 
 
-def _write(release: Release, out: Path, repos: list[Repo], copy_data: bool) -> list[Repo]:
+def _write(release: Release, out: Path, repos: list[Repo], copy_data: bool, progress: bool) -> list[Repo]:
     sources = {out / "dataset": release.dataset, out / "gold": release.gold}
     written = []
     for repo in repos:
@@ -119,7 +120,7 @@ def _write(release: Release, out: Path, repos: list[Repo], copy_data: bool) -> l
                 written.append(replace(repo, folder=Path(sources[repo.folder])))
                 continue
             repo.folder.mkdir(parents=True)
-            copy_files(Path(sources[repo.folder]), repo.files, repo.folder)
+            copy_files(Path(sources[repo.folder]), repo.files, repo.folder, progress=progress)
         elif repo.folder.parent == out / "metrics":
             write_metric_tree(repo.folder.name.removeprefix(METRIC_PREFIX), repo.folder.parent)
         else:

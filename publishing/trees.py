@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from tqdm import tqdm
 
 import speakersleuth_dataset as ssd
 from publishing.closure import ROOT, closure, pins, requirements
@@ -126,8 +127,8 @@ def check_gold(public: Path, gold: Path) -> None:
                              f"({len(want - have)} without gold, {len(have - want)} not in the copy); give the gold that blind wrote with it")
 
 
-def copy_files(folder: Path, files: tuple[str, ...], out: Path) -> None:
-    for name in files:
+def copy_files(folder: Path, files: tuple[str, ...], out: Path, *, progress: bool = False) -> None:
+    for name in tqdm(files, desc=f"copying {folder.name}", unit="file", disable=not progress):
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / name, out / name)
 
