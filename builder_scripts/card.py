@@ -18,7 +18,7 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 
-from . import artifacts
+from . import artifacts, shortcuts
 from .speaker_bank import pool_name, row_pool_name
 
 TEMPLATE = Path(__file__).with_name("dataset_card.md")
@@ -182,7 +182,7 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
     histogram(durations, root / HISTOGRAM)
     license, source_lines = licenses(sources)
     citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
-    audit_tables = "\n\n".join(
+    audit_tables = f"The features, by family:\n\n{shortcuts.feature_list()}\n\n" + "\n\n".join(
         f"**{variant}**\n\n{audit.table()}\n\n{ARTIFACTS_CAPTION}\n\n{audit.artifacts.table()}" for variant, audit in audits.items()
     )
     body = TEMPLATE.read_text(encoding="utf-8").format(

@@ -1,8 +1,9 @@
 """Stage 4 of the build, publishing: the finished units into the dataset folder.
 
 Per (variant, split) and source, the first ``wanted`` units that passed verification, in
-candidate order (``Plan.select``), through ``speakersleuth_dataset.DatasetWriter`` into the
-nine configs; then the dataset card and the validator. Publishing reads units only: every unit
+candidate order (``Plan.select``), every clip through the final audio stage
+(``final_stage.finish``), through ``speakersleuth_dataset.DatasetWriter`` into the nine configs;
+the shortcut audit of each variant (both splits) logs a warning for every cell above chance; then the dataset card and the validator. Publishing reads units only: every unit
 the selection needs must be made before (``Plan.missing_units``), else it refuses before writing.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import Counter, defaultdict
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +26,8 @@ from .plan import Part, Plan, Selection
 from .scenarios import unit_rng
 from .shortcuts import ShortcutAudit
 from .units import UnitStore
+
+log = logging.getLogger(__name__)
 
 #: The code a published folder depends on besides its units (hashed into its fingerprint).
 CODE = (Path(__file__).parent, Path(__file__).parents[1] / "speech", Path(ssd.__file__), TEMPLATE)
@@ -47,9 +51,7 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
                            f"{segment.source}/{segment.dialogue_id}); make the plan's missing_units first")
     audits, counts, dropped = {}, defaultdict(dict), Counter()
     for part, selection in selections.items():
-        audit = ShortcutAudit()
-        if part[1] == "test":  # the audit describes the benchmark itself
-            audits[part[0]] = audit
+        audit = audits.setdefault(part[0], ShortcutAudit())  # one per variant, over both splits
         dropped.update(selection.dropped)
         n = _write_part(opts, store, part, selection, audit)
         counts[part[1]][part[0]] = n
@@ -57,11 +59,15 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
         if n < wanted:
             dropped[f"{part[0]} {part[1]}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
     _remove_stale_shards(opts.out, plan)
+    for variant, audit in audits.items():
+        for line in audit.warnings(variant):
+            log.warning("warning: %s", line)
     verification = {"segment and text filter (before voicing)": dict(plan.skipped), "after conversion": dict(dropped)}
     write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts, banks=banks)
     validated = ssd.validate_folder(opts.out, check_audio=False)
     report = {"dialogues": counts["test"], "verification": verification, "rows": validated,
-              "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in audits.items()}}
+              "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published"), "warnings": a.warnings(v)}
+                                 for v, a in audits.items()}}
     if counts["validation"]:
         report["validation_dialogues"] = counts["validation"]
     write_text_atomic(stamp, json.dumps({"fingerprint": build_fingerprint(opts, plan, store), "report": report}))
@@ -75,7 +81,7 @@ def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit:
     writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant), split) for task in ssd.TASKS}
     try:
         for segment, _ in tqdm(selection.kept, desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress):
-            unit = store.load(variant, segment)
+            unit = finished(store.load(variant, segment))
             rows, discrimination = unit.records(opts.seed)
             order.shuffle(rows)
             for task in ("detection", "localization"):

@@ -1,15 +1,31 @@
-"""Shortcut audit: can the converted turn be found from anything but the voice?
+"""Shortcut audit: can anything but the voice tell the converted turn?
 
-For every kept S2/S3 instance, each non-voice feature of a clip (duration, loudness, and three
-resynthesis-artefact measures: high-band energy share, spectral flatness and DC offset) is turned into a
-guess three ways — the turn with the largest value, the smallest, and the one farthest from the
-others (|z|) — and the best of the three is scored as the feature's accuracy at picking the
-converted turn (chance 1/N) and, among the three discrimination candidates, the original
-(chance 1/3). The audit runs twice: on the clips as voice conversion leaves them next to
-untouched originals ("raw"), and on the published clips, where every turn went through the same
-analysis-resynthesis path and the same loudness normalisation ("published").
+Every clip is described by non-speaker features (``FEATURES``, grouped in ``FAMILIES``: band edge,
+spectrum, compressibility, activity, quantisation, clicks, noise floor, level, duration, DC), all
+measured on the clip's 16-bit samples as published. A classifier over all of them together (by
+default logistic regression on standardised features; ``model="boosting"``: scikit-learn's
+histogram gradient boosting, an independent check) is trained and scored with dialogue-grouped
+5-fold cross-validation, per task:
 
-Beside the guessing game, ``ArtifactRates`` counts audible resynthesis artefacts per scenario
+- detection: is an instance (its N target turns) consistent or not; balanced accuracy, chance 50 %.
+  An instance is described by, per feature, the largest and the smallest deviation of a turn from
+  the instance's median turn;
+- localization (S2, S3, both): each turn of an inconsistent instance is scored (its features and
+  their deviation from the instance's median turn) and the instance's best-scored turn is the
+  guess; accuracy, chance 1/N;
+- discrimination: each of the three candidates is scored (its features, their deviation from the
+  context turns' median and from the candidates' mean) and the best-scored one is the guess for
+  the original; accuracy, chance 1/3.
+
+A tie between the best-scored turns shares the credit, so identical clips score chance. Every
+cell has a 95 % interval from a dialogue bootstrap, and a random-gold control: the same
+classifier trained and scored with the labels permuted within each instance (the converted turn,
+the original candidate, which of a unit's three instances is consistent), which must come out at
+chance. ``warnings()`` names every cell whose interval lies above chance, with the family that
+scores highest alone (each family is scored alone for those cells: the breakdown that names what
+leaks).
+
+Beside the classifier, ``ArtifactRates`` counts audible resynthesis artefacts per scenario
 (S1: the original candidate, S2/S3: the converted ones; ``builder_scripts/artifacts.py``): the
 share of clips with an impulse (click), the share with an exact-zero run inside the speech, and
 the median harmonics-to-noise ratio. A converted candidate should carry them no more often than
@@ -18,72 +34,251 @@ the original (issue 16: S2's impulse rate within 1.5 x of S1's).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import io
+from collections.abc import Callable
 
 import numpy as np
+import soundfile as sf
+from threadpoolctl import threadpool_limits
 
 import speakersleuth_dataset as ssd
 
 from .artifacts import harmonicity, impulse_windows, zero_runs
-from .vc.base import rms
+
+SR = ssd.SAMPLING_RATE
+#: 10 ms frames of the level-based features
+FRAME = SR // 100
+#: bands (Hz) around the DSP backends' 6.4 kHz limit and the final stage's low-pass
+EDGE_BANDS = ((4800, 5200), (5200, 5600), (5600, 6000), (6000, 6400), (6400, 6800), (6800, 8000))
+#: cross-validation folds (groups: dialogues) and bootstrap resamples of the intervals
+FOLDS = 5
+BOOTSTRAP = 1000
+TASKS = ("detection", "localization_S2", "localization_S3", "localization", "discrimination")
+TASK_LABELS = {
+    "detection": "detection (balanced accuracy)",
+    "localization_S2": "localization, S2",
+    "localization_S3": "localization, S3",
+    "localization": "localization, S2 + S3",
+    "discrimination": "discrimination (pick the original)",
+}
 
 
 def _spectrum(clip: np.ndarray) -> np.ndarray:
+    """Power spectrum of 512-sample Hann frames, hop 256 (rows: frames, columns: 31.25 Hz bins)."""
+    clip = np.asarray(clip, dtype=np.float64)
+    if clip.size < 512:
+        clip = np.pad(clip, (0, 512 - clip.size))
     frames = np.lib.stride_tricks.sliding_window_view(clip, 512)[::256]
-    return np.abs(np.fft.rfft(frames * np.hanning(512), axis=1)) ** 2 + 1e-12
-
-
-def duration(clip: np.ndarray) -> float:
-    return clip.size / ssd.SAMPLING_RATE
-
-
-def loudness(clip: np.ndarray) -> float:
-    """RMS level in dB, to 0.01 dB: published clips are all normalised to one level, and what is
-    left below that (16-bit rounding, ~1e-5 dB) is no cue to anyone but made ties look unequal.
-
-    >>> loudness(np.full(16000, 0.05, dtype=np.float32)) == loudness(np.full(16000, 0.0500001, dtype=np.float32))
-    True
-    """
-    return round(float(10 * np.log10(np.mean(np.square(clip, dtype=np.float64)) + 1e-12)), 2)
-
-
-def high_band_share(clip: np.ndarray) -> float:
-    """Share of energy above 4 kHz (vocoders and PSOLA reshape the top band)."""
-    spec = _spectrum(clip)
-    return float(spec[:, 128:].sum() / spec.sum())
-
-
-def spectral_flatness(clip: np.ndarray) -> float:
-    spec = _spectrum(clip)
-    return float(np.mean(np.exp(np.mean(np.log(spec), axis=1)) / np.mean(spec, axis=1)))
+    return np.abs(np.fft.rfft(frames * np.hanning(512), axis=1)) ** 2 + 1e-20
 
 
 def dc_offset(clip: np.ndarray) -> float:
     """The clip's mean relative to its RMS level (a resynthesis can shift the waveform's zero)."""
-    level = rms(clip)
+    level = float(np.sqrt(np.mean(np.square(clip, dtype=np.float64))))
     return abs(float(np.mean(clip, dtype=np.float64))) / level if level else 0.0
 
 
-FEATURES: dict[str, Callable[[np.ndarray], float]] = {
-    "duration": duration,
-    "loudness": loudness,
-    "high_band_share": high_band_share,
-    "spectral_flatness": spectral_flatness,
-    "dc_offset": dc_offset,
+def _db(x) -> np.ndarray:
+    return 10 * np.log10(np.asarray(x, dtype=np.float64) + 1e-20)
+
+
+def _band_edge(spec: np.ndarray) -> dict[str, float]:
+    power = spec.mean(axis=0)
+    freqs = np.arange(power.size) * SR / 512
+    total = power.sum()
+    bands = {f"band_{lo / 1000:g}_{hi / 1000:g}_khz_db": float(_db(power[(freqs >= lo) & (freqs < hi)].sum() / total))
+             for lo, hi in EDGE_BANDS}
+    values = list(bands.values())
+    return bands | {"edge_drop_5.6_khz_db": values[1] - values[2], "edge_drop_6.4_khz_db": values[3] - values[4]}
+
+
+def _spectrum_shape(spec: np.ndarray) -> dict[str, float]:
+    """The shape of the speech band below the band-edge family's bands (0-4.8 kHz): the share of
+    its upper half, and its flatness."""
+    band = spec[:, : int(EDGE_BANDS[0][0] / (SR / 512))]
+    flatness = np.exp(np.mean(np.log(band), axis=1)) / np.mean(band, axis=1)
+    return {"upper_half_share": float(band[:, band.shape[1] // 2:].sum() / band.sum()), "spectral_flatness": float(np.mean(flatness))}
+
+
+def _flac_rate(pcm: np.ndarray) -> dict[str, float]:
+    buffer = io.BytesIO()
+    sf.write(buffer, pcm, SR, format="FLAC", subtype="PCM_16", compression_level=ssd.FLAC_LEVELS[0])
+    return {"flac_bytes_per_second": len(buffer.getvalue()) / (pcm.size / SR)}
+
+
+def _frame_levels(x: np.ndarray) -> np.ndarray:
+    n = max(1, x.size // FRAME)
+    frames = np.pad(x, (0, max(0, FRAME - x.size)))[: n * FRAME].reshape(n, FRAME)
+    return _db(np.mean(frames**2, axis=1))
+
+
+def _activity(levels: np.ndarray) -> dict[str, float]:
+    return {f"active_fraction_{r}_db": float(np.mean(levels > levels.max() - r)) for r in (20, 40)}
+
+
+def _noise_floor(levels: np.ndarray) -> dict[str, float]:
+    floor = float(np.percentile(levels, 10))
+    return {"noise_floor_db": floor, "noise_floor_below_median_db": float(np.median(levels)) - floor}
+
+
+def _level(x: np.ndarray) -> dict[str, float]:
+    return {"rms_db": float(_db(np.mean(x**2))), "peak_db": float(_db(np.max(np.abs(x)) ** 2))}
+
+
+def _clicks(x: np.ndarray) -> dict[str, float]:
+    return {"impulse_windows_per_second": impulse_windows(x) / (x.size / SR), "exact_zero_runs": float(zero_runs(x))}
+
+
+#: family -> how its features are computed from (16-bit samples, float samples, spectrum, 10 ms levels)
+_FAMILY_FEATURES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, float]]] = {
+    "band edge": lambda pcm, x, spec, levels: _band_edge(spec),
+    "spectrum": lambda pcm, x, spec, levels: _spectrum_shape(spec),
+    "compressibility": lambda pcm, x, spec, levels: _flac_rate(pcm),
+    "activity": lambda pcm, x, spec, levels: _activity(levels),
+    "quantisation": lambda pcm, x, spec, levels: {"distinct_value_share": np.unique(pcm).size / pcm.size},
+    "clicks": lambda pcm, x, spec, levels: _clicks(x),
+    "noise floor": lambda pcm, x, spec, levels: _noise_floor(levels),
+    "level": lambda pcm, x, spec, levels: _level(x),
+    "duration": lambda pcm, x, spec, levels: {"duration_seconds": x.size / SR},
+    "DC": lambda pcm, x, spec, levels: {"dc_offset": dc_offset(x)},
 }
 
 
-def _credit(values: Sequence[float], truth: int) -> dict[str, float]:
-    """Credit of each guessing rule for picking index ``truth``; a tie shares the credit, so
-    equal values (e.g. every candidate of a clip has the same duration) score chance."""
-    v = np.asarray(values, dtype=np.float64)
-    spread = v.std() or 1.0
-    scores = {"max": v, "min": -v, "outlier": np.abs((v - v.mean()) / spread)}
-    credit = {}
-    for rule, score in scores.items():
-        best = np.flatnonzero(np.isclose(score, score.max(), rtol=1e-9, atol=1e-12))
-        credit[rule] = 1.0 / best.size if truth in best else 0.0
-    return credit
+def features(clip: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{family: {feature: value}}`` of one clip, measured on its 16-bit samples as published."""
+    pcm = ssd.pcm16(np.asarray(clip, dtype=np.float32).reshape(-1))
+    x = pcm.astype(np.float64) / 32768
+    spec, levels = _spectrum(x), _frame_levels(x)
+    return {family: compute(pcm, x, spec, levels) for family, compute in _FAMILY_FEATURES.items()}
+
+
+#: family -> its feature names, in the order of ``feature_vector``
+FAMILIES: dict[str, list[str]] = {family: list(values) for family, values in features(np.ones(SR, dtype=np.float32) * 0.1).items()}
+FEATURES: list[str] = [name for names in FAMILIES.values() for name in names]
+
+
+def feature_vector(clip: np.ndarray) -> np.ndarray:
+    return np.array([v for values in features(clip).values() for v in values.values()], dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------- task tables
+
+
+def _relative(rows: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """Each row's features and their deviation from the context rows' median."""
+    return np.hstack([rows, rows - np.median(context, axis=0)])
+
+
+def task_tables(turns: np.ndarray, k: int, converted: dict[str, np.ndarray]) -> dict[str, list[tuple[np.ndarray, int]]]:
+    """One unit's rows for each task: ``{task: [(feature rows, index of the true row)]}`` (detection:
+    one row per instance, the truth 1 when inconsistent). ``turns``: N x F original turns, ``k``:
+    the converted turn (0-based), ``converted``: S2/S3 -> F features of the converted turn k."""
+    tables: dict[str, list] = {task: [] for task in TASKS}
+    for scenario in ("S1", "S2", "S3"):
+        instance = turns.copy()
+        if scenario != "S1":
+            instance[k] = converted[scenario]
+        deviation = instance - np.median(instance, axis=0)
+        tables["detection"].append((np.hstack([deviation.max(axis=0), deviation.min(axis=0)])[None], int(scenario != "S1")))
+        if scenario != "S1":
+            rows = _relative(instance, instance)
+            tables[f"localization_{scenario}"].append((rows, k))
+            tables["localization"].append((rows, k))
+    candidates = np.stack([turns[k], converted["S2"], converted["S3"]])
+    context = np.delete(turns, k, axis=0)
+    rows = np.hstack([_relative(candidates, context), candidates - candidates.mean(axis=0)])
+    tables["discrimination"].append((rows, 0))
+    return tables
+
+
+def _columns(task: str, names: list[str], family: list[str] | None) -> np.ndarray:
+    """Column indices of ``family``'s features in a task's rows (all columns when None)."""
+    copies = 3 if task == "discrimination" else 2
+    wanted = np.array([family is None or n in family for n in names])
+    return np.flatnonzero(np.tile(wanted, copies))
+
+
+def make_model(model: str):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if model == "logistic":
+        return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, solver="liblinear", class_weight="balanced", random_state=0))
+    if model == "boosting":
+        return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, class_weight="balanced", random_state=0)
+    raise ValueError(f"unknown shortcut-audit model {model!r}; use 'logistic' or 'boosting'")
+
+
+def _credits(scores: np.ndarray, truth: int) -> float:
+    best = np.flatnonzero(np.isclose(scores, scores.max(), rtol=1e-9, atol=1e-12))
+    return 1.0 / best.size if truth in best else 0.0
+
+
+def _folds(groups: np.ndarray):
+    from sklearn.model_selection import GroupKFold
+
+    n = min(FOLDS, np.unique(groups).size)
+    return GroupKFold(n_splits=n).split(groups, groups=groups) if n >= 2 else []
+
+
+def cross_validated(task: str, instances: list[tuple[np.ndarray, int]], groups: np.ndarray, model: str) -> np.ndarray:
+    """Per instance, the credit of the cross-validated guess (detection: 1/0 guess of the class)."""
+    sizes = np.array([rows.shape[0] for rows, _ in instances])
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    X = np.vstack([rows for rows, _ in instances])
+    if task == "detection":
+        y = np.array([truth for _, truth in instances])
+    else:
+        y = np.concatenate([np.arange(size) == truth for size, (_, truth) in zip(sizes, instances)]).astype(int)
+    out = np.full(len(instances), np.nan)
+    with threadpool_limits(limits=1):  # small fits: threads only contend (OpenMP in boosting)
+        _fit_folds(task, X, y, starts, instances, groups, model, out)
+    return out
+
+
+def _fit_folds(task, X, y, starts, instances, groups, model, out) -> None:
+    for train, test in _folds(groups):
+        rows_train = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in train])
+        if np.unique(y[rows_train]).size < 2:
+            continue
+        fitted = make_model(model).fit(X[rows_train], y[rows_train])
+        rows_test = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in test])
+        scores = dict(zip(rows_test, fitted.predict_proba(X[rows_test])[:, 1]))
+        for i in test:
+            mine = np.array([scores[r] for r in range(starts[i], starts[i + 1])])
+            out[i] = float(mine[0] >= 0.5) if task == "detection" else _credits(mine, instances[i][1])
+
+
+def score_cell(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> dict[str, float]:
+    """Percent score (balanced accuracy for detection) with a 95 % dialogue-bootstrap interval."""
+    names, inverse = np.unique(groups, return_inverse=True)
+    if task == "detection":  # per dialogue: correct and all instances of each class
+        parts = [np.bincount(inverse, weights=w, minlength=names.size)
+                 for c in (0, 1) for w in ((truth == c) & (credits == c), truth == c)]
+    else:
+        parts = [np.bincount(inverse, weights=credits, minlength=names.size), np.bincount(inverse, minlength=names.size)]
+    parts = np.array(parts, dtype=np.float64)
+    draws = np.random.default_rng(0).integers(0, names.size, (BOOTSTRAP, names.size))
+
+    def score(totals: np.ndarray) -> np.ndarray:  # totals: parts summed over the drawn dialogues
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares = totals[0::2] / totals[1::2]
+        return np.nanmean(shares, axis=0)
+
+    low, high = np.percentile(score(parts[:, draws].sum(axis=2)), [2.5, 97.5])
+    return {"score": round(100 * float(score(parts.sum(axis=1))), 1), "low": round(100 * float(low), 1), "high": round(100 * float(high), 1)}
+
+
+def permuted(task: str, instances: list[tuple[np.ndarray, int]], rng: np.random.Generator) -> list[tuple[np.ndarray, int]]:
+    """The random-gold control: the true row of each instance drawn at random; for detection,
+    the labels of each unit's three instances (S1, S2, S3, in that order) shuffled among them."""
+    if task != "detection":
+        return [(rows, int(rng.integers(rows.shape[0]))) for rows, _ in instances]
+    labels = np.array([truth for _, truth in instances]).reshape(-1, 3)
+    shuffled = np.concatenate([rng.permutation(unit) for unit in labels])
+    return [(rows, int(t)) for (rows, _), t in zip(instances, shuffled)]
 
 
 class ArtifactRates:
@@ -145,72 +340,140 @@ class ArtifactRates:
 
 
 class ShortcutAudit:
-    """Accumulates the audit unit by unit (memory stays flat), then reports percentages.
+    """Collects every unit's features (memory stays small: features, not clips), then fits.
 
-    The converted-turn figure is also reported per scenario: S2 changes the gender, so part of
-    what a spectral feature finds there is the new voice itself; S3 (a similar voice of the same
-    gender) shows the artefacts more purely.
+    ``add(unit)`` measures the published clips (``unit.targets``, ``unit.converted``) and, when the
+    unit has them, the raw ones (``raw_targets``, ``raw_converted``: the originals as voiced next to
+    the conversion's output, a contrast that shows what resynthesis and the final stage remove).
+    ``model``: ``"logistic"`` (the card's) or ``"boosting"``; ``families=False`` skips the
+    per-family breakdown of the cells above chance; ``tasks``: which of ``TASKS`` to fit.
     """
 
-    RULES = ("max", "min", "outlier")
-    TASKS = ("converted_turn", "converted_turn_S2", "converted_turn_S3", "original_candidate")
+    STAGES = ("raw", "published")
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "logistic", families: bool = True, tasks: tuple[str, ...] = TASKS) -> None:
+        make_model(model)  # an unknown model is refused now, not after the build
+        unknown = set(tasks) - set(TASKS)
+        if unknown:
+            raise ValueError(f"unknown shortcut-audit tasks {sorted(unknown)}; use {', '.join(TASKS)}")
+        self.model, self.families, self.tasks = model, families, tuple(tasks)
         self.num_turns: int | None = None
         self.artifacts = ArtifactRates()
-        self._hits = {
-            (stage, task, name): {r: [] for r in self.RULES}
-            for stage in ("raw", "published") for task in self.TASKS for name in FEATURES
-        }
+        self._tables = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
+        self._groups = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
+        self._results: dict[str, dict] = {}
 
     def add(self, unit) -> None:
         k = unit.converted_turn - 1
         self.num_turns = len(unit.targets)
-        stages = (("raw", unit.raw_targets, unit.raw_converted), ("published", unit.targets, unit.converted))
+        group = f"{unit.segment.source}/{unit.segment.dialogue_id}"
+        stages = [("published", unit.targets, unit.converted)]
+        if unit.raw_targets and unit.raw_converted:
+            stages.insert(0, ("raw", unit.raw_targets, unit.raw_converted))
         for stage, originals, conversions in stages:
-            voices = (("S1", originals[k], unit.segment.target_gender), ("S2", conversions["S2"], unit.s2.gender), ("S3", conversions["S3"], unit.s3.gender))
+            voices = (("S1", originals[k], unit.segment.target_gender), ("S2", conversions["S2"], unit.s2.gender),
+                      ("S3", conversions["S3"], unit.s3.gender))
             for scenario, clip, gender in voices:
                 self.artifacts.add(stage, scenario, clip, gender)
-            for name, feature in FEATURES.items():
-                base = [feature(c) for c in originals]
-                converted = {s: feature(conversions[s]) for s in ("S2", "S3")}
-                for scenario in ("S2", "S3"):
-                    values = list(base)
-                    values[k] = converted[scenario]
-                    for rule, credit in _credit(values, k).items():
-                        self._hits[(stage, "converted_turn", name)][rule].append(credit)
-                        self._hits[(stage, f"converted_turn_{scenario}", name)][rule].append(credit)
-                candidates = [base[k], converted["S2"], converted["S3"]]
-                for rule, credit in _credit(candidates, 0).items():
-                    self._hits[(stage, "original_candidate", name)][rule].append(credit)
+            turns = np.stack([feature_vector(c) for c in originals])
+            converted = {s: feature_vector(conversions[s]) for s in ("S2", "S3")}
+            for task, instances in task_tables(turns, k, converted).items():
+                self._tables[stage][task] += instances
+                self._groups[stage][task] += [group] * len(instances)
+        self._results.clear()
+
+    def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS) -> ShortcutAudit:
+        """The same collected units, fitted by another ``model`` (on ``tasks`` only)."""
+        other = ShortcutAudit(model, families, tasks)
+        other.num_turns, other.artifacts, other._tables, other._groups = self.num_turns, self.artifacts, self._tables, self._groups
+        return other
+
+    def chance(self, task: str) -> float:
+        if task == "detection":
+            return 50.0
+        return round(100 / 3, 1) if task == "discrimination" else round(100 / (self.num_turns or 1), 1)
+
+    def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> dict[str, float]:
+        instances, groups = self._tables[stage][task], np.array(self._groups[stage][task])
+        if control:
+            instances = permuted(task, instances, np.random.default_rng(1))
+        columns = _columns(task, FEATURES, family)
+        instances = [(rows[:, columns], truth) for rows, truth in instances]
+        credits = cross_validated(task, instances, groups, self.model)
+        truth = np.array([t for _, t in instances])
+        kept = ~np.isnan(credits)
+        if not kept.any():
+            return {"score": float("nan"), "low": float("nan"), "high": float("nan")}
+        return score_cell(task, credits[kept], truth[kept], groups[kept])
 
     def result(self, stage: str) -> dict:
-        """Best-rule accuracy (percent) per feature, with the chance levels, and the artefact rates."""
-        out = {task: {} for task in self.TASKS} | {"chance_turn": None, "chance_candidate": round(100 / 3, 1)}
-        out["artifacts"] = self.artifacts.result(stage)
-        if self.num_turns is None:
-            return out
-        out["chance_turn"] = round(100 / self.num_turns, 1)
-        for task in self.TASKS:
-            for name in FEATURES:
-                hits = self._hits[(stage, task, name)]
-                out[task][name] = round(100 * max(float(np.mean(h)) for h in hits.values()), 1)
-        return out
+        """``{task: {chance, all, control}}`` (raw: no control), each cell ``{score, low, high}`` in
+        percent; empty when the stage has no units."""
+        if stage not in self._results:
+            out = {}
+            for task in self.tasks if self._tables[stage]["discrimination"] else ():
+                out[task] = {"chance": self.chance(task), "all": self._cell(stage, task, None)}
+                if stage == "published":
+                    out[task]["control"] = self._cell(stage, task, None, control=True)
+            self._results[stage] = out
+        return self._results[stage]
+
+    def flagged(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Published tasks whose interval lies above chance -> each family's cell alone (empty
+        with ``families=False``)."""
+        above = [task for task, r in self.result("published").items() if r["all"]["low"] > r["chance"]]
+        if "flagged" not in self._results:
+            self._results["flagged"] = {
+                task: {f: self._cell("published", task, names) for f, names in FAMILIES.items()} if self.families else {}
+                for task in above
+            }
+        return self._results["flagged"]
+
+    def warnings(self, where: str = "") -> list[str]:
+        """One line per published cell whose interval lies above chance, naming the family that
+        scores highest alone."""
+        lines = []
+        for task, families in self.flagged().items():
+            r = self.result("published")[task]
+            line = (f"shortcut audit{' ' + where if where else ''}: {TASK_LABELS[task]} from non-speaker features "
+                    f"{_cell_text(r['all'])} is above chance ({r['chance']:.1f} %)")
+            if families:
+                family, cell = _strongest(families)
+                alone = "above chance alone" if cell["low"] > r["chance"] else "within chance alone"
+                line += f"; strongest family: {family} ({_cell_text(cell)}, {alone})"
+            lines.append(line)
+        return lines
 
     def table(self) -> str:
-        """Markdown table of both stages, for the dataset card (the artefact rates: ``artifacts.table()``)."""
-        raw, published = self.result("raw"), self.result("published")
-        lines = [
-            "| feature | converted turn, raw | converted turn, published | of which S2 / S3 | original candidate, raw | original candidate, published |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name in FEATURES:
-            cells = [raw["converted_turn"], published["converted_turn"]]
-            split = f"{published['converted_turn_S2'].get(name, float('nan')):.1f} / {published['converted_turn_S3'].get(name, float('nan')):.1f}"
-            lines.append(
-                f"| {name} | {cells[0].get(name, float('nan')):.1f} | {cells[1].get(name, float('nan')):.1f} | {split} "
-                f"| {raw['original_candidate'].get(name, float('nan')):.1f} | {published['original_candidate'].get(name, float('nan')):.1f} |"
-            )
-        chance = published["chance_turn"] or float("nan")
-        lines.append(f"| *chance* | {chance:.1f} | {chance:.1f} | {chance:.1f} / {chance:.1f} | {100 / 3:.1f} | {100 / 3:.1f} |")
+        """Markdown: per task, the classifier on all features (published and raw) and the random-gold
+        control; for a task above chance, the strongest family alone and every family's cell."""
+        published, raw, flagged = self.result("published"), self.result("raw"), self.flagged()
+        lines = ["| task | chance | published, all features | random-gold control | above chance: strongest family alone | raw, all features |",
+                 "|---|---|---|---|---|---|"]
+        for task, r in published.items():
+            best = _strongest(flagged[task]) if flagged.get(task) else None
+            strongest = f"{best[0]}: {_cell_text(best[1])}" if best else ("yes" if task in flagged else "-")
+            contrast = _cell_text(raw[task]["all"]) if task in raw else "-"
+            lines.append(f"| {TASK_LABELS[task]} | {r['chance']:.1f} % | {_cell_text(r['all'])} | {_cell_text(r['control'])} "
+                         f"| {strongest} | {contrast} |")
+        shown = [task for task, families in flagged.items() if families]
+        if shown:
+            lines += ["", "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |", "|---" * (len(shown) + 1) + "|"]
+            lines += [f"| {family} | " + " | ".join(_cell_text(flagged[t][family]) for t in shown) + " |" for family in FAMILIES]
         return "\n".join(lines)
+
+
+def _strongest(families: dict[str, dict[str, float]]) -> tuple[str, dict[str, float]]:
+    """The family that scores highest alone (families that tie with it named together)."""
+    best = max(cell["score"] for cell in families.values())
+    names = [f for f, cell in families.items() if cell["score"] == best]
+    return ", ".join(names), families[names[0]]
+
+
+def _cell_text(cell: dict[str, float]) -> str:
+    return f"{cell['score']:.1f} % [{cell['low']:.1f}–{cell['high']:.1f}]"
+
+
+def feature_list() -> str:
+    """The card's list of the audited features, by family."""
+    return "\n".join(f"- **{family}**: {', '.join(names)}" for family, names in FAMILIES.items())

@@ -1,41 +1,106 @@
-"""The shortcut audit: a feature that marks the converted turn scores 100 %, one that does not, chance."""
+"""The shortcut audit: a planted non-speaker cue is found and named by its family, the random-gold
+control stays at chance, clips that differ in the voice only score chance; and the artefact rates."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
+from scipy.signal import butter, sosfiltfilt
 
-from builder_scripts.shortcuts import ShortcutAudit
+from builder_scripts.shortcuts import FAMILIES, TASKS, ShortcutAudit
+
+SR = 16000
+LOW = butter(8, 6000, fs=SR, output="sos")
 
 
-def unit(k: int, rng: np.random.Generator) -> SimpleNamespace:
-    """Five 1 s noise turns; raw: the converted clips are 6 dB louder; published: one level, up to 16-bit rounding."""
-    turns = [rng.standard_normal(16000).astype(np.float32) * 0.05 for _ in range(5)]
-    raw_converted = {s: turns[k - 1] * 2.0 for s in ("S2", "S3")}
+def level(x: np.ndarray) -> np.ndarray:
+    return (0.05 * x / x.std()).astype(np.float32)
 
-    def level(clip):  # RMS to 0.05, then int16 rounding as in the unit cache
-        return np.round(clip * (0.05 / np.sqrt(np.mean(clip.astype(np.float64) ** 2))) * 32767) / 32767
 
+def voice(rng: np.random.Generator, seconds: float = 0.4) -> np.ndarray:
+    """A "turn": noise band-limited to 6 kHz, at one level, a different draw (voice) each time."""
+    return level(sosfiltfilt(LOW, rng.standard_normal(int(seconds * SR))))
+
+
+def unit(i: int, rng: np.random.Generator, leak: float = 0.0, raw: bool = False) -> SimpleNamespace:
+    """Five turns; turn k's S2/S3 versions are other voices, with a 6.6 kHz tone ``leak`` (its
+    amplitude) where the conversion leaves residue above the band, at the same level."""
+    k = 1 + i % 5
+    turns = [voice(rng) for _ in range(5)]
+    tone = leak * np.sin(2 * np.pi * 6600 * np.arange(turns[k - 1].size) / SR).astype(np.float32)
+    converted = {s: level(voice(rng) + tone) for s in ("S2", "S3")}
     return SimpleNamespace(
-        converted_turn=k, raw_targets=turns, raw_converted=raw_converted, segment=SimpleNamespace(target_gender="female"),
+        converted_turn=k, targets=turns, converted=converted,
+        raw_targets=turns if raw else [], raw_converted={s: c * 2 for s, c in converted.items()} if raw else {},
+        segment=SimpleNamespace(source="synthetic", dialogue_id=f"d{i // 2}", target_gender="female"),  # two units a dialogue
         s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
-        targets=[level(t) for t in turns], converted={s: level(c) for s, c in raw_converted.items()},
     )
 
 
-def test_loud_conversions_are_caught_raw_and_equal_levels_score_chance():
+#: the planted residue: a 6.6 kHz tone 50 dB under the turn, above the voice's 6 kHz band limit
+LEAK = 0.05 * np.sqrt(2) * 10 ** (-50 / 20)
+
+
+def contains_chance(cell: dict, chance: float) -> bool:
+    return cell["low"] <= chance <= cell["high"]
+
+
+@pytest.fixture(scope="module")
+def leaking():
     rng = np.random.default_rng(0)
     audit = ShortcutAudit()
-    for i in range(20):
-        audit.add(unit(1 + i % 5, rng))
-    raw, published = audit.result("raw"), audit.result("published")
-    assert raw["converted_turn"]["loudness"] == 100.0 and raw["original_candidate"]["loudness"] == 100.0
-    assert published["converted_turn"]["loudness"] == published["chance_turn"] == 20.0
-    assert published["original_candidate"]["loudness"] == published["chance_candidate"]
-    assert published["converted_turn"]["duration"] == 20.0  # equal lengths: a tie everywhere
-    assert published["converted_turn_S2"]["loudness"] == published["converted_turn_S3"]["loudness"] == 20.0
-    assert "| loudness | 100.0 | 20.0 | 20.0 / 20.0 | 100.0 | 33.3 |" in audit.table()
+    for i in range(30):
+        audit.add(unit(i, rng, leak=LEAK))
+    return audit
+
+
+def test_a_planted_band_edge_residue_is_found_and_named(leaking):
+    result = leaking.result("published")
+    for task in ("localization_S2", "localization_S3", "localization", "discrimination", "detection"):
+        assert result[task]["all"]["low"] > result[task]["chance"], task
+    warnings = leaking.warnings("main")
+    assert len(warnings) == len(TASKS)
+    assert all("strongest family: band edge (" in line and "above chance alone" in line for line in warnings), warnings
+    table = leaking.table()
+    assert "| band edge | " in table and "| localization, S3 | 20.0 % | " in table
+
+
+def test_the_random_gold_control_stays_at_chance(leaking):
+    for task, r in leaking.result("published").items():
+        assert contains_chance(r["control"], r["chance"]), (task, r["control"])
+
+
+def test_clips_that_differ_in_the_voice_only_score_chance_and_raise_no_warning():
+    rng = np.random.default_rng(1)
+    audit = ShortcutAudit()
+    for i in range(30):
+        audit.add(unit(i, rng, raw=True))
+    published, raw = audit.result("published"), audit.result("raw")
+    for task, r in published.items():
+        assert contains_chance(r["all"], r["chance"]) and contains_chance(r["control"], r["chance"]), task
+    assert audit.warnings() == [] and "| family alone (published)" not in audit.table()
+    assert raw["discrimination"]["all"]["score"] == 100.0  # raw: the conversions are 6 dB louder
+    assert raw["localization_S3"]["all"]["low"] > 90.0
+
+
+def test_the_independent_model_finds_the_same_residue(leaking):
+    boosting = leaking.with_model("boosting", families=False, tasks=("localization_S3", "discrimination"))
+    assert list(boosting.result("published")) == ["localization_S3", "discrimination"]
+    for task in ("localization_S3", "discrimination"):
+        r = boosting.result("published")[task]
+        assert r["all"]["low"] > r["chance"] and contains_chance(r["control"], r["chance"]), task
+    with pytest.raises(ValueError, match="unknown shortcut-audit model 'forest'"):
+        ShortcutAudit(model="forest")
+    with pytest.raises(ValueError, match=r"unknown shortcut-audit tasks \['speaker'\]"):
+        ShortcutAudit(tasks=("speaker",))
+
+
+def test_every_family_is_listed_with_its_features():
+    assert list(FAMILIES) == ["band edge", "spectrum", "compressibility", "activity", "quantisation", "clicks",
+                              "noise floor", "level", "duration", "DC"]
+    assert "edge_drop_6.4_khz_db" in FAMILIES["band edge"] and "flac_bytes_per_second" in FAMILIES["compressibility"]
 
 
 def test_artifact_rates_per_scenario_find_the_clicking_conversion():
@@ -54,9 +119,10 @@ def test_artifact_rates_per_scenario_find_the_clicking_conversion():
         conversions = {"S2": clicks, "S3": gapped}
         audit.add(SimpleNamespace(
             converted_turn=k, raw_targets=turns, raw_converted=conversions, targets=turns, converted=conversions,
-            segment=SimpleNamespace(target_gender="female"), s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
+            segment=SimpleNamespace(source="s", dialogue_id=str(k), target_gender="female"),
+            s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
         ))
-    rates = audit.result("published")["artifacts"]
+    rates = audit.artifacts.result("published")
     assert [rates[s]["impulse_pct"] for s in ("S1", "S2", "S3")] == [0.0, 100.0, 0.0]
     assert [rates[s]["zero_run_pct"] for s in ("S1", "S2", "S3")] == [0.0, 100.0, 100.0]
     assert rates["S1"]["clips"] == 3 and rates["S1"]["hnr_db_female"] > 25.0 and np.isnan(rates["S1"]["hnr_db_male"])

@@ -1,0 +1,100 @@
+"""The final audio stage: every published clip leaves the pipeline through ``finish``.
+
+Converted, resynthesised and reference clips alike, of every variant and source, pass through the
+same steps with the same constants just before the dataset writer (``publish``), so that nothing
+the earlier stages left in the non-speaker features (``builder_scripts/shortcuts.py``) tells a
+converted clip from an original one:
+
+1. **DC** removed (the clip's mean).
+2. **Band edge:** a linear-phase FIR low-pass (Kaiser window, ``LOW_PASS_TAPS`` taps, passband to
+   ``PASS_HZ``, at least ``STOP_DB`` down from ``STOP_HZ``), applied forwards without delay. The DSP
+   backends cut at 6.4 kHz with a Butterworth whose edge a conversion softens (the level drop from
+   6.0-6.4 to 6.4-6.8 kHz was 1-2 dB shallower on converted turns); the stage cuts 800 Hz below it,
+   so whatever any backend left at or above 5.6 kHz is at least ``STOP_DB`` under the noise floor.
+3. **Gate:** 10 ms frames more than ``GATE_DB`` below the clip's RMS (pauses, breaths, whatever
+   residue a backend leaves between words), and the frames around them beyond a ``HOLD_FRAMES``
+   hang-over, are faded out (linear 10 ms ramps), so what lies under the speech is the floor alone.
+4. **Level:** RMS to ``scenarios.TARGET_RMS_DBFS`` (the low-pass and the gate change it by a clip's
+   own amount), peak capped as there.
+5. **Noise floor:** white Gaussian noise at ``NOISE_DBFS`` RMS over the whole clip, seeded from the
+   clip itself: above the cut-off, in pauses and in the quietest frames every clip is this floor.
+6. **Quantisation:** 16 bits with TPDF dither (seeded likewise), on the grid the writer stores
+   (``speakersleuth_dataset.pcm16``: x 32768), so the writer's rounding is exact.
+
+The length is kept (a converted turn has its original's duration), and so is the timing of the
+speech: the gate removes only what is far below it. Speech below 5.2 kHz, which carries nearly
+all of what the speaker encoders use, passes unchanged but for the floor 40 dB under its level.
+The same input gives the same bytes (the generators are seeded from its samples, no global RNG).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import numpy as np
+
+from .scenarios import TARGET_RMS_DBFS, Unit, normalise_loudness
+
+SR = 16000
+PASS_HZ = 5200.0
+STOP_HZ = 5600.0
+STOP_DB = 100.0
+GATE_DB = 30.0
+HOLD_FRAMES = 2
+NOISE_DBFS = TARGET_RMS_DBFS - 40.0
+FRAME = SR // 100
+
+
+def _kaiser_low_pass() -> np.ndarray:
+    from scipy.signal import firwin, kaiserord
+
+    taps, beta = kaiserord(STOP_DB, (STOP_HZ - PASS_HZ) / (SR / 2))
+    taps += 1 - taps % 2  # odd: a whole-sample delay, removed exactly
+    return firwin(taps, (PASS_HZ + STOP_HZ) / 2, window=("kaiser", beta), fs=SR)
+
+
+LOW_PASS = _kaiser_low_pass()
+LOW_PASS_TAPS = LOW_PASS.size
+
+
+def _rng(clip: np.ndarray) -> np.random.Generator:
+    digest = hashlib.sha256(np.ascontiguousarray(clip, dtype=np.float32).tobytes()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+def _gate(x: np.ndarray) -> np.ndarray:
+    """Per-sample gain: 1 on frames within ``GATE_DB`` of the clip's RMS (and ``HOLD_FRAMES`` around them), else 0, ramped."""
+    n = -(-x.size // FRAME)
+    frames = np.pad(x, (0, n * FRAME - x.size)).reshape(n, FRAME)
+    level = np.mean(frames**2, axis=1)
+    mean = float(np.mean(x**2))
+    open_ = level > mean * 10 ** (-GATE_DB / 10)
+    held = np.convolve(open_.astype(float), np.ones(2 * HOLD_FRAMES + 1), mode="same") > 0
+    centres = (np.arange(n) + 0.5) * FRAME
+    return np.interp(np.arange(x.size), centres, held.astype(float))
+
+
+def finish(clip: np.ndarray) -> np.ndarray:
+    """The published version of ``clip`` (16 kHz mono float): same length, float32 on the 16-bit grid."""
+    clip = np.asarray(clip, dtype=np.float32).reshape(-1)
+    rng = _rng(clip)
+    x = clip.astype(np.float64) - np.mean(clip, dtype=np.float64)
+    from scipy.signal import oaconvolve
+
+    x = oaconvolve(x * _gate(x), LOW_PASS, mode="full")[LOW_PASS_TAPS // 2: LOW_PASS_TAPS // 2 + clip.size]
+    x = normalise_loudness(x, TARGET_RMS_DBFS).astype(np.float64)
+    x += rng.standard_normal(x.size) * 10 ** (NOISE_DBFS / 20)
+    dither = rng.uniform(-0.5, 0.5, x.size) + rng.uniform(-0.5, 0.5, x.size)
+    pcm = np.clip(np.rint(x * 32768 + dither), -32768, 32767)
+    return (pcm / 32768).astype(np.float32)
+
+
+def finished(unit: Unit) -> Unit:
+    """``unit`` with every clip it publishes (target turns, reference, converted turns) through ``finish``."""
+    return replace(
+        unit,
+        targets=[finish(c) for c in unit.targets],
+        reference=finish(unit.reference),
+        converted={s: finish(c) for s, c in unit.converted.items()},
+    )

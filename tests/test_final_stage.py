@@ -1,0 +1,128 @@
+"""The final audio stage: a converted-like clip and a reference-like clip of the same speech, which
+differ in every non-speaker feature before it (band edge, noise floor, quantisation, DC, level),
+come out alike after it. Each feature is measured here by an independent implementation
+(scipy.signal.welch, other frame lengths, zlib), not by the audit's code."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from scipy.signal import butter, sosfiltfilt, welch
+
+from builder_scripts.final_stage import finish
+
+SR = 16000
+
+
+def speech(seed: int = 0) -> np.ndarray:
+    """2 s of a voiced sound (140 Hz harmonics to 8 kHz, 1/f) in two bursts with pauses around them."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(2 * SR) / SR
+    voice = sum(np.sin(2 * np.pi * 140 * h * t + rng.uniform(0, 2 * np.pi)) / h for h in range(1, 57))
+    voice += 0.05 * rng.standard_normal(t.size)
+    envelope = ((t > 0.3) & (t < 0.9)) | ((t > 1.1) & (t < 1.7))
+    ramp = np.convolve(envelope.astype(float), np.hanning(321) / np.hanning(321).sum(), mode="same")
+    return voice * ramp
+
+
+def processed(clip, *, order: int, floor_dbfs: float, dbfs: float, dc: float, step: int, seed: int) -> np.ndarray:
+    """A backend's output: low-passed at 6.4 kHz (Butterworth of ``order``: a steep or soft edge),
+    noise in the pauses, a level, a DC offset, and 16-bit values on a grid of ``step`` LSBs."""
+    x = sosfiltfilt(butter(order, 6400, fs=SR, output="sos"), clip)
+    x = x * 10 ** (dbfs / 20) / np.sqrt(np.mean(x**2))
+    x = x + np.random.default_rng(seed).standard_normal(x.size) * 10 ** (floor_dbfs / 20) + dc
+    return (np.round(x * 32768 / step) * step / 32768).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    base = speech()
+    reference = processed(base, order=16, floor_dbfs=-90, dbfs=-26, dc=0.0, step=1, seed=1)
+    converted = processed(base, order=3, floor_dbfs=-58, dbfs=-23, dc=0.003, step=6, seed=2)
+    return reference, converted
+
+
+def band_db(clip, lo, hi):
+    f, p = welch(clip.astype(np.float64), fs=SR, nperseg=1024)
+    return 10 * np.log10(p[(f >= lo) & (f < hi)].sum() / p.sum())
+
+
+def floor_db(clip):
+    frames = clip[: clip.size // 480 * 480].astype(np.float64).reshape(-1, 480)  # 30 ms
+    return 10 * np.log10(np.percentile(np.mean(frames**2, axis=1), 10) + 1e-20)
+
+
+def active(clip):
+    frames = clip[: clip.size // 400 * 400].astype(np.float64).reshape(-1, 400)  # 25 ms
+    level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-20)
+    return np.mean(level > level.max() - 40)
+
+
+def measures(clip) -> dict[str, float]:
+    pcm = np.round(clip.astype(np.float64) * 32768).astype(np.int16)
+    return {
+        **{f"band {lo}-{hi} Hz (dB)": band_db(clip, lo, hi) for lo, hi in ((5600, 6000), (6000, 6400), (6400, 6800), (6800, 8000))},
+        "edge drop at 6.4 kHz (dB)": band_db(clip, 6000, 6400) - band_db(clip, 6400, 6800),
+        "noise floor (dB)": floor_db(clip),
+        "level (dB)": 20 * np.log10(np.std(clip.astype(np.float64))),
+        "DC / RMS": abs(np.mean(clip, dtype=np.float64)) / np.std(clip.astype(np.float64)),
+        "distinct values": float(np.unique(pcm).size),
+        "zlib bytes": float(len(zlib.compress(pcm.tobytes(), 9))),
+        "active fraction": active(clip),
+    }
+
+
+#: how far the two finished clips may differ on each measure (dB, ratios or shares); a band of
+#: white noise measured on 2 s varies by about 0.3 dB from one draw to another
+TOLERANCE = {
+    "band 5600-6000 Hz (dB)": 0.7, "band 6000-6400 Hz (dB)": 0.7, "band 6400-6800 Hz (dB)": 0.7, "band 6800-8000 Hz (dB)": 0.7,
+    "edge drop at 6.4 kHz (dB)": 1.0, "noise floor (dB)": 1.0, "level (dB)": 0.02, "DC / RMS": 1e-3,
+    "distinct values": 0.03, "zlib bytes": 0.02, "active fraction": 0.02,
+}
+RELATIVE = ("distinct values", "zlib bytes")
+
+
+def differs(a: dict, b: dict) -> dict[str, tuple[float, float]]:
+    out = {}
+    for name, tolerance in TOLERANCE.items():
+        gap = abs(a[name] - b[name]) / (max(abs(a[name]), abs(b[name])) if name in RELATIVE else 1.0)
+        if gap > tolerance:
+            out[name] = (round(a[name], 4), round(b[name], 4))
+    return out
+
+
+def test_the_two_clips_differ_on_every_feature_before_the_stage(pair):
+    """The fixture is a real test: before the stage every measure tells the clips apart."""
+    reference, converted = pair
+    assert set(differs(measures(reference), measures(converted))) == set(TOLERANCE)
+
+
+def test_after_the_stage_no_feature_tells_the_converted_like_clip(pair):
+    reference, converted = (finish(c) for c in pair)
+    assert reference.size == converted.size == pair[0].size
+    assert differs(measures(reference), measures(converted)) == {}
+
+
+def test_the_speech_band_passes_and_the_band_above_is_the_floor_alone(pair):
+    reference = pair[0]
+    out = finish(reference)
+    f, before = welch(reference.astype(np.float64), fs=SR, nperseg=1024)
+    _, after = welch(out.astype(np.float64), fs=SR, nperseg=1024)
+    speech_band = (f > 100) & (f < 5000) & (before > before.max() * 1e-4)
+    gain_db = 10 * np.log10(after[speech_band] / before[speech_band])
+    assert np.abs(gain_db - np.median(gain_db)).max() < 0.5  # unchanged up to one level change
+    floor = after[(f >= 5600) & (f < SR / 2)]  # the Nyquist bin has half a bin's power
+    assert 10 * np.log10(floor.max() / floor.min()) < 3.0  # white: residue would stand out
+    noise_only = finish(np.zeros(SR, dtype=np.float32))
+    assert 10 * np.log10(np.mean(after[f >= 5600]) / np.mean(welch(noise_only.astype(np.float64), fs=SR, nperseg=1024)[1][f >= 5600])) < 1.0
+
+
+def test_same_clip_same_bytes_and_on_the_writers_16_bit_grid(pair):
+    reference, converted = pair
+    once, again = finish(reference), finish(reference.copy())
+    assert once.tobytes() == again.tobytes()
+    assert not np.array_equal(finish(converted)[:SR // 4], once[:SR // 4])  # the floor is not one fixed pattern
+    scaled = once.astype(np.float64) * 32768
+    assert np.array_equal(scaled, np.round(scaled)) and np.abs(scaled).max() <= 32768
