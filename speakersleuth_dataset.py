@@ -17,9 +17,11 @@ What this module offers on top:
   name, so no clip can be told apart by its container, rate or name; every clip is read back by
   ``datasets``' own decoder (torchcodec on FFmpeg) before it is written. Shards are written under a
   temporary name and moved into place when complete: a killed build leaves nothing half-written.
-- ``write_card``: the dataset card, with its ``configs:`` block generated from ``CONFIGS``.
+- ``write_card``: the dataset card, with its ``configs:`` block generated from ``CONFIGS`` and the
+  SHA-256 of every shard (``shard_sha256``), so that anyone can check a download or a rebuild.
 - ``validate_folder`` / ``python -m speakersleuth_dataset validate --dataset <folder or Hub id>``: schema, ids, labels
-  against provenance, discrimination answers, and every clip decoded as ``datasets`` decodes it.
+  against provenance, discrimination answers, every clip decoded as ``datasets`` decodes it, and
+  every shard against the card's digest.
 - ``load``: ``load_dataset`` on a folder by absolute path, offline.
 - ``collate``: rows of any config as one batch for a torch ``DataLoader`` (audio decoded and
   zero-padded, with lengths and masks); ``COLUMN_DESCRIPTIONS``: what each column means (the card's
@@ -500,8 +502,28 @@ def _audio_bytes(value: Any) -> int:
 # ---------------------------------------------------------------------------------------- card
 
 
+#: The card's YAML key for the shards' digests: ``{path in the folder: SHA-256 hex}``.
+DIGESTS_KEY = "shard_sha256"
+
+
+def shard_digests(root: str | os.PathLike) -> dict[str, str]:
+    """The SHA-256 of every parquet shard under ``<variant>/<task>/``, by its path in the folder
+    (sorted). A build is deterministic, so a rebuild with the same seed, sources and code has the
+    same digests; the card (which holds them) and the histogram are not shards."""
+    root = Path(root)
+    digests = {}
+    for path in sorted(p for spec in CONFIGS.values() for p in (root / spec.data_dir).glob("*.parquet")):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        digests[path.relative_to(root).as_posix()] = digest.hexdigest()
+    return digests
+
+
 def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
-    """The card's YAML header: one ``configs:`` entry per config with shards on disk."""
+    """The card's YAML header: one ``configs:`` entry per config with shards on disk, and the
+    shards' digests (``DIGESTS_KEY``)."""
     root = Path(out_dir)
     configs = []
     for spec in CONFIGS.values():
@@ -521,6 +543,7 @@ def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
         "task_categories": ["audio-classification"],
         "tags": ["speaker-consistency", "voice-conversion", "dialogue", "audio-language-models"],
         "configs": configs,
+        DIGESTS_KEY: shard_digests(root),
     }
 
 
@@ -1124,7 +1147,7 @@ def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold:
     and the gold folder's README, which says it must stay private."""
     counts = {f"{spec.name}/{split}": sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(public, spec.name, split))
               for spec in CONFIGS.values() for split in SPLITS if shard_paths(public, spec.name, split)}
-    header = {k: v for k, v in header.items() if k != "build_seed"} | {"configs": blind_card_configs(public)}
+    header = {k: v for k, v in header.items() if k not in ("build_seed", DIGESTS_KEY)} | {"configs": blind_card_configs(public)}
     write_card(public, blind_card_body(body, counts, unpaired), **header)
     write_text_atomic(gold / "README.md", (
         "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
@@ -1152,14 +1175,15 @@ def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_er
     agree with provenance (S1 <=> consistent <=> no inconsistent turn; S2/S3 <=> exactly the
     converted turn); turn lists agree with target positions; discrimination candidates, answer and
     gold ranking agree, and no candidate is in the context; with ``check_audio`` every clip decodes
-    through ``datasets``' own decoder (torchcodec on FFmpeg), 16 kHz mono and not empty. A problem
-    is named by config, split, row (its index in ``load_dataset``'s split), id, shard and column.
+    through ``datasets``' own decoder (torchcodec on FFmpeg), 16 kHz mono and not empty; every
+    shard has the SHA-256 the card records (``check_digests``). A problem is named by config,
+    split, row (its index in ``load_dataset``'s split), id, shard and column.
     """
     root = Path(root)
     if not root.is_dir():
         raise DatasetValidationError([f"{root}: no such folder"])
     blind = is_blind(root)
-    errors = _check_card(root, blind)
+    errors = _check_card(root, blind) + check_digests(root)
     ids_by_split: dict[str, list[str]] = {}
     for spec in CONFIGS.values():
         for split in SPLITS:
@@ -1176,6 +1200,32 @@ def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_er
     if errors:
         raise DatasetValidationError(errors)
     return {key: len(ids) for key, ids in ids_by_split.items()}
+
+
+def check_digests(root: str | os.PathLike) -> list[str]:
+    """One line per shard that does not match the card's ``DIGESTS_KEY``: another SHA-256, listed
+    but missing, or on disk but not listed. Empty when all match, or when the card records no
+    digests (a build made before they were recorded: ``card_digests`` is then None)."""
+    expected = card_digests(root)
+    if expected is None:
+        return []
+    actual = shard_digests(root)
+    errors = []
+    for path in sorted(set(expected) | set(actual)):
+        if path not in actual:
+            errors.append(f"{path}: listed in the card's {DIGESTS_KEY} but missing")
+        elif path not in expected:
+            errors.append(f"{path}: a shard the card's {DIGESTS_KEY} does not list")
+        elif actual[path] != expected[path]:
+            errors.append(f"{path}: SHA-256 {actual[path]} differs from the card's {expected[path]} "
+                          "(changed since the card was written, or a rebuild that differs)")
+    return errors
+
+
+def card_digests(root: str | os.PathLike) -> dict[str, str] | None:
+    """The card's shard digests (``DIGESTS_KEY``), or None when it records none."""
+    digests = _read_card(Path(root))[0].get(DIGESTS_KEY)
+    return None if digests is None else {str(k): str(v) for k, v in digests.items()}
 
 
 def _check_split(
@@ -1453,6 +1503,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for key, n in counts.items():
         print(f"{key:<30} {n:>6} rows  ok")
+    digests = card_digests(folder)
+    print(f"{len(digests)} shards match the card's SHA-256 digests" if digests is not None
+          else f"the card records no shard digests ({DIGESTS_KEY}): nothing to check the shards against")
     print(f"{args.dataset}: valid")
     return 0
 

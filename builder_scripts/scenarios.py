@@ -41,7 +41,9 @@ def unit_rng(seed: int, *parts: str) -> random.Random:
 
 
 def instance_id(variant: str, segment: Segment, kind: str, seed: int) -> str:
-    """An opaque id: it names the variant but reveals neither the scenario nor the answer."""
+    """The id of an instance: the variant and a hash of the seed, the dialogue and ``kind`` (the
+    scenario, or discrimination). Opaque only without the seed: with a seed anyone can try (the
+    default 0) the scenario of a row follows from its id and ``dialogue_id``."""
     digest = hashlib.sha256(f"{seed}/{segment.source}/{segment.dialogue_id}/{kind}".encode()).hexdigest()
     return f"{variant}-{digest[:12]}"
 

@@ -264,8 +264,10 @@ def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path,
 
 
 def test_a_library_caller_builds_in_shard_processes_to_the_same_dataset(built, tmp_path, corpus):
-    """``build(jobs=2)``: two shard processes, then the merge, as the CLI's
-    ``--jobs 2`` does; same seed, same dataset as one process."""
+    """``build(jobs=2)``: two shard processes, then the merge, as the CLI's ``--jobs 2`` does;
+    same seed, same dataset as one process: two cold builds (empty caches; one process on all
+    cores, two on one thread each) write byte for byte the same shards, card and histogram, and
+    the card's digests are the shards'."""
     tmp, _ = built
     report = pipeline.build(options(tmp_path), sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2)
     shards = sorted(p.name for p in (tmp_path / "cache").glob("build_report.shard*.json"))
@@ -274,6 +276,15 @@ def test_a_library_caller_builds_in_shard_processes_to_the_same_dataset(built, t
     shard_walls = [json.loads((tmp_path / "cache" / name).read_text())["seconds"]["wall"] for name in shards]
     assert report["seconds"]["shards"] >= max(shard_walls), "the report counts the shards' time too"
     assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
+    assert published(tmp_path / "speakersleuth") == published(tmp / "speakersleuth")
+    assert ssd.card_digests(tmp_path / "speakersleuth") == ssd.shard_digests(tmp_path / "speakersleuth")
+
+
+def published(root: Path) -> dict[str, str]:
+    """The SHA-256 of every file of a built folder but the hidden build stamp (which names the
+    build's own cache folder)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
 
 
 SHARDED_BUILD = """
