@@ -22,6 +22,7 @@ import speakersleuth_dataset as ssd
 from speech.files import write_text_atomic
 
 from .card import TEMPLATE, write_dataset_card
+from .final_stage import finished
 from .plan import Part, Plan, Selection
 from .scenarios import unit_rng
 from .shortcuts import ShortcutAudit
