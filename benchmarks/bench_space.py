@@ -18,7 +18,9 @@ leaves the machine.
   one client process each (spawned; its own model name and ``X-Forwarded-For`` address, so each
   is its own submitter and leaderboard row, as separate machines would be), all started and
   connected first, then released together by one event. The clients still share the machine's
-  cores with the server, so they are niced by ``--client-nice`` (10) to let it be scheduled first;
+  cores with the server, so they are niced by ``--client-nice`` (10) to let it be scheduled first
+  (``--client-nice idle``: SCHED_IDLE, so they run only on CPU the server leaves: 50 niced clients
+  still outweigh one server process);
   the CPU the server process and the clients used over that phase, and the ``/leaderboard`` calls
   made, are printed. ``--profile-server FILE``: py-spy (``--py-spy``, e.g. ``pip install --target
   /tmp/pyspy py-spy``) records the server process (the GIL-holding thread, collapsed stacks) over
@@ -267,12 +269,15 @@ def round_trip(client, path: Path, name: str, timeout_s: float) -> tuple[float, 
     return acknowledged, time.perf_counter() - start, polls
 
 
-def crowd_member(url: str, name: str, path: str, address: str, timeout_s: float, niceness: int, ready, go, results) -> None:
+def crowd_member(url: str, name: str, path: str, address: str, timeout_s: float, niceness: int | str, ready, go, results) -> None:
     """One concurrent submitter, in its own process: connect, say so on ``ready``, wait for ``go``,
     then time ``round_trip`` and put ``(name, timing or None, error or None, CPU seconds of this
     process during it)`` on ``results``. ``niceness``: added to this process's (so that on one
-    machine the server is scheduled before the clients, as if they were elsewhere)."""
-    if niceness:
+    machine the server is scheduled before the clients, as if they were elsewhere), or ``"idle"``:
+    Linux's SCHED_IDLE, so the process runs only on CPU time nothing else wants."""
+    if niceness == "idle":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    elif niceness:
         os.nice(niceness)
     try:
         client = make_client(url, timeout_s, address)
@@ -643,8 +648,8 @@ def main() -> None:
     parser.add_argument("--reloads", type=at_least(0), default=5, help="browser reloads after the first load")
     parser.add_argument("--duplicates", type=at_least(1), default=100, help="padded duplicates submitted")
     parser.add_argument("--pad-mb", type=float, default=4.0, help="size of the largest padded duplicate (MB)")
-    parser.add_argument("--client-nice", type=at_least(0), default=10,
-                        help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal)")
+    parser.add_argument("--client-nice", type=lambda v: v if v == "idle" else at_least(0)(v), default=10,
+                        help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal; idle: SCHED_IDLE)")
     parser.add_argument("--profile-server", type=Path, help="latency: record the server process with py-spy during the concurrent phase into this file (collapsed stacks) and print where its time goes")
     parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy", help="the py-spy executable for --profile-server")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one submission or page load may take")
