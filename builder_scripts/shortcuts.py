@@ -20,8 +20,8 @@ histogram gradient boosting, an independent check) is trained and scored with di
 A tie between the best-scored turns shares the credit, so identical clips score chance. Every
 cell has a 95 % interval from a dialogue bootstrap, and a random-gold control: the same
 classifier trained and scored with the labels permuted within each instance (the converted turn,
-the original candidate, which of a unit's three instances is consistent), which must come out at
-chance. ``warnings()`` names every cell whose interval lies above chance, with the family that
+the original candidate, which of a unit's three instances is consistent; ``CONTROL_DRAWS``
+permutations pooled by default), which must come out at chance. ``warnings()`` names every cell whose interval lies above chance, with the family that
 scores highest alone (each family is scored alone for those cells: the breakdown that names what
 leaks).
 
@@ -53,6 +53,8 @@ EDGE_BANDS = ((4800, 5200), (5200, 5600), (5600, 6000), (6000, 6400), (6400, 680
 #: cross-validation folds (groups: dialogues) and bootstrap resamples of the intervals
 FOLDS = 5
 BOOTSTRAP = 1000
+#: random golds pooled in the control by default (one draw on a small build lands far from chance too often)
+CONTROL_DRAWS = 20
 TASKS = ("detection", "localization_S2", "localization_S3", "localization", "discrimination")
 TASK_LABELS = {
     "detection": "detection (balanced accuracy)",
@@ -346,17 +348,19 @@ class ShortcutAudit:
     unit has them, the raw ones (``raw_targets``, ``raw_converted``: the originals as voiced next to
     the conversion's output, a contrast that shows what resynthesis and the final stage remove).
     ``model``: ``"logistic"`` (the card's) or ``"boosting"``; ``families=False`` skips the
-    per-family breakdown of the cells above chance; ``tasks``: which of ``TASKS`` to fit.
+    per-family breakdown of the cells above chance; ``tasks``: which of ``TASKS`` to fit;
+    ``control_draws``: how many random golds the control pools.
     """
 
     STAGES = ("raw", "published")
 
-    def __init__(self, model: str = "logistic", families: bool = True, tasks: tuple[str, ...] = TASKS) -> None:
+    def __init__(self, model: str = "logistic", families: bool = True, tasks: tuple[str, ...] = TASKS,
+                 control_draws: int = CONTROL_DRAWS) -> None:
         make_model(model)  # an unknown model is refused now, not after the build
         unknown = set(tasks) - set(TASKS)
         if unknown:
             raise ValueError(f"unknown shortcut-audit tasks {sorted(unknown)}; use {', '.join(TASKS)}")
-        self.model, self.families, self.tasks = model, families, tuple(tasks)
+        self.model, self.families, self.tasks, self.control_draws = model, families, tuple(tasks), control_draws
         self.num_turns: int | None = None
         self.artifacts = ArtifactRates()
         self._tables = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
@@ -382,9 +386,10 @@ class ShortcutAudit:
                 self._groups[stage][task] += [group] * len(instances)
         self._results.clear()
 
-    def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS) -> ShortcutAudit:
+    def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS,
+                   control_draws: int = CONTROL_DRAWS) -> ShortcutAudit:
         """The same collected units, fitted by another ``model`` (on ``tasks`` only)."""
-        other = ShortcutAudit(model, families, tasks)
+        other = ShortcutAudit(model, families, tasks, control_draws)
         other.num_turns, other.artifacts, other._tables, other._groups = self.num_turns, self.artifacts, self._tables, self._groups
         return other
 
@@ -394,13 +399,16 @@ class ShortcutAudit:
         return round(100 / 3, 1) if task == "discrimination" else round(100 / (self.num_turns or 1), 1)
 
     def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> dict[str, float]:
-        instances, groups = self._tables[stage][task], np.array(self._groups[stage][task])
-        if control:
-            instances = permuted(task, instances, np.random.default_rng(1))
+        """One cell; the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
+        table, groups = self._tables[stage][task], np.array(self._groups[stage][task])
         columns = _columns(task, FEATURES, family)
-        instances = [(rows[:, columns], truth) for rows, truth in instances]
-        credits = cross_validated(task, instances, groups, self.model)
-        truth = np.array([t for _, t in instances])
+        draws = [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)] if control else [table]
+        credits, truth = [], []
+        for instances in draws:
+            instances = [(rows[:, columns], t) for rows, t in instances]
+            credits.append(cross_validated(task, instances, groups, self.model))
+            truth.append(np.array([t for _, t in instances]))
+        credits, truth, groups = np.concatenate(credits), np.concatenate(truth), np.tile(groups, len(draws))
         kept = ~np.isnan(credits)
         if not kept.any():
             return {"score": float("nan"), "low": float("nan"), "high": float("nan")}
