@@ -20,6 +20,7 @@ import pytest
 import speakersleuth_dataset as ssd
 from builder_scripts.tts.kokoro import MODEL_NAME
 from tests.fresh_machine import ROOT, fresh_env
+from tests.readme_blocks import blocks
 
 pytestmark = pytest.mark.outside_in
 
@@ -134,3 +135,14 @@ def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
     for task, (metric, value) in expected.items():
         assert score[task]["coverage"] == 100.0, (task, score[task]["coverage"])
         assert score[task][metric] == pytest.approx(value, abs=1e-3), (task, metric)
+
+
+def test_the_readmes_dataset_example_prints_what_it_shows_on_a_real_build(user):
+    """The README's first Python example, as typed, from the folder that holds the build: what it
+    shows is true of a real build's rows (tests/test_readme.py runs it on a synthetic folder)."""
+    (block,) = [b for b in blocks("python") if b.output is not None and 'load_dataset("speakersleuth"' in b.text]
+    assert user["out"] == user["tmp"] / "speakersleuth"
+    script = user["tmp"] / "readme_dataset_example.py"
+    script.write_text(block.text)
+    done = _run([sys.executable, str(script)], user["tmp"], user["env"], 300)
+    assert done.stdout == block.output, done.stdout
