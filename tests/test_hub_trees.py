@@ -18,6 +18,7 @@ import base64
 import fnmatch
 import hashlib
 import json
+import re
 import os
 import random
 import shutil
@@ -236,7 +237,11 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     finally:
         process.terminate()
         process.wait(timeout=60)
-    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    # an event loop that Gradio's Spaces reloader leaves to the garbage collector after its selector
+    # closed prints this at random (interpreter noise, not an error of the app); any other traceback fails
+    text = re.sub(r"Exception ignored in: <function BaseEventLoop.__del__ at 0x[0-9a-f]+>\nTraceback \(most recent call last\):\n"
+                  r"(?:  .*\n)+ValueError: Invalid file descriptor: -1\n", "", log.read_text())
+    assert "Traceback" not in text, text[-3000:]
     assert (tree / "data" / "space" / "results.sqlite3").is_file()  # the store in the Space's working folder
 
 

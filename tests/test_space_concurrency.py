@@ -55,7 +55,7 @@ def test_parallel_submissions_lose_nothing(served):
     for r, path in zip(sorted(stored, key=lambda r: r.metadata.model_name), files):
         assert app.store.predictions(r.id) == parse_submission(path.read_bytes(), gold).canonical()
 
-    table = client.predict([], [], [], api_name="/leaderboard")[0]["value"]
+    table = client.predict([], [], [], api_name="/leaderboard")[0]
     model, balanced = table["headers"].index("Model"), table["headers"].index("Det Bal Acc")
     assert sorted(row[model] for row in table["data"]) == [f"parallel-{i:02d}" for i in range(N)]
     by_name = {row[model]: row[balanced] for row in table["data"]}
