@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import csv
 import inspect
-import os
 from math import log2
 from pathlib import Path
 
@@ -205,19 +204,17 @@ def test_module_layout_follows_evaluate_conventions(name):
         assert section in card, f"{name}/README.md lacks {section}"
 
 
-#: The files two metric folders share (each folder must stand alone): one file, in the first folder,
-#: and a link to it in the second (``evaluate.load`` and a copy of the folder read through the link;
-#: ``python -m publishing`` copies the file into each metric's Hub tree).
+#: The files two metric folders share: a real file in each (a folder copied alone, or loaded by
+#: ``evaluate.load`` from anywhere, must stand alone; a link dangled there), kept byte-identical.
 SHARED = {"scenarios.py": ("balanced_accuracy", "balanced_f1"), "rankings.py": ("ndcg", "exact_match")}
 
 
 @pytest.mark.parametrize("shared", sorted(SHARED))
-def test_a_file_two_folders_share_is_one_file_linked_from_the_second(shared):
+def test_a_file_two_folders_share_is_the_same_real_file_in_both(shared):
     first, second = (ROOT / "metrics" / name / shared for name in SHARED[shared])
-    fix = f"ln -sf ../{first.parent.name}/{shared} {second.relative_to(ROOT)}"
-    assert first.is_file() and not first.is_symlink(), f"{first.relative_to(ROOT)} must be the file itself"
-    assert second.is_symlink() and second.resolve() == first.resolve(), f"{second.relative_to(ROOT)} must link to {first.relative_to(ROOT)}: {fix}"
-    assert os.readlink(second) == f"../{first.parent.name}/{shared}", "a relative link, so that a clone anywhere resolves it"
+    for path in (first, second):
+        assert path.is_file() and not path.is_symlink(), f"{path.relative_to(ROOT)} must be a file, not a link"
+    assert first.read_bytes() == second.read_bytes(), f"{second.relative_to(ROOT)} must equal {first.relative_to(ROOT)}"
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
