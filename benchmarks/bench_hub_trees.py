@@ -24,8 +24,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from tests.hub_envs import make_env
-from tests.space_support import free_port
-from tests.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_variables, tree_requirements, wait_for
+from tests.space_support import free_port, wait_served
+from tests.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_variables, tree_requirements
 
 
 def size_mb(path: Path) -> float:
@@ -52,7 +52,7 @@ def space_start(python: Path, release: dict[str, Path], work: Path) -> float:
         process = subprocess.Popen([str(python), "space/app.py"], cwd=tree, env=clean_env(work / "home", **space_variables(release, port)),
                                    stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_for(f"http://127.0.0.1:{port}/", process, log)
+        wait_served(f"http://127.0.0.1:{port}/", process, log)
         return time.perf_counter() - start
     finally:
         process.terminate()

@@ -164,7 +164,7 @@ class Bench:
         limits and upload budget raised, see SERVER_ENV), its output in ``work/space-<part>.log``;
         yields ``(process, url)`` once the page is served, and stops the process afterwards."""
         from space.config import ENV_PREFIX
-        from tests.space_support import free_port
+        from tests.space_support import free_port, wait_served
 
         data_dir = self.work / part
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -180,7 +180,7 @@ class Bench:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            self.wait_served(process, url, log_path, started)
+            wait_served(url, process, log_path, max(self.timeout_s, 300))
             print(f"[{part}] server process {process.pid} built and serving in {time.perf_counter() - started:.1f} s "
                   f"at {url} (log {log_path})", flush=True)
             yield process, url
@@ -193,22 +193,6 @@ class Bench:
                     process.kill()
                     process.wait()
             shutil.rmtree(data_dir, ignore_errors=True)
-
-    def wait_served(self, process, url: str, log_path: Path, started: float) -> None:
-        import httpx
-
-        deadline = started + max(self.timeout_s, 300)
-        while time.perf_counter() < deadline:
-            if process.poll() is not None:
-                raise SystemExit(f"the server process ended ({process.returncode}) before serving; its log:\n"
-                                 + log_path.read_text(errors="replace")[-4000:])
-            try:
-                if httpx.get(url, timeout=5).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        raise SystemExit(f"the server process did not serve {url} within {deadline - started:.0f} s (log {log_path})")
 
     def client(self, url: str, address: str | None = None):
         return make_client(url, self.timeout_s, address)

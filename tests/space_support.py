@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -73,6 +75,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_served(url: str, process: subprocess.Popen, log: Path, timeout: float = 300) -> None:
+    """Wait until the server ``process`` (its output in ``log``) answers ``GET url`` with 200;
+    raises ``RuntimeError`` with the log's tail if it exits first or ``timeout`` seconds pass."""
+    import httpx
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode} before serving {url}:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"the server did not serve {url} within {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
 def served_config(dataset: Path, data_dir: Path, **overrides) -> SpaceConfig:

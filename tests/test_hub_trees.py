@@ -40,7 +40,7 @@ from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
 from space.leaderboard import GROUPS
 from tests.scoring_fixtures import synthetic_gold
 from tests.hub_envs import hub_env
-from tests.space_support import free_port
+from tests.space_support import free_port, wait_served
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 from tests.test_metrics_standalone import _module_inputs, _scorer_values, _submission
 
@@ -188,21 +188,6 @@ def judged(public: Path, out: Path) -> Path:
     return out
 
 
-def wait_for(url: str, process: subprocess.Popen, log: Path, timeout: float = 300) -> None:
-    import httpx
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        assert process.poll() is None, f"the app exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-        try:
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"the app did not answer {url} within {timeout} s:\n{log.read_text()[-3000:]}")
-
-
 def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_path_factory):
     from gradio_client import Client, handle_file
 
@@ -223,7 +208,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     with log.open("w") as out:
         process = subprocess.Popen([str(python), "space/app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_for(f"http://127.0.0.1:{port}/", process, log)
+        wait_served(f"http://127.0.0.1:{port}/", process, log)
         client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False, analytics_enabled=False,
                         headers={"Cookie": f"session={session_cookie('tester')}"})
         status, breakdown, _ = client.predict(handle_file(str(predictions)), "main", "centroid-judge", "", "other", "open", "", "", "",
