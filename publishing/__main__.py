@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from publishing.closure import require_checkout
 from publishing.release import Release, push, write_trees
 
 
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
         disable_progress_bars()
     try:
+        require_checkout()
         if args.dry_run is not None:
             repos = write_trees(release, args.dry_run, progress=not args.no_progress)
             print(json.dumps([r.plan() for r in repos], indent=2))

@@ -21,6 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements.txt"
 
 
+def require_checkout(root: Path = ROOT) -> None:
+    """Refuse to publish from anything but a source checkout: the trees are copied from its files
+    (``space/README.md``, the metric folders) and pinned from its ``requirements.txt``, which an
+    installed wheel does not carry."""
+    if not (root / "requirements.txt").is_file() or not (root / "space" / "README.md").is_file():
+        raise FileNotFoundError(f"python -m publishing writes the Hub trees from a SpeakerSleuth source checkout; {root} "
+                                "has no requirements.txt and space/README.md (an installed package): run it in a clone")
+
+
 @dataclass(frozen=True)
 class Closure:
     """``files``: the project files (relative to the root) an entry file needs; ``modules``: the

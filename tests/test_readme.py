@@ -160,3 +160,12 @@ def test_readme_python_block_runs(block, installed, datasets_here, tmp_path):
     if block.output is not None:
         assert done.stdout == block.output, f"README line {block.line} prints\n{done.stdout}\nnot what the README shows:\n{block.output}"
 
+
+
+def test_publishing_from_the_installed_wheel_refuses_in_one_line(installed, tmp_path):
+    """The trees are copied from a checkout's files; an installed wheel says so instead of a traceback."""
+    done = subprocess.run(["python", "-m", "publishing", "--org", "acme", "--metrics", "--dry-run", str(tmp_path / "trees")],
+                          cwd=tmp_path, env=installed, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "from a SpeakerSleuth source checkout" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "trees").exists()
