@@ -55,7 +55,7 @@ import shutil
 import sys
 import tempfile
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -563,20 +563,19 @@ def feature_type(feature: Any) -> str:
     return feature.dtype
 
 
-def data_fields_section(configs: Iterable[str]) -> str:
-    """The card's data-fields tables: per features of ``configs`` (config names), every column
-    with its type (``feature_type``) and meaning (``COLUMN_DESCRIPTIONS``), under a heading that
-    names the configs it describes."""
-    groups: dict[int, list[str]] = {}
+def data_fields_section(configs: Iterable[str], features_of: Callable[[str], Features] | None = None) -> str:
+    """The card's data-fields tables: per distinct features of ``configs`` (config names; their
+    features by ``features_of``, by default the config's own), every column with its type
+    (``feature_type``) and meaning (``COLUMN_DESCRIPTIONS``), under a heading that names the configs
+    it describes."""
+    features_of = features_of or (lambda name: get_config(name).features)
+    groups: dict[tuple, tuple[list[str], list[str]]] = {}
     for name in configs:
-        groups.setdefault(id(get_config(name).features), []).append(name)
-    parts = []
-    for names in groups.values():
         rows = [f"| `{column}` | {feature_type(feature)} | {COLUMN_DESCRIPTIONS[column]} |"
-                for column, feature in get_config(names[0]).features.items()]
-        parts.append("\n".join([f"### {', '.join(f'`{n}`' for n in names)}", "", "| column | type | meaning |",
-                                 "|---|---|---|", *rows]))
-    return "\n\n".join(parts)
+                for column, feature in features_of(name).items()]
+        groups.setdefault(tuple(rows), ([], rows))[0].append(name)
+    return "\n\n".join("\n".join([f"### {', '.join(f'`{n}`' for n in names)}", "", "| column | type | meaning |", "|---|---|---|", *rows])
+                       for names, rows in groups.values())
 
 
 def size_category(rows: int) -> str:
@@ -832,7 +831,7 @@ as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-valida
 #: Paragraphs of the build card's introduction that a blind card leaves out (they speak of gold
 #: columns and of S1/S2/S3 sharing a dialogue), by their first words; and the sections it keeps.
 BUILD_CARD_TEST_PARAGRAPHS = ("Judge each instance on its own", "Report results on `test`")
-BUILD_CARD_PUBLIC_SECTIONS = ("Sources and licenses", "Citation")
+BUILD_CARD_PUBLIC_SECTIONS = ("Data fields", "Using the data in a training loop", "Sources and licenses", "Citation")
 #: What the blind card says of the rows that share clips: paired (every row kept) or unpaired.
 BLIND_PAIRING_NOTE = {
     False: "A dialogue's S1, S2 and S3 rows (and its discrimination row) share every clip but the "
@@ -1114,10 +1113,11 @@ def blind_card_configs(public: str | os.PathLike) -> list[dict[str, Any]]:
     return configs
 
 
-def blind_card_body(body: str, counts: Mapping[str, int], unpaired: bool) -> str:
+def blind_card_body(body: str, counts: Mapping[str, int], unpaired: bool, data_fields: str = "") -> str:
     r"""The public card's body, from the build card's ``body``: its introduction without the
     paragraphs on gold columns and on the test split, ``BLIND_NOTE`` and ``BLIND_PAIRING_NOTE``,
-    the public row ``counts`` and the build's sources and citation. The build's statistics,
+    the public row ``counts``, the build's data-fields section with its tables replaced by
+    ``data_fields`` (the copy's configs) and the build's sources and citation. The build's statistics,
     conversion, verification and audit sections are left out: they describe the full build (its
     seed, its row counts).
 
@@ -1139,7 +1139,15 @@ def blind_card_body(body: str, counts: Mapping[str, int], unpaired: bool) -> str
     kept_intro = [p for p in intro.strip().split("\n\n") if not p.startswith(BUILD_CARD_TEST_PARAGRAPHS)]
     table = "\n".join(["| config | split | rows |", "|---|---|---|"] + [f"| {k.split('/')[0]} | {k.split('/')[1]} | {n} |" for k, n in counts.items()])
     kept = [s.strip() for s in sections if s.split("\n", 1)[0][3:].strip() in BUILD_CARD_PUBLIC_SECTIONS]
+    kept = [_with_field_tables(s, data_fields) if s.startswith("## Data fields") else s for s in kept]
     return "\n\n".join([*kept_intro, BLIND_NOTE, BLIND_PAIRING_NOTE[unpaired], "## Rows\n\n" + table, *kept])
+
+
+def _with_field_tables(section: str, tables: str) -> str:
+    """A card's data-fields ``section`` with its tables (the ``###`` headings and ``|`` rows) replaced by ``tables``."""
+    heading, *paragraphs = section.split("\n\n")
+    prose = [p for p in paragraphs if not p.startswith(("### ", "|"))]
+    return "\n\n".join([heading, *filter(None, [tables]), *prose])
 
 
 def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold: Path, unpaired: bool) -> None:
@@ -1148,7 +1156,10 @@ def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold:
     counts = {f"{spec.name}/{split}": sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(public, spec.name, split))
               for spec in CONFIGS.values() for split in SPLITS if shard_paths(public, spec.name, split)}
     header = {k: v for k, v in header.items() if k not in ("build_seed", DIGESTS_KEY)} | {"configs": blind_card_configs(public)}
-    write_card(public, blind_card_body(body, counts, unpaired), **header)
+    names = [entry["config_name"] for entry in header["configs"]]
+    fields = data_fields_section(names, lambda name: get_config(name.removesuffix("-validation")).features
+                                 if name.endswith("-validation") else blind_features(name))
+    write_card(public, blind_card_body(body, counts, unpaired, fields), **header)
     write_text_atomic(gold / "README.md", (
         "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
         "(`source_id` is the build's id). Keep this folder private: score with "

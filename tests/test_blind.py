@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -47,6 +48,16 @@ Judge each instance on its own: S1, S2 and S3 of a dialogue share `dialogue_id`.
 ## Voice conversion
 
 Build: seed 0.
+
+## Data fields
+
+### `detection`
+
+| column | type | meaning |
+|---|---|---|
+| `dialogue_id` | string | the build's table |
+
+Audio columns hold clips.
 
 ## Citation
 
@@ -162,10 +173,30 @@ def test_stock_load_dataset_reads_the_public_copy_with_audio(built):
     assert "| detection | test | 18 |" in card and "cite this" in card
     _, header, body = card.split("---\n", 2)  # the header's dataset_info names the labelled validation configs' columns
     assert not [w for w in ("build_seed", str(SECRET_SEED)) if w in header]
-    assert not [w for w in ("dialogue_id", "Judge each", "## Statistics", "Build: seed") if w in body]
+    prose = body.split("## Data fields")[0] + body.split("## Data fields")[1].split("\n## ", 1)[1]  # the tables name validation columns
+    assert not [w for w in ("dialogue_id", "Judge each", "## Statistics", "Build: seed") if w in prose]
     infos = huggingface_hub.DatasetCard.load(public / "README.md").data.dataset_info
     assert not [(i["config_name"], f["name"]) for i in infos if i["splits"][0]["name"] == "test" for f in i["features"]
                 if f["name"] in ssd.BLIND_COLUMNS]
+
+
+def test_the_public_cards_data_fields_are_the_columns_load_dataset_reads(built):
+    """The build's data-fields tables are replaced by the copy's: each config's blind test columns,
+    and the labelled ``-validation`` configs' columns, as a stock ``load_dataset`` reads them."""
+    _, public, _ = built
+    section = (public / "README.md").read_text().split("## Data fields\n", 1)[1].split("\n## ", 1)[0]
+    assert "the build's table" not in section and "Audio columns hold clips." in section
+    tables = {}
+    for block in section.split("\n### ")[1:]:
+        heading, *lines = block.splitlines()
+        columns = {m.group(1) for line in lines if (m := re.match(r"\| `([^`]+)` \|", line))}
+        tables |= dict.fromkeys(re.findall(r"`([^`]+)`", heading), columns)
+    configs = [entry["config_name"] for entry in huggingface_hub.DatasetCard.load(public / "README.md").data.configs]
+    assert set(tables) == set(configs) and "detection-validation" in configs
+    for name in configs:
+        split = "validation" if name.endswith("-validation") else "test"
+        assert tables[name] == set(load_dataset(str(public), name, split=split).features), name
+    assert "label" in tables["detection-validation"] and "label" not in tables["detection"]
 
 
 def test_the_card_paragraphs_and_sections_blind_handles_are_the_builders():
