@@ -39,7 +39,7 @@ SPACE_UNREACHED = {
 #: What a Gradio Space installs itself at the card's ``sdk_version``.
 SDK_PROVIDED = ("gradio",)
 #: Front matter a Space card must carry; ``sdk``, ``sdk_version`` and ``app_file`` are written here.
-SPACE_CARD_KEYS = ("title", "emoji", "colorFrom", "colorTo", "pinned")
+SPACE_CARD_KEYS = ("title", "emoji", "colorFrom", "colorTo", "pinned", "license")
 METRIC_CARD_KEYS = (*SPACE_CARD_KEYS, "tags", "description")
 WIDGET = Path(__file__).with_name("metric_widget.py")
 METRIC_APP = '''"""The widget of this metric Space (what Spaces runs: ``python app.py``)."""
@@ -159,8 +159,8 @@ def write_lines(path: Path, lines: list[str]) -> None:
 
 def write_metric_tree(metric: str, out: Path) -> Path:
     """The Space of ``metrics/<metric>/`` in ``out/<repo name>``: the module as ``<repo name>.py``,
-    the folder's modules it imports (read through links: one copy in the checkout), the card,
-    ``app.py``, ``widget.py`` and ``requirements.txt``."""
+    the folder's modules it imports, the card, ``app.py``, ``widget.py``, ``requirements.txt`` and
+    the project's ``LICENSE``."""
     folder = ROOT / "metrics" / metric
     module = metric_repo_name(metric)
     tree = out / module
@@ -170,6 +170,7 @@ def write_metric_tree(metric: str, out: Path) -> Path:
         if path.parent == folder.relative_to(ROOT) and path.name != "__init__.py":
             shutil.copyfile(ROOT / path, tree / (f"{module}.py" if path.stem == metric else path.name))
     shutil.copyfile(WIDGET, tree / "widget.py")
+    shutil.copyfile(ROOT / "LICENSE", tree / "LICENSE")
     (tree / "app.py").write_text(METRIC_APP.format(module=module), encoding="utf-8")
     write_lines(tree / "requirements.txt", requirements(found.modules, provided=SDK_PROVIDED))
     write_space_card(folder / "README.md", tree, app_file="app.py", required=METRIC_CARD_KEYS)
@@ -187,9 +188,11 @@ def space_files() -> tuple[str, ...]:
 
 def write_space_tree(out: Path) -> Path:
     """The leaderboard Space in ``out``: the modules and assets it needs, ``space/README.md`` as the
-    root card (``app_file: space/app.py``) and the pinned requirements of what it imports."""
+    root card (``app_file: space/app.py``), the pinned requirements of what it imports and the
+    project's ``LICENSE``."""
     out.mkdir(parents=True)
     copy_files(ROOT, space_files(), out)
+    shutil.copyfile(ROOT / "LICENSE", out / "LICENSE")
     modules = tuple(m for m in closure(SPACE_APP).modules if m not in SPACE_UNREACHED)
     write_lines(out / "requirements.txt", requirements(modules))
     write_space_card(ROOT / "space" / "README.md", out, app_file=str(SPACE_APP), required=SPACE_CARD_KEYS)

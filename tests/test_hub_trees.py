@@ -123,18 +123,20 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
                 "ndcg": {"discounted_gain.py", "rankings.py"}, "exact_match": {"matching.py", "rankings.py"}}
     for metric, helpers in expected.items():
         tree = trees / "metrics" / f"speakersleuth_{metric}"
-        assert {p.name for p in tree.iterdir()} == {"README.md", "app.py", "widget.py", "requirements.txt", f"speakersleuth_{metric}.py", *helpers}
+        assert {p.name for p in tree.iterdir()} == {"README.md", "LICENSE", "app.py", "widget.py", "requirements.txt", f"speakersleuth_{metric}.py", *helpers}
+        assert (tree / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
         assert not any(p.is_symlink() for p in tree.iterdir())
         for helper in helpers:
             assert (tree / helper).read_bytes() == (ROOT / "metrics" / metric / helper).read_bytes()
         card = RepoCard.load(tree / "README.md").data
-        assert (card.sdk, card.sdk_version, card.app_file, card.pinned) == ("gradio", gradio_version(), "app.py", False)
+        assert (card.sdk, card.sdk_version, card.app_file, card.pinned, card.license) == ("gradio", gradio_version(), "app.py", False, "apache-2.0")
         assert set(card.tags) >= {"evaluate", "metric"} and card.title and card.emoji and card.colorFrom and card.colorTo and card.description
         assert tree_requirements(tree) == [pins()[d] for d in ("datasets", "evaluate", "numpy")]
     # the Space: the root card with the Spaces YAML, only the modules the app needs
     card = RepoCard.load(trees / "space" / "README.md").data
-    assert (card.sdk, card.sdk_version, card.app_file) == ("gradio", gradio_version(), "space/app.py")
+    assert (card.sdk, card.sdk_version, card.app_file, card.license) == ("gradio", gradio_version(), "space/app.py", "apache-2.0")
     files = {str(p.relative_to(trees / "space")) for p in (trees / "space").rglob("*") if p.is_file()}
+    assert (trees / "space" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
     assert {"space/app.py", "space/leaderboard_table.js", "speakersleuth_dataset.py", "metrics/score.py"} <= files
     assert not {f for f in files if f.startswith(("judges/", "builder_scripts/", "tests/", "space/seed.py", "metrics/report.py"))}
     imported = closure(SPACE_APP).modules  # each module left out is imported somewhere in the closure (the list is not stale)
