@@ -176,10 +176,14 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
                 gr.Markdown("## Citation")
                 gr.Code(about.CITATION_TEXT, language=None, label="BibTeX", interactive=False)
 
-        refresh_button.click(refresh, toggles, lb_outputs, api_name="leaderboard")
-        submit_event.then(refresh, toggles, lb_outputs, api_name=False)
-        blocks.load(refresh, toggles, lb_outputs, api_name=False)
-        submission.withdrawn.then(refresh, toggles, lb_outputs, api_name=False)
+        # Refreshes only read (a rebuild is coalesced under a per-variant lock, see LeaderboardViews):
+        # they are not queued a few at a time behind each other, which left the CPU idle while a
+        # refresh waited out the coalescing and fifty pollers queued two by two.
+        reader = {"concurrency_limit": None, "api_name": False}
+        refresh_button.click(refresh, toggles, lb_outputs, **reader | {"api_name": "leaderboard"})
+        submit_event.then(refresh, toggles, lb_outputs, **reader)
+        blocks.load(refresh, toggles, lb_outputs, **reader)
+        submission.withdrawn.then(refresh, toggles, lb_outputs, **reader)
         submission_tab.select(submission.page.choices, None, submission.chooser, api_name=False)
         blocks.load(submission.page.open_link, None, [tabs, submission.chooser, *submission.outputs], api_name=False)
         viewer_tab.select(show, list(viewer_inputs), viewer_outputs, api_name=False)  # not on page load

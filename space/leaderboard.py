@@ -537,7 +537,8 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
     for variant in variants:
         with gr.Tab(variant, id=f"lb-{variant}"):
             toggle, table, plot, download = _variant_tab(variant, available)
-        toggle.change(lambda g, v=variant: views.refresh_variant(v, g), toggle, [table, plot, download], api_name=False)
+        toggle.change(lambda g, v=variant: views.refresh_variant(v, g), toggle, [table, plot, download], api_name=False,
+                      concurrency_limit=None)
         toggles.append(toggle)
         outputs += [table, plot, download]
     return views.refresh, toggles, outputs

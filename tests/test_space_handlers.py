@@ -313,3 +313,21 @@ def test_config_from_env():
     assert SpaceConfig.from_env({}).gold_folder() is None
     with pytest.raises(ValueError, match="gold /no/such/gold: no such folder, and not a Hub dataset id"):
         SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": "/no/such/gold"}).gold_folder()
+
+
+def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_path):
+    """Every leaderboard refresh (the button's API, after a submission, on page load, after a
+    withdrawal, a column toggle) runs without a concurrency limit: a refresh that waits out the
+    coalescing must not hold a queue slot that other pollers wait for; submissions stay limited."""
+    from space.app import build_app
+    from tests.space_support import served_config
+
+    config = served_config(dataset, tmp_path / "data")
+    app = build_app(config, n_bootstrap=0)
+    fns = list(app.blocks.fns.values())
+    tables = {b.elem_id for b in app.blocks.blocks.values() if (getattr(b, "elem_id", None) or "").startswith("ss-leaderboard-")}
+    refreshes = [f for f in fns if {getattr(o, "elem_id", None) for o in f.outputs} & tables]
+    assert len(tables) == 3 and len(refreshes) == 4 + len(tables), [f.name for f in refreshes]  # four events, one toggle per table
+    assert [f.concurrency_limit for f in refreshes] == [None] * len(refreshes)
+    submits = [f for f in fns if f.api_name == "submit"]
+    assert len(submits) == 1 and submits[0].concurrency_limit == config.concurrency
