@@ -172,7 +172,7 @@ def build_shard(opts: BuildOptions, sources: dict[str, DialogueSource] | None = 
 def _open_source(name: str, opts: BuildOptions, given: dict | None) -> DialogueSource:
     """The source registered as ``name`` (the one given, else made from the options), prepared."""
     source = (given or {}).get(name) or make_source(name, opts)
-    source.prepare(workers=opts.threads or os.cpu_count() or 1)
+    source.prepare(workers=opts.threads or os.cpu_count() or 1, progress=opts.progress)
     return source
 
 
@@ -237,7 +237,7 @@ def run_shards(opts: BuildOptions, jobs: int, sources: dict | None = None) -> fl
     and its log, after the other shards finish their work. An interrupt (Ctrl-C) ends every shard
     at once; finished units stay cached for the rerun."""
     for name in dict.fromkeys((*opts.sources, *opts.substitute_pool)):
-        ((sources or {}).get(name) or make_source(name, opts)).prepare(workers=jobs)
+        ((sources or {}).get(name) or make_source(name, opts)).prepare(workers=jobs, progress=opts.progress)
     logs = opts.cache / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     context, start = get_context("spawn"), time.perf_counter()

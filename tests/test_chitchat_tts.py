@@ -164,7 +164,7 @@ def _spoken(dialogue):
     return dialogue.dialogue_id, [(t.speaker, t.text, Path(t.audio.path).name) for t in dialogue.turns]
 
 
-def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
+def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path, capsys):
     import chitchat_dataset
 
     corpus = json.loads(Path(chitchat_dataset.__file__).with_name("dataset.json").read_text())
@@ -176,7 +176,9 @@ def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path):
     assert not list((tmp_path / "streamed").glob("chitchat_turns-*.json")), "a pass with max_dialogues cached something"
     for workers in (2, 1):
         prepared = ChitchatTTS(tmp_path / f"w{workers}", corpus_dir=tmp_path)
-        prepared.prepare(workers=workers)
+        capsys.readouterr()
+        prepared.prepare(workers=workers, progress=workers == 1)  # --no-progress: no bar
+        assert ("normalising chitchat" in capsys.readouterr().err) == (workers == 1)
         assert len(list((tmp_path / f"w{workers}").glob("chitchat_turns-*.json"))) == 1
         assert [_spoken(d) for d in prepared.dialogues()] == [_spoken(d) for d in streamed]
     caches = [next((tmp_path / f"w{w}").glob("chitchat_turns-*.json")).read_bytes() for w in (1, 2)]

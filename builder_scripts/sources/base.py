@@ -108,10 +108,10 @@ class DialogueSource(ABC):
     def dialogues(self) -> Iterator[Dialogue]:
         """Yield the corpus's dialogues in a deterministic order."""
 
-    def prepare(self, workers: int = 1) -> None:
+    def prepare(self, workers: int = 1, progress: bool = True) -> None:
         """One-off work before the corpus is read (a TTS source normalises its text into a cache),
-        in ``workers`` processes, so that shard processes started afterwards find it done. The
-        default has nothing to do."""
+        in ``workers`` processes, so that shard processes started afterwards find it done; a
+        progress bar unless ``progress`` is false. The default has nothing to do."""
 
     def voicing_seconds(self, turn: Turn) -> float:
         """Estimated CPU seconds ``ensure_audio`` spends on this turn: 0 for recorded corpora (the

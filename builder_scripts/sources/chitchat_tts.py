@@ -174,7 +174,7 @@ class ChitchatTTS(DialogueSource):
         key = hashlib.sha256(data.read_bytes() + Path(text_module.__file__).read_bytes()).hexdigest()[:16]
         return data, self.output_dir / f"chitchat_turns-{key}.json"
 
-    def prepare(self, workers: int = 1) -> None:
+    def prepare(self, workers: int = 1, progress: bool = True) -> None:
         """Normalise every conversation (258k messages, ~25 s on one core) into the cache, in
         ``workers`` processes; nothing to do when the cache exists or when ``max_dialogues``
         limits the source to the first conversations (they are normalised as they are read)."""
@@ -182,7 +182,7 @@ class ChitchatTTS(DialogueSource):
         if cache.is_file() or self.max_dialogues is not None:
             return
         conversations = self._conversations()
-        bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False)
+        bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False, disable=not progress)
         if workers > 1:
             with ProcessPoolExecutor(workers) as pool:
                 done = list(tqdm(pool.map(_normalise_conversation, conversations, chunksize=256), **bar))

@@ -49,7 +49,7 @@ class DailyTalk(DialogueSource):
         if not self._cached():
             self._check_layout()
 
-    def prepare(self, workers: int = 1) -> None:
+    def prepare(self, workers: int = 1, progress: bool = True) -> None:
         """Write the lhotse manifests into ``output_dir`` once, before shard processes read them."""
         if self.output_dir is not None and not self._cached():
             self._manifests()
