@@ -5,9 +5,9 @@ same steps with the same constants just before the dataset writer (``publish``),
 the earlier stages left in the non-speaker features (``builder_scripts/shortcuts.py``) tells a
 converted clip from an original one:
 
-1. **DC** removed (the clip's mean), and again after the gate and the low-pass: gating keeps only
-   the speech, whose own mean (the waveform's asymmetry, which a resynthesis changes) would
-   otherwise be left as an offset.
+1. **DC** removed (the clip's mean), and again before the gate as the mean of what the gate keeps:
+   gating keeps only the speech, whose own mean (the waveform's asymmetry, which a resynthesis
+   changes) would otherwise be left as an offset, and the pauses stay exactly silent.
 2. **Band edge:** a linear-phase FIR low-pass (Kaiser window, ``LOW_PASS_TAPS`` taps, passband to
    ``PASS_HZ``, at least ``STOP_DB`` down from ``STOP_HZ``), applied forwards without delay. The DSP
    backends cut at 6.4 kHz with a Butterworth whose edge a conversion softens (the level drop from
@@ -84,8 +84,10 @@ def finish(clip: np.ndarray) -> np.ndarray:
     x = clip.astype(np.float64) - np.mean(clip, dtype=np.float64)
     from scipy.signal import oaconvolve
 
-    x = oaconvolve(x * _gate(x), LOW_PASS, mode="full")[LOW_PASS_TAPS // 2: LOW_PASS_TAPS // 2 + clip.size]
-    x = normalise_loudness(x - np.mean(x), TARGET_RMS_DBFS).astype(np.float64)  # the gate leaves the speech's own mean
+    gate = _gate(x)
+    x = (x - np.sum(x * gate) / np.sum(gate)) * gate if gate.any() else x  # the speech's own mean, then the pauses to zero
+    x = oaconvolve(x, LOW_PASS, mode="full")[LOW_PASS_TAPS // 2: LOW_PASS_TAPS // 2 + clip.size]
+    x = normalise_loudness(x, TARGET_RMS_DBFS).astype(np.float64)
     x += rng.standard_normal(x.size) * 10 ** (NOISE_DBFS / 20)
     dither = rng.uniform(-0.5, 0.5, x.size) + rng.uniform(-0.5, 0.5, x.size)
     pcm = np.clip(np.rint(x * 32768 + dither), -32768, 32767)

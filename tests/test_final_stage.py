@@ -137,3 +137,8 @@ def test_speech_with_a_mean_of_its_own_leaves_no_offset():
     dc = [abs(np.mean(c, dtype=np.float64)) / np.std(c.astype(np.float64)) for c in (finish(base), finish(asymmetric))]
     before = abs(np.mean(asymmetric)) / np.std(asymmetric)  # ~1.9 %: after the first removal the pauses sit ~35 dB down, gated
     assert before > 0.01 and max(dc) < 1e-3, (before, dc)
+    t = np.arange(base.size) / SR
+    pauses = (t < 0.2) | (t > 1.8)  # well outside the gate's hang-over: the noise floor alone
+    floors = [10 * np.log10(np.mean(c[pauses].astype(np.float64) ** 2) / np.mean(c.astype(np.float64) ** 2))
+              for c in (finish(base), finish(asymmetric))]
+    assert abs(floors[0] - floors[1]) < 0.3, floors  # no offset moved into the pauses
