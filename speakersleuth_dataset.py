@@ -1117,7 +1117,8 @@ def blind_card_body(body: str, counts: Mapping[str, int], unpaired: bool, data_f
     r"""The public card's body, from the build card's ``body``: its introduction without the
     paragraphs on gold columns and on the test split, ``BLIND_NOTE`` and ``BLIND_PAIRING_NOTE``,
     the public row ``counts``, the build's data-fields section with its tables replaced by
-    ``data_fields`` (the copy's configs) and the build's sources and citation. The build's statistics,
+    ``data_fields`` (the copy's configs; none when empty), its training-loop section and its sources
+    and citation. The build's statistics,
     conversion, verification and audit sections are left out: they describe the full build (its
     seed, its row counts).
 

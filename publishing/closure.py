@@ -22,12 +22,12 @@ REQUIREMENTS = ROOT / "requirements.txt"
 
 
 def require_checkout(root: Path = ROOT) -> None:
-    """Refuse to publish from anything but a source checkout: the trees are copied from its files
-    (``space/README.md``, the metric folders) and pinned from its ``requirements.txt``, which an
-    installed wheel does not carry."""
-    if not (root / "requirements.txt").is_file() or not (root / "space" / "README.md").is_file():
+    """Refuse to publish from anything but a source checkout: the trees are pinned from its
+    ``requirements.txt`` and carry its ``LICENSE``, which an installed wheel does not have."""
+    missing = [name for name in ("requirements.txt", "LICENSE") if not (root / name).is_file()]
+    if missing:
         raise FileNotFoundError(f"python -m publishing writes the Hub trees from a SpeakerSleuth source checkout; {root} "
-                                "has no requirements.txt and space/README.md (an installed package): run it in a clone")
+                                f"has no {' or '.join(missing)} (an installed package): run it in a clone")
 
 
 @dataclass(frozen=True)

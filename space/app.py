@@ -30,7 +30,7 @@ import speakersleuth_dataset as ssd  # noqa: E402
 from space import about
 from space.config import SpaceConfig
 from space.disclosure import Disclosure
-from space.leaderboard import LEADERBOARD_CSS, build_leaderboard_tab
+from space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
 from space.review import ReviewDesk, build_review_tab
 from space.sessions import lazy_block_configs
 from space.store import ResultsStore, open_store
@@ -177,9 +177,10 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
                 gr.Code(about.CITATION_TEXT, language=None, label="BibTeX", interactive=False)
 
         # Refreshes only read (a rebuild is coalesced under a per-variant lock, see LeaderboardViews):
-        # they are not queued a few at a time behind each other, which left the CPU idle while a
-        # refresh waited out the coalescing and fifty pollers queued two by two.
-        reader = {"concurrency_limit": None, "api_name": False}
+        # they share a wider limit than submissions, so a refresh that waits out the coalescing does
+        # not hold one of two slots, and fewer than Gradio's worker threads, so waiting refreshes
+        # cannot take the threads that submissions and other events run on.
+        reader = {"concurrency_limit": REFRESH_CONCURRENCY, "concurrency_id": "refresh", "api_name": False}
         refresh_button.click(refresh, toggles, lb_outputs, **reader | {"api_name": "leaderboard"})
         submit_event.then(refresh, toggles, lb_outputs, **reader)
         blocks.load(refresh, toggles, lb_outputs, **reader)

@@ -446,6 +446,9 @@ class VariantView:
 #: A view is made again at most this often (seconds): results that arrive together are shown by
 #: one rebuild rather than one each (a refresh that finds its view out of date waits for it).
 COALESCE_S = 0.5
+#: Leaderboard refreshes that may run at once, all refresh events together (``concurrency_id``
+#: "refresh"): more than the submissions' few slots, fewer than Gradio's 40 worker threads.
+REFRESH_CONCURRENCY = 16
 
 
 class LeaderboardViews:
@@ -538,7 +541,7 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
         with gr.Tab(variant, id=f"lb-{variant}"):
             toggle, table, plot, download = _variant_tab(variant, available)
         toggle.change(lambda g, v=variant: views.refresh_variant(v, g), toggle, [table, plot, download], api_name=False,
-                      concurrency_limit=None)
+                      concurrency_limit=REFRESH_CONCURRENCY, concurrency_id="refresh")
         toggles.append(toggle)
         outputs += [table, plot, download]
     return views.refresh, toggles, outputs

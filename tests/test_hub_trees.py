@@ -385,3 +385,15 @@ def test_push_creates_each_repo_and_uploads_exactly_its_dry_run_tree(release, mo
                            "acme/speakersleuth_ndcg": "metrics/speakersleuth_ndcg"}.items():
         dry = sorted(str(p.relative_to(trees / folder)) for p in (trees / folder).rglob("*") if p.is_file())
         assert uploads[repo][4] == dry and uploads[repo][5] == "*", repo
+
+
+def test_a_space_card_without_a_license_is_refused(tmp_path):
+    from publishing.trees import SPACE_CARD_KEYS, write_space_card
+
+    card = (ROOT / "space" / "README.md").read_text()
+    source = tmp_path / "README.md"
+    source.write_text(card.replace("license: apache-2.0\n", "", 1))
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError, match="the front matter has no license"):
+        write_space_card(source, tmp_path / "out", app_file="space/app.py", required=SPACE_CARD_KEYS)
+    assert not (tmp_path / "out" / "README.md").exists()

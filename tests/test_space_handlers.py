@@ -317,9 +317,10 @@ def test_config_from_env():
 
 def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_path):
     """Every leaderboard refresh (the button's API, after a submission, on page load, after a
-    withdrawal, a column toggle) runs without a concurrency limit: a refresh that waits out the
-    coalescing must not hold a queue slot that other pollers wait for; submissions stay limited."""
+    withdrawal, a column toggle) shares one limit wider than the submissions' (a refresh that waits
+    out the coalescing must not hold one of their few slots) and below Gradio's 40 worker threads."""
     from space.app import build_app
+    from space.leaderboard import REFRESH_CONCURRENCY
     from tests.space_support import served_config
 
     config = served_config(dataset, tmp_path / "data")
@@ -328,6 +329,7 @@ def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_pat
     tables = {b.elem_id for b in app.blocks.blocks.values() if (getattr(b, "elem_id", None) or "").startswith("ss-leaderboard-")}
     refreshes = [f for f in fns if {getattr(o, "elem_id", None) for o in f.outputs} & tables]
     assert len(tables) == 3 and len(refreshes) == 4 + len(tables), [f.name for f in refreshes]  # four events, one toggle per table
-    assert [f.concurrency_limit for f in refreshes] == [None] * len(refreshes)
+    assert {(f.concurrency_limit, f.concurrency_id) for f in refreshes} == {(REFRESH_CONCURRENCY, "refresh")}
+    assert config.concurrency < REFRESH_CONCURRENCY < app.blocks.max_threads
     submits = [f for f in fns if f.api_name == "submit"]
     assert len(submits) == 1 and submits[0].concurrency_limit == config.concurrency
