@@ -14,13 +14,17 @@ leaves the machine.
   budget raised; its log goes to ``--work``/space-latency.log), so the clients do not share its
   GIL. A distinct valid predictions file is submitted through gradio_client (``/submit``), then
   ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
-  sequential submissions (one client in this process), and over ``--concurrent`` submitters at once:
-  one client process each (spawned; its own model name and ``X-Forwarded-For`` address, so each
-  is its own submitter and leaderboard row, as separate machines would be), all started and
-  connected first, then released together by one event. The clients still share the machine's
-  cores with the server, so they are niced by ``--client-nice`` (10) to let it be scheduled first
-  (``--client-nice idle``: SCHED_IDLE, so they run only on CPU the server leaves: 50 niced clients
-  still outweigh one server process);
+  sequential submissions (one gradio_client in this process), and over ``--concurrent`` submitters
+  at once, each with its own model name and ``X-Forwarded-For`` address (so each is its own
+  submitter and leaderboard row, as separate machines would be), all connected first and then
+  released together by one event. ``--clients http`` (the default): the submitters speak Gradio's
+  documented HTTP API (``/gradio_api/upload``, ``/gradio_api/call/submit`` and its event stream, then
+  ``/gradio_api/call/leaderboard``), all in one client process, a few ms of CPU each, so the figure
+  is the server's; ``--clients gradio``: one spawned process with a gradio_client ``Client`` each,
+  ~150 ms of CPU per submitter, which on a 2-core machine outweighs the server and makes the figure
+  mostly the clients'. The clients share the machine's cores with the server, so they are niced by
+  ``--client-nice`` (10) to let it be scheduled first (``--client-nice idle``: SCHED_IDLE, so they
+  run only on CPU the server leaves);
   the CPU the server process and the clients used over that phase, and the ``/leaderboard`` calls
   made, are printed. ``--profile-server FILE``: py-spy (``--py-spy``, e.g. ``pip install --target
   /tmp/pyspy py-spy``) records the server process (the GIL-holding thread, collapsed stacks) over
@@ -279,6 +283,109 @@ def crowd_member(url: str, name: str, path: str, address: str, timeout_s: float,
         results.put((name, None, repr(err), time.process_time() - cpu))
 
 
+class HttpApi:
+    """Gradio's documented HTTP API, as ``curl`` users call it (upload, ``/gradio_api/call/<api>``,
+    then the event's SSE stream), over one ``httpx.AsyncClient`` per submitter; no gradio_client, so
+    a client costs the machine a few milliseconds instead of gradio_client's ~150 ms."""
+
+    def __init__(self, url: str, info: dict):
+        self.url = url
+        self.defaults = {api: [p.get("parameter_default") for p in endpoint["parameters"]]
+                         for api, endpoint in info["named_endpoints"].items()}
+        self.names = {api: [p["parameter_name"] for p in endpoint["parameters"]]
+                      for api, endpoint in info["named_endpoints"].items()}
+
+    def data(self, api: str, **values) -> list:
+        """The inputs of ``api`` in order: the endpoint's defaults, with ``values`` by parameter name."""
+        unknown = set(values) - set(self.names[api])
+        if unknown:
+            raise ValueError(f"{api} has no parameter(s) {sorted(unknown)}; it takes {self.names[api]}")
+        return [values.get(n, d) for n, d in zip(self.names[api], self.defaults[api])]
+
+    async def call(self, client, api: str, data: list) -> list:
+        """``api``'s outputs for ``data``: POST to start the event, then read its stream to ``complete``."""
+        started = await client.post(f"{self.url}gradio_api/call{api}", json={"data": data})
+        started.raise_for_status()
+        event = None
+        async with client.stream("GET", f"{self.url}gradio_api/call{api}/{started.json()['event_id']}") as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("event:"):
+                    event = line.partition(":")[2].strip()
+                elif line.startswith("data:") and event in ("complete", "error"):
+                    if event == "error":
+                        raise RuntimeError(f"{api}: {line[5:].strip()[:200]}")
+                    return json.loads(line[5:])
+        raise RuntimeError(f"{api}: the stream ended without a result")
+
+    async def submit(self, client, path: Path, name: str) -> str:
+        uploaded = await client.post(f"{self.url}gradio_api/upload",
+                                     files={"files": (path.name, path.read_bytes(), "application/octet-stream")})
+        uploaded.raise_for_status()
+        file = {"path": uploaded.json()[0], "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
+        status = (await self.call(client, "/submit", self.data("/submit", file_path=file, variant_value="main", name=name,
+                                                               org="bench", mtype="other", url="", date="")))[0]
+        return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
+
+    async def round_trip(self, client, path: Path, name: str, timeout_s: float) -> tuple[float, float, int] | None:
+        """As ``round_trip``, over HTTP."""
+        import asyncio
+
+        start = time.perf_counter()
+        outcome = await self.submit(client, path, name)
+        if outcome != "accepted":
+            return None
+        acknowledged = time.perf_counter() - start
+        polls = 1
+        while name not in json.dumps(await self.call(client, "/leaderboard", self.data("/leaderboard"))):
+            polls += 1
+            if time.perf_counter() - start > timeout_s:
+                return None
+            await asyncio.sleep(0.05)
+        return acknowledged, time.perf_counter() - start, polls
+
+
+def http_crowd(url: str, jobs: list[tuple[str, str, str]], timeout_s: float, niceness: int | str, ready, go, results) -> None:
+    """All ``jobs`` (name, file, address) as concurrent submitters in this one process (asyncio, one
+    HTTP client and X-Forwarded-For address each): connect, say so on ``ready``, wait for ``go``,
+    then put ``(name, timing or None, error or None, None)`` for each, and this process's CPU seconds
+    over the round trips as ``(None, None, None, cpu)``, on ``results``."""
+    import asyncio
+
+    import httpx
+
+    if niceness == "idle":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    elif niceness:
+        os.nice(niceness)
+
+    async def run() -> None:
+        limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+        clients = [httpx.AsyncClient(timeout=timeout_s, limits=limits, headers={"X-Forwarded-For": address})
+                   for _, _, address in jobs]
+        try:
+            api = HttpApi(url, (await clients[0].get(f"{url}gradio_api/info")).raise_for_status().json())
+            await asyncio.gather(*(c.get(f"{url}gradio_api/info") for c in clients))  # connections open
+            ready.put((None, None))
+            await asyncio.to_thread(go.wait, timeout_s * 5)
+            cpu = time.process_time()
+
+            async def one(client, name: str, path: str) -> None:
+                try:
+                    results.put((name, await api.round_trip(client, Path(path), name, timeout_s), None, None))
+                except Exception as err:  # noqa: BLE001 - reported by the parent
+                    results.put((name, None, repr(err), None))
+
+            await asyncio.gather(*(one(c, name, path) for c, (name, path, _) in zip(clients, jobs)))
+            results.put((None, None, None, time.process_time() - cpu))
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients))
+
+    try:
+        asyncio.run(run())
+    except Exception as err:  # noqa: BLE001
+        ready.put((None, f"could not connect: {err!r}"))
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of process ``pid`` so far (Linux /proc), or None."""
     try:
@@ -341,7 +448,8 @@ def judge_file(scores, seed: int) -> bytes:
 
 
 def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "judge", judge: str | None = None,
-                    profile_server: Path | None = None, py_spy: str | None = None, client_nice: int = 10) -> None:
+                    profile_server: Path | None = None, py_spy: str | None = None, client_nice: int = 10,
+                    clients: str = "http") -> None:
     from tests.space_support import predictions
 
     alone_names = [f"alone-{i:04d}" for i in range(alone)]
@@ -363,43 +471,51 @@ def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "jud
         if not names:
             return
         profile = (server.pid, profile_server, py_spy) if profile_server else None
-        timings, wall = crowd(bench, url, names, paths, server.pid, client_nice, profile)
-        print_round_trips(f"{len(names)} concurrent submitters (one process each)", timings, f" (all done in {wall:.1f} s)")
+        timings, wall = crowd(bench, url, names, paths, server.pid, client_nice, profile, clients)
+        how = "raw HTTP, one client process" if clients == "http" else "gradio_client, one process each"
+        print_round_trips(f"{len(names)} concurrent submitters ({how})", timings, f" (all done in {wall:.1f} s)")
         if profile_server:
             print_profile(profile_server)
 
 
 def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], server_pid: int, client_nice: int = 0,
-          profile: tuple[int, Path, str] | None = None) -> tuple[list, float]:
-    """``names`` submitters in their own processes (spawned, each its own address and model name),
-    connected first and then released together; their round trips (``None`` where one failed) and
-    the wall time from the release until the last one is done. ``profile``: ``(server pid, output
-    file, py-spy executable)``, py-spy recording the server from the release until the last result."""
+          profile: tuple[int, Path, str] | None = None, clients: str = "gradio") -> tuple[list, float]:
+    """``names`` submitters (each its own address and model name), connected first and then
+    released together; their round trips (``None`` where one failed) and the wall time from the
+    release until the last one is done. ``clients``: ``gradio``, one spawned process with a
+    gradio_client ``Client`` each; ``http``, one spawned process holding them all (``http_crowd``).
+    ``profile``: ``(server pid, output file, py-spy executable)``, py-spy recording the server from
+    the release until the last result."""
     context = multiprocessing.get_context("spawn")
     ready, results, go = context.Queue(), context.Queue(), context.Event()
-    processes = [context.Process(target=crowd_member, daemon=True,
-                                 args=(url, name, str(paths[name]), forwarded_for(k), bench.timeout_s, client_nice,
-                                       ready, go, results))
-                 for k, name in enumerate(names)]
-    connected, problems, profiler = 0, {}, None
+    if clients == "http":
+        jobs = [(name, str(paths[name]), forwarded_for(k)) for k, name in enumerate(names)]
+        processes = [context.Process(target=http_crowd, daemon=True,
+                                     args=(url, jobs, bench.timeout_s, client_nice, ready, go, results))]
+    else:
+        processes = [context.Process(target=crowd_member, daemon=True,
+                                     args=(url, name, str(paths[name]), forwarded_for(k), bench.timeout_s, client_nice,
+                                           ready, go, results))
+                     for k, name in enumerate(names)]
+    connected, profiler = 0, None
     try:
         for process in tqdm(processes, desc="client processes", unit="process"):
             process.start()
-        for _ in tqdm(range(len(processes)), desc="clients connected", unit="client"):
+        for _ in tqdm(range(len(processes)), desc="client processes connected", unit="process"):
             name, problem = ready.get(timeout=max(bench.timeout_s, 300))
             if problem:
-                problems[name] = problem
-                tqdm.write(f"{name}: {problem}")
+                tqdm.write(f"{name or 'http clients'}: {problem}")
             else:
-                connected += 1
+                connected += 1 if clients == "gradio" else len(names)
         if profile:
             profiler = start_profile(*profile)
         server_cpu = cpu_seconds(server_pid)
         wall = time.perf_counter()
         go.set()
-        timings, client_cpu = {}, []
+        timings, client_cpu, done_at = {}, [], None
+        expected = connected + (clients == "http" and connected > 0)  # the http process's CPU comes last
         with tqdm(total=connected, desc=f"{len(names)} at once", unit="submission") as progress:
-            while len(timings) < connected:
+            for _ in range(expected):
                 try:
                     name, timing, error, cpu = results.get(timeout=bench.timeout_s * 2)
                 except queue.Empty:
@@ -407,15 +523,19 @@ def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], serv
                     break
                 if error:
                     tqdm.write(f"{name}: {error}")
-                timings[name] = timing
-                client_cpu.append(cpu)
-                progress.update()
-        wall = time.perf_counter() - wall
+                if cpu is not None:
+                    client_cpu.append(cpu)
+                if name is not None:
+                    timings[name] = timing
+                    progress.update()
+                if len(timings) == connected and done_at is None:
+                    done_at = time.perf_counter()
+        wall = (done_at or time.perf_counter()) - wall
         end_cpu = cpu_seconds(server_pid)
         if server_cpu is not None and end_cpu is not None and client_cpu:
             print(f"CPU from the release until the last result ({wall:.1f} s wall, {os.cpu_count()} CPUs): server process "
                   f"{end_cpu - server_cpu:.1f} s ({(end_cpu - server_cpu) / wall:.2f} cores); the {len(client_cpu)} client "
-                  f"processes {sum(client_cpu):.1f} s in all (median {1000 * statistics.median(client_cpu):.0f} ms each)")
+                  f"process(es) {sum(client_cpu):.1f} s in all ({1000 * sum(client_cpu) / len(names):.0f} ms per submitter)")
     finally:
         if profiler is not None:
             stop_profile(profiler)
@@ -634,6 +754,8 @@ def main() -> None:
     parser.add_argument("--pad-mb", type=float, default=4.0, help="size of the largest padded duplicate (MB)")
     parser.add_argument("--client-nice", type=lambda v: v if v == "idle" else at_least(0)(v), default=10,
                         help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal; idle: SCHED_IDLE)")
+    parser.add_argument("--clients", choices=("http", "gradio"), default="http",
+                        help="latency, concurrent phase: raw HTTP submitters in one process, or one gradio_client process each")
     parser.add_argument("--profile-server", type=Path, help="latency: record the server process with py-spy during the concurrent phase into this file (collapsed stacks) and print where its time goes")
     parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy", help="the py-spy executable for --profile-server")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one submission or page load may take")
@@ -667,7 +789,7 @@ def main() -> None:
     started = time.perf_counter()
     print_load("at start")
     runs = {"latency": lambda: measure_latency(bench, args.alone, args.concurrent, args.files, args.judge,
-                                               args.profile_server, args.py_spy, args.client_nice),
+                                               args.profile_server, args.py_spy, args.client_nice, args.clients),
             "load": lambda: measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads),
             "duplicates": lambda: measure_duplicates(bench, args.duplicates, args.pad_mb)}
     for part in PARTS:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from metrics.core import (
     SCENARIOS,
@@ -60,6 +60,9 @@ from speech.verification import roc_summaries, roc_summary  # noqa: F401  (roc_s
 
 CONFIDENCE = 0.95
 _LABEL_CODE = {"consistent": 0, "inconsistent": 1}
+# The process's BLAS libraries, found once: threadpool_limits() searches them on every call, a
+# few percent of what scoring one submission costs.
+_THREADPOOLS = ThreadpoolController()
 
 #: Key suffixes of the paper's source datasets, in Table-2 order.
 PAPER_SOURCES = ("bazinga", "ami", "behavior_sd", "dailytalk")
@@ -109,7 +112,7 @@ def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, se
     scorers = {"detection": _score_detection, "localization": _score_localization, "discrimination": _score_discrimination}
     # The products here are small ((resamples x dialogues) by a few columns): BLAS threads only
     # add contention (10x slower on a busy 2-core machine), so they are limited to one.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _THREADPOOLS.limit(limits=1, user_api="blas"):
         for task in result["tasks"]:
             result[task] = scorers[task](sub.predictions[task], _task_arrays(gold, task, dialogues), counts)
     return result

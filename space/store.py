@@ -187,8 +187,10 @@ class ResultsStore(ABC):
         """The record of the same predictions submitted earlier (perhaps withdrawn), if any."""
 
     @abstractmethod
-    def results(self, variant: str | None = None, *, include_withdrawn: bool = False) -> list[StoredResult]:
-        """Every accepted submission (of one variant) not withdrawn (unless asked), oldest first."""
+    def results(self, variant: str | None = None, *, include_withdrawn: bool = False,
+                submitter: str | None = None) -> list[StoredResult]:
+        """Every accepted submission (of one variant; of one submitter) not withdrawn (unless
+        asked), oldest first."""
 
     @abstractmethod
     def get(self, result_id: str) -> StoredResult:
@@ -377,12 +379,13 @@ class SqliteStore(ResultsStore):
         with self._connect() as con:
             return self._find(con, variant, sha256)
 
-    def results(self, variant=None, *, include_withdrawn=False):
-        where = [] if include_withdrawn else ["w.id IS NULL"]
-        where += [] if variant is None else ["s.variant = ?"]
+    def results(self, variant=None, *, include_withdrawn=False, submitter=None):
+        conditions = {"s.variant = ?": variant, "s.submitter = ?": submitter}
+        where = ([] if include_withdrawn else ["w.id IS NULL"]) + [c for c, v in conditions.items() if v is not None]
         sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY s.created_at, s.id"
         with self._connect() as con:
-            return [_row_to_result(r) for r in con.execute(sql, () if variant is None else (variant,)).fetchall()]
+            values = tuple(v for v in conditions.values() if v is not None)
+            return [_row_to_result(r) for r in con.execute(sql, values).fetchall()]
 
     def get(self, result_id):
         with self._connect() as con:
@@ -590,8 +593,8 @@ class HubStore(ResultsStore):
     def find(self, variant, sha256):
         return self.index.find(variant, sha256)
 
-    def results(self, variant=None, *, include_withdrawn=False):
-        return self.index.results(variant, include_withdrawn=include_withdrawn)
+    def results(self, variant=None, *, include_withdrawn=False, submitter=None):
+        return self.index.results(variant, include_withdrawn=include_withdrawn, submitter=submitter)
 
     def get(self, result_id):
         return self.index.get(result_id)

@@ -290,7 +290,8 @@ class Submitter:
         limit = self.rate if rate_limited else None  # quota is charged by store.add, for a stored submission only
         if limit is not None and self.store.retry_at(user, *limit, now := self.clock()) > now:
             return self._rate_limited(user, now)
-        history = self.policy.history(self.store.results(variant, include_withdrawn=True), user, metadata.model_name)
+        history = self.policy.history(self.store.results(variant, include_withdrawn=True, submitter=user), user,
+                                      metadata.model_name)
         scores = self.policy.score(sub, gold, history)
         try:
             record, created = self.store.add(

@@ -315,6 +315,20 @@ def test_config_from_env():
         SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": "/no/such/gold"}).gold_folder()
 
 
+def test_gradios_monitoring_summary_is_not_made_after_every_event(dataset, tmp_path, monkeypatch):
+    """Gradio's queue makes its monitoring summary (a pandas groupby over its last 10,000 events)
+    after every event by default; the Space's queue makes it once per ANALYTICS_SUMMARY_EVERY."""
+    from space.app import ANALYTICS_SUMMARY_EVERY, build_app
+    from tests.space_support import served_config
+
+    monkeypatch.delenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", raising=False)
+    app = build_app(served_config(dataset, tmp_path / "data"), n_bootstrap=0)
+    assert ANALYTICS_SUMMARY_EVERY >= 100
+    assert app.blocks._queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_SUMMARY_EVERY  # (sic: Gradio's spelling)
+    monkeypatch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", "7")  # a deployer's own setting is kept
+    assert build_app(served_config(dataset, tmp_path / "data2"), n_bootstrap=0).blocks._queue.ANAYLTICS_CACHE_FREQUENCY == 7
+
+
 def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_path):
     """Every leaderboard refresh (the button's API, after a submission, on page load, after a
     withdrawal, a column toggle) shares one limit wider than the submissions' (a refresh that waits

@@ -149,6 +149,24 @@ def hub_store(folder: Path, index: Path, remote: Path | None = None) -> HubStore
     return HubStore(folder, "org/results", "token", index_dir=index, download=download, scheduler_factory=FakeScheduler)
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "hub"])
+def test_results_of_one_submitter(tmp_path, kind):
+    """The submit handler reads only the submitter's own history: the filter must select by
+    submitter, keep the variant and withdrawal filters, and keep the order."""
+    store = SqliteStore(tmp_path) if kind == "sqlite" else hub_store(tmp_path / "folder", tmp_path / "index")
+    owners = ["alice", "bob", "alice", "alice", "bob"]
+    added = [store.add(**{**entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=float(i))[0]
+             for i, who in enumerate(owners)]
+    store.withdraw(added[2].id, "alice", "mistake", now=10.0)
+    expected = {(who, variant, withdrawn): [r.id for r, o in zip(added, owners) if o == who
+                                             and (variant is None or r.variant == variant)
+                                             and (withdrawn or r.id != added[2].id)]
+                for who in ("alice", "bob", "carol") for variant in (None, "main") for withdrawn in (False, True)}
+    for (who, variant, withdrawn), ids in expected.items():
+        assert [r.id for r in store.results(variant, include_withdrawn=withdrawn, submitter=who)] == ids
+    assert [r.id for r in store.results(include_withdrawn=True)] == [r.id for r in added]  # no filter: everyone
+
+
 def test_hub_store_files_restart_and_partial_writes(tmp_path):
     store = hub_store(tmp_path / "a", tmp_path / "index-a")
     assert store.scheduler.kwargs["repo_type"] == "dataset" and store.scheduler.kwargs["private"] is True
