@@ -12,8 +12,8 @@ leaves the machine.
 - ``latency``: the Space runs in its own process (``python -m space.app --dataset ... --data-dir ...
   --port P`` on 127.0.0.1, ``SPEAKERSLEUTH_RATE_LIMIT``/``_BLIND_RATE_LIMIT`` 100000 and the upload
   budget raised; its log goes to ``--work``/space-latency.log), so the clients do not share its
-  GIL. A distinct valid predictions file is submitted through gradio_client (``/submit``), then
-  ``/leaderboard`` is polled until the model's name is in it; p50/p95/max over ``--alone``
+  GIL. A distinct valid predictions file is submitted (``/submit``), then ``/leaderboard`` is
+  polled until the model's name is in it; p50/p95/max over ``--alone``
   sequential submissions (one gradio_client in this process), and over ``--concurrent`` submitters
   at once, each with its own model name and ``X-Forwarded-For`` address (so each is its own
   submitter and leaderboard row, as separate machines would be), all connected first and then
@@ -327,19 +327,19 @@ class HttpApi:
         return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
 
     async def round_trip(self, client, path: Path, name: str, timeout_s: float) -> tuple[float, float, int] | None:
-        """As ``round_trip``, over HTTP."""
+        """As ``round_trip``, over HTTP; a refusal or a timeout is raised, naming which."""
         import asyncio
 
         start = time.perf_counter()
         outcome = await self.submit(client, path, name)
         if outcome != "accepted":
-            return None
+            raise RuntimeError(f"not accepted: {outcome}")
         acknowledged = time.perf_counter() - start
         polls = 1
         while name not in json.dumps(await self.call(client, "/leaderboard", self.data("/leaderboard"))):
             polls += 1
             if time.perf_counter() - start > timeout_s:
-                return None
+                raise TimeoutError(f"accepted but not on the leaderboard after {timeout_s:g} s")
             await asyncio.sleep(0.05)
         return acknowledged, time.perf_counter() - start, polls
 
@@ -363,10 +363,16 @@ def http_crowd(url: str, jobs: list[tuple[str, str, str]], timeout_s: float, nic
         clients = [httpx.AsyncClient(timeout=timeout_s, limits=limits, headers={"X-Forwarded-For": address})
                    for _, _, address in jobs]
         try:
-            api = HttpApi(url, (await clients[0].get(f"{url}gradio_api/info")).raise_for_status().json())
-            await asyncio.gather(*(c.get(f"{url}gradio_api/info") for c in clients))  # connections open
+            try:
+                api = HttpApi(url, (await clients[0].get(f"{url}gradio_api/info")).raise_for_status().json())
+                await asyncio.gather(*(c.get(f"{url}gradio_api/info") for c in clients))  # connections open
+            except Exception as err:  # noqa: BLE001 - reported by the parent
+                ready.put((None, f"could not connect: {err!r}"))
+                return
             ready.put((None, None))
-            await asyncio.to_thread(go.wait, timeout_s * 5)
+            if not await asyncio.to_thread(go.wait, timeout_s * 5):
+                results.put((None, None, "never released", 0.0))
+                return
             cpu = time.process_time()
 
             async def one(client, name: str, path: str) -> None:
@@ -382,8 +388,8 @@ def http_crowd(url: str, jobs: list[tuple[str, str, str]], timeout_s: float, nic
 
     try:
         asyncio.run(run())
-    except Exception as err:  # noqa: BLE001
-        ready.put((None, f"could not connect: {err!r}"))
+    except Exception as err:  # noqa: BLE001 - after the release: the parent reads ``results``
+        results.put((None, None, f"http clients: {err!r}", 0.0))
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -479,7 +485,7 @@ def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "jud
 
 
 def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], server_pid: int, client_nice: int = 0,
-          profile: tuple[int, Path, str] | None = None, clients: str = "gradio") -> tuple[list, float]:
+          profile: tuple[int, Path, str] | None = None, clients: str = "http") -> tuple[list, float]:
     """``names`` submitters (each its own address and model name), connected first and then
     released together; their round trips (``None`` where one failed) and the wall time from the
     release until the last one is done. ``clients``: ``gradio``, one spawned process with a
@@ -522,7 +528,9 @@ def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], serv
                     tqdm.write(f"no result for {bench.timeout_s * 2:g} s; {connected - len(timings)} outstanding")
                     break
                 if error:
-                    tqdm.write(f"{name}: {error}")
+                    tqdm.write(f"{name or 'http clients'}: {error}")
+                    if name is None:  # the http client process gave up: nothing more will come
+                        break
                 if cpu is not None:
                     client_cpu.append(cpu)
                 if name is not None:
@@ -535,7 +543,7 @@ def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], serv
         if server_cpu is not None and end_cpu is not None and client_cpu:
             print(f"CPU from the release until the last result ({wall:.1f} s wall, {os.cpu_count()} CPUs): server process "
                   f"{end_cpu - server_cpu:.1f} s ({(end_cpu - server_cpu) / wall:.2f} cores); the {len(client_cpu)} client "
-                  f"process(es) {sum(client_cpu):.1f} s in all ({1000 * sum(client_cpu) / len(names):.0f} ms per submitter)")
+                  f"process(es) {sum(client_cpu):.1f} s in all ({1000 * sum(client_cpu) / max(connected, 1):.0f} ms per submitter)")
     finally:
         if profiler is not None:
             stop_profile(profiler)

@@ -194,6 +194,9 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         viewer_tab.select(show, list(viewer_inputs), viewer_outputs, api_name=False)  # not on page load
     # Gradio's queue recomputes its monitoring summary (a pandas groupby over its last 10,000
     # events) after every event unless told otherwise: ~5 % of the server's time per submitter.
+    # Only Gradio's /monitoring/summary route reads it (nothing of the Space's): it now lags by up
+    # to that many events. Read by the Queue when it is made; set for the process (a deployer's
+    # own value is kept).
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(ANALYTICS_SUMMARY_EVERY))
     blocks.queue(default_concurrency_limit=max(2, config.concurrency))
     return SpaceApp(config, dataset, store, submitter, blocks, review)

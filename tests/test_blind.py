@@ -66,7 +66,7 @@ Audio columns hold clips.
 
 cite this"""
 #: The builder's own training-loop section (the template is str.format-ed: braces doubled)
-TRAINING_LOOP = card.TEMPLATE.read_text().split("## Using the data in a training loop\n", 1)[1].split("\n## ", 1)[0].format()
+TRAINING_LOOP = card.TEMPLATE.read_text().partition("## Using the data in a training loop\n")[2].partition("\n## ")[0].format()
 CARD_BODY = CARD_BODY.replace("{TRAINING_LOOP}", TRAINING_LOOP)
 #: The columns the issue names as gold or provenance, and the dialogue (which groups S1/S2/S3).
 HIDDEN = ("label", "inconsistent_turns", "scenario", "converted_turn", "vc_model", "substitute_speaker", "substitute_gender",
@@ -209,15 +209,19 @@ def test_the_public_cards_training_loop_runs_on_the_public_copy(built):
     """The builder's "Using the data in a training loop" section is kept in the public card, and its
     Python, pointed at the public copy, runs with a stock load_dataset over the blind test split."""
     _, public, _ = built
-    section = (public / "README.md").read_text().split("## Using the data in a training loop\n", 1)[1].split("\n## ", 1)[0]
+    assert "```python" in TRAINING_LOOP, "the builder's card template has no training-loop section with Python"
+    section = (public / "README.md").read_text().partition("## Using the data in a training loop\n")[2].partition("\n## ")[0]
     assert section.strip() == TRAINING_LOOP.strip()
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert 'load_dataset("speakersleuth", "detection", split="test")' in code
-    namespace = {}
+    seen = []
+    code = code.replace("    ids = batch[\"id\"]", "    ids = batch[\"id\"]; seen.extend(ids)")  # every batch, not only the last
+    namespace = {"seen": seen}
     exec(code.replace('"speakersleuth"', repr(str(public))), namespace)  # noqa: S102 - the card's own example
     batch = namespace["batch"]
     assert batch["target_audio"].ndim == 3 and batch["target_audio_mask"].shape == batch["target_audio"].shape
-    assert "label" not in batch and set(namespace["ids"]) <= {r["id"] for r in load_dataset(str(public), "detection", split="test")}
+    assert (batch["target_audio_mask"].sum(-1) == batch["target_audio_lengths"]).all()
+    assert "label" not in batch and seen == [r["id"] for r in load_dataset(str(public), "detection", split="test")]
 
 
 def test_the_card_paragraphs_and_sections_blind_handles_are_the_builders():

@@ -155,16 +155,18 @@ def test_results_of_one_submitter(tmp_path, kind):
     submitter, keep the variant and withdrawal filters, and keep the order."""
     store = SqliteStore(tmp_path) if kind == "sqlite" else hub_store(tmp_path / "folder", tmp_path / "index")
     owners = ["alice", "bob", "alice", "alice", "bob"]
-    added = [store.add(**{**entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=float(i))[0]
-             for i, who in enumerate(owners)]
+    times = [5.0, 1.0, 4.0, 2.0, 3.0]  # not the order of adding: results come oldest first
+    added = [store.add(**{**entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=at)[0]
+             for i, (who, at) in enumerate(zip(owners, times))]
     store.withdraw(added[2].id, "alice", "mistake", now=10.0)
-    expected = {(who, variant, withdrawn): [r.id for r, o in zip(added, owners) if o == who
+    oldest_first = sorted(zip(added, owners, times), key=lambda e: e[2])
+    expected = {(who, variant, withdrawn): [r.id for r, o, _ in oldest_first if o == who
                                              and (variant is None or r.variant == variant)
                                              and (withdrawn or r.id != added[2].id)]
                 for who in ("alice", "bob", "carol") for variant in (None, "main") for withdrawn in (False, True)}
     for (who, variant, withdrawn), ids in expected.items():
         assert [r.id for r in store.results(variant, include_withdrawn=withdrawn, submitter=who)] == ids
-    assert [r.id for r in store.results(include_withdrawn=True)] == [r.id for r in added]  # no filter: everyone
+    assert [r.id for r in store.results(include_withdrawn=True)] == [r.id for r, _, _ in oldest_first]  # no filter: everyone
 
 
 def test_hub_store_files_restart_and_partial_writes(tmp_path):
