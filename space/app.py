@@ -134,6 +134,29 @@ def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
     return files
 
 
+def _build_about_tab(submitter: Submitter, examples: dict[str, Path]) -> None:
+    """The tasks, metrics, file format, disclosure policy, example files and citation."""
+    gr.Markdown(about.TASKS)
+    gr.Markdown(about.METRICS)
+    gr.Markdown(about.SUBMISSION_FORMAT)
+    gr.Markdown(about.disclosure_text(submitter.policy, submitter.rate))
+    with gr.Row():
+        for variant, path in examples.items():
+            gr.DownloadButton(f"Example file ({variant})", value=str(path), size="sm")
+    gr.Markdown("## Citation")
+    gr.Code(about.CITATION_TEXT, language=None, label="BibTeX", interactive=False)
+
+
+def _start_queue(blocks: gr.Blocks, config: SpaceConfig) -> None:
+    """Gradio's queue recomputes its monitoring summary (a pandas groupby over its last 10,000
+    events) after every event unless told otherwise: ~5 % of the server's time per submitter.
+    Only Gradio's /monitoring/summary route reads it (nothing of the Space's): it now lags by up
+    to that many events. Read by the Queue when it is made; set for the process (a deployer's
+    own value is kept)."""
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(ANALYTICS_SUMMARY_EVERY))
+    blocks.queue(default_concurrency_limit=max(2, config.concurrency))
+
+
 def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_bootstrap: int | None = None,
               policy: Disclosure | None = None) -> SpaceApp:
     """Open the dataset and the store, load the gold of every variant, and build the Blocks;
@@ -170,15 +193,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
             with gr.Tab("Review", id="review") as review_tab:
                 build_review_tab(review, review_tab)
             with gr.Tab("About", id="about"):
-                gr.Markdown(about.TASKS)
-                gr.Markdown(about.METRICS)
-                gr.Markdown(about.SUBMISSION_FORMAT)
-                gr.Markdown(about.disclosure_text(submitter.policy, submitter.rate))
-                with gr.Row():
-                    for variant, path in examples.items():
-                        gr.DownloadButton(f"Example file ({variant})", value=str(path), size="sm")
-                gr.Markdown("## Citation")
-                gr.Code(about.CITATION_TEXT, language=None, label="BibTeX", interactive=False)
+                _build_about_tab(submitter, examples)
 
         # Refreshes only read (a rebuild is coalesced under a per-variant lock, see LeaderboardViews):
         # they share a wider limit than submissions, so a refresh that waits out the coalescing does
@@ -192,13 +207,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         submission_tab.select(submission.page.choices, None, submission.chooser, api_name=False)
         blocks.load(submission.page.open_link, None, [tabs, submission.chooser, *submission.outputs], api_name=False)
         viewer_tab.select(show, list(viewer_inputs), viewer_outputs, api_name=False)  # not on page load
-    # Gradio's queue recomputes its monitoring summary (a pandas groupby over its last 10,000
-    # events) after every event unless told otherwise: ~5 % of the server's time per submitter.
-    # Only Gradio's /monitoring/summary route reads it (nothing of the Space's): it now lags by up
-    # to that many events. Read by the Queue when it is made; set for the process (a deployer's
-    # own value is kept).
-    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(ANALYTICS_SUMMARY_EVERY))
-    blocks.queue(default_concurrency_limit=max(2, config.concurrency))
+    _start_queue(blocks, config)
     return SpaceApp(config, dataset, store, submitter, blocks, review)
 
 
