@@ -183,7 +183,8 @@ def substitute_bank(opts: BuildOptions, sources: list[DialogueSource], clock: Cl
     pool = {}
     for source in sources:
         with clock("tts"):
-            speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards))
+            speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards),
+                                          progress=opts.progress)
         pool |= {pool_name(source.name, speaker): entry for speaker, entry in speakers.items()}
     check_pool({name: gender for name, (gender, _) in pool.items()})
     with clock("encoder"), one_thread():

@@ -71,7 +71,13 @@ def user(tmp_path_factory) -> dict:
     done = subprocess.run([sys.executable, "-m", "builder_scripts", *build], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     logs = "".join(f"\n--- {log}:\n{log.read_text()[-2000:]}" for log in sorted((cache / "logs").glob("*.log")))
     assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{logs}"
-    return {"tmp": tmp, "env": env, "out": out, "home": tmp / "home"}
+    return {"tmp": tmp, "env": env, "out": out, "home": tmp / "home", "build_stderr": done.stderr}
+
+
+def test_a_build_without_progress_prints_no_bar(user):
+    """``--no-progress`` silences every bar, the voicing of turns and of the speaker pool included."""
+    bars = [line for line in user["build_stderr"].replace("\r", "\n").splitlines() if "%|" in line]
+    assert not bars, bars[:5]
 
 
 def test_the_build_assembled_its_models_in_the_fresh_home(user):

@@ -118,7 +118,7 @@ class DialogueSource(ABC):
         audio exists); a TTS source gives its engines' cost. Used to balance the shards."""
         return 0.0
 
-    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
+    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int], progress: bool = True) -> None:
         """Make sure the audio of these turns exists on disk.
 
         Recorded corpora have it already (this default checks the files); a TTS source voices
@@ -130,7 +130,8 @@ class DialogueSource(ABC):
                 raise FileNotFoundError(f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}")
 
     def speaker_pool(
-        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1)
+        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1),
+        progress: bool = True,
     ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Substitute speakers for voice conversion: ``{speaker: (gender, clips)}``.
 
