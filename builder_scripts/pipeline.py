@@ -116,7 +116,9 @@ def make_source(name: str, opts: BuildOptions) -> DialogueSource:
     if name == "chitchat_tts":
         kwargs.setdefault("seed", opts.seed)
         kwargs.setdefault("threads", opts.threads)
-    return cls(**kwargs)
+    source = cls(**kwargs)
+    source.progress = opts.progress
+    return source
 
 
 def build(opts: BuildOptions, sources: dict[str, DialogueSource] | None = None, jobs: int = 1) -> dict:
@@ -183,8 +185,7 @@ def substitute_bank(opts: BuildOptions, sources: list[DialogueSource], clock: Cl
     pool = {}
     for source in sources:
         with clock("tts"):
-            speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards),
-                                          progress=opts.progress)
+            speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards))
         pool |= {pool_name(source.name, speaker): entry for speaker, entry in speakers.items()}
     check_pool({name: gender for name, (gender, _) in pool.items()})
     with clock("encoder"), one_thread():

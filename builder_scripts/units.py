@@ -141,7 +141,7 @@ class UnitMaker:
         while True:
             needed = sorted((set(segment.target_turns) | set(segment.reference_turns)) - set(audio))
             with self.clock("tts"):
-                source.ensure_audio(dialogue, needed, progress=self.opts.progress)
+                source.ensure_audio(dialogue, needed)
             audio |= {i: load_span(dialogue.turns[i].audio) for i in needed}
             reason = check_durations(segment, {i: a.size / ssd.SAMPLING_RATE for i, a in audio.items()})
             wider = widen_reference(segment, dialogue) if reason == "reference_too_short" else None

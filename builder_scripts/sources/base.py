@@ -87,6 +87,8 @@ class DialogueSource(ABC):
     #: are measured; more where they are estimates (TTS), so that few segments fail the re-check
     #: on the voiced durations (a failure wastes the voicing and needs a replacement).
     duration_slack: float = 1.0
+    #: Whether long work (voicing, reading a corpus) shows a bar; ``make_source`` sets it from the build's options.
+    progress: bool = True
 
     def __init__(self, corpus_dir: str | Path | None, output_dir: str | Path | None):
         """Keep the two folders; refuse a required ``corpus_dir`` that is not given, and one that
@@ -118,7 +120,7 @@ class DialogueSource(ABC):
         audio exists); a TTS source gives its engines' cost. Used to balance the shards."""
         return 0.0
 
-    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int], progress: bool = True) -> None:
+    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
         """Make sure the audio of these turns exists on disk.
 
         Recorded corpora have it already (this default checks the files); a TTS source voices
@@ -130,8 +132,7 @@ class DialogueSource(ABC):
                 raise FileNotFoundError(f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}")
 
     def speaker_pool(
-        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1),
-        progress: bool = True,
+        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1)
     ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Substitute speakers for voice conversion: ``{speaker: (gender, clips)}``.
 

@@ -72,7 +72,7 @@ class BehaviorSD(DialogueSource):
             schema, num_rows, batches = self._open(path)
             audio_column = self._find_audio_column(path, schema)
             rows = (row for batch in batches([*REQUIRED_COLUMNS, audio_column]) for row in batch.to_pylist())
-            for row in tqdm(rows, total=num_rows, desc=f"Behavior-SD {path.name}", unit="dialogue"):
+            for row in tqdm(rows, total=num_rows, desc=f"Behavior-SD {path.name}", unit="dialogue", disable=not self.progress):
                 dialogue = self._dialogue(row, row[audio_column], path)
                 if dialogue.dialogue_id in seen:
                     raise self.layout_error(f"dialogue {dialogue.dialogue_id} appears twice (again in {path})")

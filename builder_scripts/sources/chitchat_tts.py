@@ -261,10 +261,10 @@ class ChitchatTTS(DialogueSource):
     def voicing_seconds(self, turn: Turn) -> float:
         return turn.duration * ENGINE_SECONDS_PER_SECOND[Voicer.voice(turn.speaker).engine]
 
-    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int], progress: bool = True) -> None:
-        """Voice exactly these turns into the cache (cached ones are skipped; writes are atomic), with a bar unless ``progress`` is false."""
+    def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
+        """Voice exactly these turns into the cache (cached ones are skipped; writes are atomic), with a bar unless ``self.progress`` is false."""
         missing = [i for i in dict.fromkeys(turn_indices) if not Path(dialogue.turns[i].audio.path).is_file()]
-        for i in tqdm(missing, desc=f"voicing {dialogue.dialogue_id[:8]}", unit="turn", leave=False, disable=not (progress and missing)):
+        for i in tqdm(missing, desc=f"voicing {dialogue.dialogue_id[:8]}", unit="turn", leave=False, disable=not (self.progress and missing)):
             turn = dialogue.turns[i]
             path = self.voicer.synthesize(turn.speaker, turn.text)
             if path != Path(turn.audio.path):
@@ -279,7 +279,7 @@ class ChitchatTTS(DialogueSource):
 
     def speaker_pool(
         self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = POOL_MIN_SECONDS,
-        share: tuple[int, int] = (0, 1), progress: bool = True,
+        share: tuple[int, int] = (0, 1)
     ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Every bank voice with ``clips_per_speaker`` voiced sentences drawn from ``dialogues``' text.
 
@@ -298,6 +298,6 @@ class ChitchatTTS(DialogueSource):
         todo = [(v, t) for v, ts in plan.items() for t in ts if not self.voicer.path(v, t).is_file()]
         worker, workers = share
         todo = todo[worker::workers] + [clip for k, clip in enumerate(todo) if k % workers != worker]
-        for voice_id, text in tqdm(todo, desc="voicing speaker pool", unit="clip", disable=not (progress and todo)):
+        for voice_id, text in tqdm(todo, desc="voicing speaker pool", unit="clip", disable=not (self.progress and todo)):
             self.voicer.synthesize(voice_id, text)  # a clip another worker has written is not voiced again
         return {v.id: (v.gender, [AudioSpan(self.voicer.path(v.id, t)) for t in plan[v.id]]) for v in VOICES}
