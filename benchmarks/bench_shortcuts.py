@@ -15,10 +15,11 @@ lies above chance (none: nothing but the voice tells the converted turn).
 ``--voice-yardstick CACHE`` (the build's ``--cache``) also fits each model on a *natural swap* of
 every unit: its converted turns replaced by a real other voice that went through the same path
 (the original turn of another dialogue as the unit cache holds it, same conversion backend,
-another target speaker of the same gender for S3 and of the other gender for S2, the one nearest
-in length, cut or padded to the turn's length, then the final stage). How often the features
-find that turn is what they know of a change of voice; a swap also changes the words and their
-timing, so it is an upper mark, not a bound.
+another target speaker of the substitute's gender, from the same TTS engine and source where
+there is one, the one nearest in length, cut or padded to the turn's length, then the final
+stage). How often the features find that turn is what they know of a change of voice; a swap
+also changes the words and their timing (and, where no voice of that gender shares the target's
+engine, the engine: the header says how often), so it is an upper mark, not a bound.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import speakersleuth_dataset as ssd
 from builder_scripts.final_stage import finish
 from builder_scripts.scenarios import Unit
 from builder_scripts.shortcuts import CONTROL_DRAWS, ShortcutAudit
+from builder_scripts.tts.voice_bank import BANK
+from builder_scripts.units import UNIT_CODE
 
 
 def _clip(value: dict):
@@ -47,8 +50,7 @@ def _clip(value: dict):
 def units(root: Path, variant: str) -> list[SimpleNamespace]:
     """The variant's units as the audit reads them, rebuilt from its detection rows (both splits)."""
     rows = defaultdict(dict)
-    columns = ["dialogue_id", "source_dataset", "scenario", "target_speaker", "target_gender", "vc_model", "substitute_gender",
-               "converted_turn", "target_audio"]
+    columns = ["dialogue_id", "source_dataset", "scenario", "target_gender", "substitute_gender", "converted_turn", "target_audio"]
     name = ssd.config_name("detection", variant)
     for split in ssd.SPLITS:
         if ssd.shard_paths(root, name, split):
@@ -61,36 +63,49 @@ def units(root: Path, variant: str) -> list[SimpleNamespace]:
         out.append(SimpleNamespace(
             converted_turn=k, targets=[_clip(c) for c in s1["target_audio"]],
             converted={s: _clip(scenarios[s]["target_audio"][k - 1]) for s in ("S2", "S3")},
-            raw_targets=[], raw_converted={}, vc_model=s1["vc_model"],
-            segment=SimpleNamespace(source=s1["source_dataset"], dialogue_id=dialogue, target_speaker=s1["target_speaker"],
-                                    target_gender=s1["target_gender"]),
+            raw_targets=[], raw_converted={},
+            segment=SimpleNamespace(source=s1["source_dataset"], dialogue_id=dialogue, target_gender=s1["target_gender"]),
             s2=SimpleNamespace(gender=scenarios["S2"]["substitute_gender"]), s3=SimpleNamespace(gender=scenarios["S3"]["substitute_gender"]),
         ))
     return out
 
 
-def natural_swaps(items: list[SimpleNamespace], cache: Path, variant: str) -> list[SimpleNamespace]:
+def _engine(unit: Unit) -> str | None:
+    """The TTS engine that voiced the unit's target speaker (None for a recorded corpus)."""
+    voice = BANK.get(unit.segment.target_speaker) if unit.segment.source == "chitchat_tts" else None
+    return voice.engine if voice else None
+
+
+def natural_swaps(items: list[SimpleNamespace], cache: Path, variant: str) -> tuple[list[SimpleNamespace], float]:
     """Each published unit with its S2/S3 turns replaced by another unit's original turn as the
     build's unit cache holds it (before the final stage), cut or padded to the turn's length and
-    then finished like every published clip (see ``--voice-yardstick``)."""
-    made = [Unit.load(path) for path in sorted(Path(cache).glob(f"units/*/*/{variant}/*/*.npz"))]
-    made = {f"{u.segment.source}/{u.segment.dialogue_id}": u for u in made if u.dropped is None}  # the published dialogue_id
-    out = []
-    for unit in items:
-        own = made.get(unit.segment.dialogue_id)
-        if own is None:
-            continue
+    then finished like every published clip (see ``--voice-yardstick``); and the share of swapped
+    turns that had to come from another TTS engine or source than the target's."""
+    published = {unit.segment.dialogue_id: unit for unit in items}
+    made = {}
+    for path in sorted(Path(cache).glob(f"units/*/code-{UNIT_CODE}/{variant}/*/*.npz")):
+        unit = Unit.load(path)
+        mine = published.get(f"{unit.segment.source}/{unit.segment.dialogue_id}")  # the published dialogue_id
+        k = unit.converted_turn - 1
+        if unit.dropped is None and mine is not None and np.array_equal(finish(unit.targets[k]), mine.targets[k]):
+            made[f"{unit.segment.source}/{unit.segment.dialogue_id}"] = unit
+    out, crossed = [], 0
+    for dialogue, own in made.items():
+        unit = published[dialogue]
         length = unit.targets[unit.converted_turn - 1].size
         swapped = {}
-        for scenario, same_gender in (("S3", True), ("S2", False)):
-            turns = [c for other in made.values() if other.vc_model == own.vc_model and other.segment.target_speaker != own.segment.target_speaker
-                     and (other.segment.target_gender == own.segment.target_gender) == same_gender for c in other.targets]
+        for scenario, gender in (("S3", unit.s3.gender), ("S2", unit.s2.gender)):
+            others = [o for o in made.values() if o.vc_model == own.vc_model and o.segment.target_gender == gender
+                      and o.segment.target_speaker != own.segment.target_speaker]
+            alike = [o for o in others if o.segment.source == own.segment.source and _engine(o) == _engine(own)]
+            crossed += not alike
+            turns = [c for o in alike or others for c in o.targets]
             if turns:
                 nearest = min(turns, key=lambda c: abs(c.size - length))
                 swapped[scenario] = finish(np.pad(nearest, (0, max(0, length - nearest.size)))[:length])
         if len(swapped) == 2:
             out.append(SimpleNamespace(**(vars(unit) | {"converted": swapped})))
-    return out
+    return out, crossed / max(1, 2 * len(made))
 
 
 def audit(items: list, models: list[str], desc: str) -> dict[str, ShortcutAudit]:
@@ -114,7 +129,7 @@ def main() -> None:
         items = units(args.dataset, variant)
         if not items:
             continue
-        swaps = natural_swaps(items, args.voice_yardstick, variant) if args.voice_yardstick else []
+        swaps, crossed = natural_swaps(items, args.voice_yardstick, variant) if args.voice_yardstick else ([], 0.0)
         if args.voice_yardstick and not swaps:
             parser.error(f"--voice-yardstick {args.voice_yardstick}: no unit of {variant}'s published dialogues there; give the build's --cache")
         for model, a in audit(items, args.models.split(","), f"features {variant}").items():
@@ -123,7 +138,7 @@ def main() -> None:
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
         for model, a in (audit(swaps, args.models.split(","), f"natural swaps {variant}") if swaps else {}).items():
-            print(f"\n{args.dataset} · {variant} · {model} · natural swaps, a real other voice ({len(swaps)} units)\n\n{a.table()}")
+            print(f"\n{args.dataset} · {variant} · {model} · natural swaps, a real other voice ({len(swaps)} units; {100 * crossed:.0f} % of the swapped turns from another TTS engine or source)\n\n{a.table()}")
     print("\nabove chance:" if flagged else "\nno cell above chance", *flagged, sep="\n")
 
 
