@@ -85,10 +85,10 @@ def natural_swaps(items: list[SimpleNamespace], cache: Path, variant: str) -> tu
     made = {}
     for path in sorted(Path(cache).glob(f"units/*/code-{UNIT_CODE}/{variant}/*/*.npz")):
         unit = Unit.load(path)
-        mine = published.get(f"{unit.segment.source}/{unit.segment.dialogue_id}")  # the published dialogue_id
+        dialogue = f"{unit.segment.source}/{unit.segment.dialogue_id}"  # as published
         k = unit.converted_turn - 1
-        if unit.dropped is None and mine is not None and np.array_equal(finish(unit.targets[k]), mine.targets[k]):
-            made[f"{unit.segment.source}/{unit.segment.dialogue_id}"] = unit
+        if unit.dropped is None and dialogue in published and np.array_equal(finish(unit.targets[k]), published[dialogue].targets[k]):
+            made[dialogue] = unit
     out, crossed = [], 0
     for dialogue, own in made.items():
         unit = published[dialogue]

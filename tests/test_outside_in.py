@@ -70,9 +70,10 @@ def user(tmp_path_factory) -> dict:
     env, out, cache = fresh_env(tmp / "home"), tmp / "speakersleuth", tmp / "cache"
     build = ["build", "--dataset-out", str(out), "--cache", str(cache), "--jobs", "2", *TINY, "--no-progress"]
     done = subprocess.run([sys.executable, "-m", "builder_scripts", *build], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    logs = "".join(f"\n--- {log}:\n{log.read_text()[-2000:]}" for log in sorted((cache / "logs").glob("*.log")))
-    assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{logs}"
-    return {"tmp": tmp, "env": env, "out": out, "home": tmp / "home", "build_output": done.stderr + "".join(log.read_text() for log in (cache / "logs").glob("*.log"))}
+    logs = {log: log.read_text() for log in sorted((cache / "logs").glob("*.log"))}
+    tails = "".join(f"\n--- {log}:\n{text[-2000:]}" for log, text in logs.items())
+    assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{tails}"
+    return {"tmp": tmp, "env": env, "out": out, "home": tmp / "home", "build_output": done.stderr + "".join(logs.values())}
 
 
 def test_a_build_without_progress_prints_no_bar(user):
