@@ -253,24 +253,52 @@ def _fit_folds(task, X, y, starts, instances, groups, model, out) -> None:
             out[i] = float(mine[0] >= 0.5) if task == "detection" else _credits(mine, instances[i][1])
 
 
-def score_cell(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> dict[str, float]:
-    """Percent score (balanced accuracy for detection) with a 95 % dialogue-bootstrap interval."""
+def _dialogue_parts(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dialogues (sorted) and, per dialogue, the sums a score is made of: (correct, count)
+    pairs, one pair per class for detection (balanced accuracy), one pair otherwise."""
     names, inverse = np.unique(groups, return_inverse=True)
     if task == "detection":  # per dialogue: correct and all instances of each class
         parts = [np.bincount(inverse, weights=w, minlength=names.size)
                  for c in (0, 1) for w in ((truth == c) & (credits == c), truth == c)]
     else:
         parts = [np.bincount(inverse, weights=credits, minlength=names.size), np.bincount(inverse, minlength=names.size)]
-    parts = np.array(parts, dtype=np.float64)
-    draws = np.random.default_rng(0).integers(0, names.size, (BOOTSTRAP, names.size))
+    return names, np.array(parts, dtype=np.float64)
 
-    def score(totals: np.ndarray) -> np.ndarray:  # totals: parts summed over the drawn dialogues
-        with np.errstate(invalid="ignore", divide="ignore"):
-            shares = totals[0::2] / totals[1::2]
-        return np.nanmean(shares, axis=0)
 
-    low, high = np.percentile(score(parts[:, draws].sum(axis=2)), [2.5, 97.5])
-    return {"score": round(100 * float(score(parts.sum(axis=1))), 1), "low": round(100 * float(low), 1), "high": round(100 * float(high), 1)}
+def _score(totals: np.ndarray) -> np.ndarray:
+    """The score (a share) of parts summed over (drawn) dialogues (axis 0: the parts)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = totals[0::2] / totals[1::2]
+    return np.nanmean(shares, axis=0)
+
+
+def _draws(n: int) -> np.ndarray:
+    """The dialogue bootstrap's draws: the same for every cell over ``n`` dialogues, so that cells of
+    two audits over the same dialogues are resampled together."""
+    return np.random.default_rng(0).integers(0, n, (BOOTSTRAP, n))
+
+
+def _interval(point: float, drawn: np.ndarray) -> dict[str, float]:
+    """A share and its bootstrap draws as a percent cell with its 95 % interval."""
+    low, high = np.percentile(drawn, [2.5, 97.5])
+    return {"score": round(100 * float(point), 1), "low": round(100 * float(low), 1), "high": round(100 * float(high), 1)}
+
+
+def score_cell(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> dict[str, float]:
+    """Percent score (balanced accuracy for detection) with a 95 % dialogue-bootstrap interval."""
+    names, parts = _dialogue_parts(task, credits, truth, groups)
+    return _interval(_score(parts.sum(axis=1)), _score(parts[:, _draws(names.size)].sum(axis=2)))
+
+
+def paired_difference(task: str, first: tuple, second: tuple) -> dict[str, float]:
+    """``first``'s score minus ``second``'s in points, each given as ``(credits, truth, groups)`` over
+    the same dialogues, with a 95 % interval from a paired dialogue bootstrap (both sides resampled
+    by the same draws)."""
+    (names, a), (other, b) = _dialogue_parts(task, *first), _dialogue_parts(task, *second)
+    if not np.array_equal(names, other):
+        raise ValueError(f"a paired difference needs the same dialogues on both sides (here {names.size} and {other.size})")
+    draws = _draws(names.size)
+    return _interval(_score(a.sum(axis=1)) - _score(b.sum(axis=1)), _score(a[:, draws].sum(axis=2)) - _score(b[:, draws].sum(axis=2)))
 
 
 def permuted(task: str, instances: list[tuple[np.ndarray, int]], rng: np.random.Generator) -> list[tuple[np.ndarray, int]]:
@@ -369,7 +397,6 @@ class ShortcutAudit:
 
     def add(self, unit) -> None:
         k = unit.converted_turn - 1
-        self.num_turns = len(unit.targets)
         group = f"{unit.segment.source}/{unit.segment.dialogue_id}"
         stages = [("published", unit.targets, unit.converted)]
         if unit.raw_targets and unit.raw_converted:
@@ -380,10 +407,14 @@ class ShortcutAudit:
             for scenario, clip, gender in voices:
                 self.artifacts.add(stage, scenario, clip, gender)
             turns = np.stack([feature_vector(c) for c in originals])
-            converted = {s: feature_vector(conversions[s]) for s in ("S2", "S3")}
-            for task, instances in task_tables(turns, k, converted).items():
-                self._tables[stage][task] += instances
-                self._groups[stage][task] += [group] * len(instances)
+            self.add_features(stage, turns, k, {s: feature_vector(conversions[s]) for s in ("S2", "S3")}, group)
+
+    def add_features(self, stage: str, turns: np.ndarray, k: int, converted: dict[str, np.ndarray], group: str) -> None:
+        """Add one unit already measured (``task_tables``' arguments; ``group``: its dialogue)."""
+        self.num_turns = len(turns)
+        for task, instances in task_tables(turns, k, converted).items():
+            self._tables[stage][task] += instances
+            self._groups[stage][task] += [group] * len(instances)
         self._results.clear()
 
     def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS,
@@ -398,8 +429,15 @@ class ShortcutAudit:
             return 50.0
         return round(100 / 3, 1) if task == "discrimination" else round(100 / (self.num_turns or 1), 1)
 
-    def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> dict[str, float]:
-        """One cell; the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
+    def _credits(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> tuple:
+        """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
+        the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
+        key = ("credits", stage, task, tuple(family or ()), control)
+        if key not in self._results:
+            self._results[key] = self._fit(stage, task, family, control)
+        return self._results[key]
+
+    def _fit(self, stage: str, task: str, family: list[str] | None, control: bool) -> tuple:
         table, groups = self._tables[stage][task], np.array(self._groups[stage][task])
         columns = _columns(task, FEATURES, family)
         draws = [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)] if control else [table]
@@ -410,9 +448,20 @@ class ShortcutAudit:
             truth.append(np.array([t for _, t in instances]))
         credits, truth, groups = np.concatenate(credits), np.concatenate(truth), np.tile(groups, len(draws))
         kept = ~np.isnan(credits)
-        if not kept.any():
+        return credits[kept], truth[kept], groups[kept]
+
+    def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> dict[str, float]:
+        credits, truth, groups = self._credits(stage, task, family, control)
+        if not credits.size:
             return {"score": float("nan"), "low": float("nan"), "high": float("nan")}
-        return score_cell(task, credits[kept], truth[kept], groups[kept])
+        return score_cell(task, credits, truth, groups)
+
+    def difference(self, other: ShortcutAudit) -> dict[str, dict[str, float]]:
+        """Per task, this audit's published score (all features) minus ``other``'s, in points, with
+        a paired dialogue-bootstrap interval; both must hold the same dialogues (the converted turns,
+        and another voice put in their place)."""
+        return {task: paired_difference(task, self._credits("published", task, None), other._credits("published", task, None))
+                for task in self.tasks}
 
     def result(self, stage: str) -> dict:
         """``{task: {chance, all, control}}`` (raw: no control), each cell ``{score, low, high}`` in
@@ -444,11 +493,11 @@ class ShortcutAudit:
         for task, families in self.flagged().items():
             r = self.result("published")[task]
             line = (f"shortcut audit{' ' + where if where else ''}: {TASK_LABELS[task]} from non-speaker features "
-                    f"{_cell_text(r['all'])} is above chance ({r['chance']:.1f} %)")
+                    f"{cell_text(r['all'])} is above chance ({r['chance']:.1f} %)")
             if families:
                 family, cell = _strongest(families)
                 alone = "above chance alone" if cell["low"] > r["chance"] else "within chance alone"
-                line += f"; strongest family: {family} ({_cell_text(cell)}, {alone})"
+                line += f"; strongest family: {family} ({cell_text(cell)}, {alone})"
             lines.append(line)
         return lines
 
@@ -460,14 +509,14 @@ class ShortcutAudit:
                  "|---|---|---|---|---|---|"]
         for task, r in published.items():
             best = _strongest(flagged[task]) if flagged.get(task) else None
-            strongest = f"{best[0]}: {_cell_text(best[1])}" if best else ("yes" if task in flagged else "-")
-            contrast = _cell_text(raw[task]["all"]) if task in raw else "-"
-            lines.append(f"| {TASK_LABELS[task]} | {r['chance']:.1f} % | {_cell_text(r['all'])} | {_cell_text(r['control'])} "
+            strongest = f"{best[0]}: {cell_text(best[1])}" if best else ("yes" if task in flagged else "-")
+            contrast = cell_text(raw[task]["all"]) if task in raw else "-"
+            lines.append(f"| {TASK_LABELS[task]} | {r['chance']:.1f} % | {cell_text(r['all'])} | {cell_text(r['control'])} "
                          f"| {strongest} | {contrast} |")
         shown = [task for task, families in flagged.items() if families]
         if shown:
             lines += ["", "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |", "|---" * (len(shown) + 1) + "|"]
-            lines += [f"| {family} | " + " | ".join(_cell_text(flagged[t][family]) for t in shown) + " |" for family in FAMILIES]
+            lines += [f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |" for family in FAMILIES]
         return "\n".join(lines)
 
 
@@ -478,7 +527,7 @@ def _strongest(families: dict[str, dict[str, float]]) -> tuple[str, dict[str, fl
     return ", ".join(names), families[names[0]]
 
 
-def _cell_text(cell: dict[str, float]) -> str:
+def cell_text(cell: dict[str, float]) -> str:
     return f"{cell['score']:.1f} % [{cell['low']:.1f}–{cell['high']:.1f}]"
 
 

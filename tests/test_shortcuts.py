@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.signal import butter, sosfiltfilt
 
-from builder_scripts.shortcuts import FAMILIES, TASKS, ShortcutAudit
+from builder_scripts.shortcuts import FAMILIES, TASKS, ShortcutAudit, paired_difference, score_cell
 
 SR = 16000
 LOW = butter(8, 6000, fs=SR, output="sos")
@@ -134,3 +134,30 @@ def test_artifact_rates_per_scenario_find_the_clicking_conversion():
     assert rates["S1"]["clips"] == 3 and rates["S1"]["hnr_db_female"] > 25.0 and np.isnan(rates["S1"]["hnr_db_male"])
     assert np.isnan(rates["S2"]["hnr_db_female"])  # S2 is heard as the other gender
     assert "| published | S2 | 3 | 100.0 % | - | 100.0 % | nan / " in audit.artifacts.table()
+
+
+def test_the_paired_difference_finds_the_planted_residue_against_the_same_dialogues_without_it(leaking):
+    rng = np.random.default_rng(2)
+    clean = ShortcutAudit()
+    for i in range(30):  # the leaking fixture's dialogues (two units each), no residue
+        clean.add(unit(i, rng))
+    difference = leaking.difference(clean)
+    for task in TASKS:
+        d, a, b = difference[task], leaking.result("published")[task]["all"], clean.result("published")[task]["all"]
+        assert d["score"] == pytest.approx(a["score"] - b["score"], abs=0.11), task  # each side rounded to 0.1
+        assert d["low"] > 0 and d["low"] <= d["score"] <= d["high"], (task, d)
+    assert all(d == {"score": 0.0, "low": 0.0, "high": 0.0} for d in clean.difference(clean).values())  # paired: the same draws
+
+
+def test_the_paired_difference_by_hand():
+    """Ten dialogues of two instances: one side right on all, the other on the first instance of
+    each: 100 against 50 points, and the same 50 points in every bootstrap draw (each dialogue
+    holds one right and one wrong instance); the sides swapped, the sign too."""
+    groups = np.repeat([f"d{i}" for i in range(10)], 2)
+    truth = np.zeros(20, dtype=int)
+    right, half = (np.ones(20), truth), (np.tile([1.0, 0.0], 10), truth)
+    assert paired_difference("localization_S3", (*right, groups), (*half, groups)) == {"score": 50.0, "low": 50.0, "high": 50.0}
+    assert paired_difference("localization_S3", (*half, groups), (*right, groups)) == {"score": -50.0, "low": -50.0, "high": -50.0}
+    assert score_cell("localization_S3", *half, groups) == {"score": 50.0, "low": 50.0, "high": 50.0}
+    with pytest.raises(ValueError, match="the same dialogues on both sides"):
+        paired_difference("localization_S3", (*right, groups), (right[0][:18], truth[:18], groups[:18]))
