@@ -63,3 +63,16 @@ def test_hibari_speaks_deterministically():
     assert engine.sample_rate == 24000 and audio.dtype == np.float32 and 1.0 < audio.size / 24000 < 4.0
     assert np.abs(audio).max() > 0.05 and np.array_equal(audio, engine.synthesize("Hello there, how was your day?"))
     assert engine.synthesize("Hello there.", speed=1.3).size < engine.synthesize("Hello there.").size
+
+
+def test_a_render_at_another_rate_changes_the_length_and_nothing_else(tmp_path):
+    """``render(..., speed=)`` (the shortcut bench's same-words swaps) says the same words faster;
+    without it, or at the voice's own rate, it is the voice's own clip, sample for sample."""
+    voicer = Voicer(tmp_path, threads=1)
+    voice = next(v for v in VOICES if v.engine == "hibari")
+    text = "Hello there, how was your day?"
+    own = voicer.render(voice.id, text)
+    assert np.array_equal(voicer.render(voice.id, text, speed=voice.speed), own)
+    faster = voicer.render(voice.id, text, speed=voice.speed * 1.3)
+    assert 0.6 < faster.size / own.size < 0.9
+    assert np.array_equal(Voicer(tmp_path / "again", threads=1).render(voice.id, text), own)
