@@ -73,7 +73,7 @@ def user(tmp_path_factory) -> dict:
     logs = {log: log.read_text() for log in sorted((cache / "logs").glob("*.log"))}
     tails = "".join(f"\n--- {log}:\n{text[-2000:]}" for log, text in logs.items())
     assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{tails}"
-    return {"tmp": tmp, "env": env, "out": out, "home": tmp / "home", "build_output": done.stderr + "".join(logs.values())}
+    return {"tmp": tmp, "env": env, "out": out, "cache": cache, "home": tmp / "home", "build_output": done.stderr + "".join(logs.values())}
 
 
 def test_a_build_without_progress_prints_no_bar(user):
@@ -155,3 +155,17 @@ def test_the_readmes_dataset_example_prints_what_it_shows_on_a_real_build(user):
     script.write_text(block.text)
     done = _run([sys.executable, str(script)], user["tmp"], user["env"], 300)
     assert done.stdout == block.output, done.stdout
+
+
+def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(user):
+    """``benchmarks/bench_shortcuts.py --voice-yardstick CACHE`` as benchmarks/README.md types it, on
+    the build and its cache: the same words in each substitute's own voice, through a path it first
+    checks on the target's own voice against the published turn (it exits naming the dialogue when
+    they differ), then the paired table for every variant."""
+    bench = [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic",
+             "--voice-yardstick", str(user["cache"]), "--swap", "same-words"]
+    done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
+    headers = re.findall(r"· (\w+) · logistic · against natural swaps, a real other voice \((\d+) units; same-words", done.stdout)
+    assert sorted(v for v, _ in headers) == sorted(ssd.VARIANTS) and all(int(n) > 0 for _, n in headers), done.stdout[-3000:]
+    assert done.stdout.count("| discrimination (pick the original) | 33.3 % |") == 2 * len(ssd.VARIANTS)
+    assert re.search(r"\n(no cell finds the converted turn more often than a natural swap|converted turn found more often than a natural swap:)\n", done.stdout)
