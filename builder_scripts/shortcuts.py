@@ -393,7 +393,7 @@ class ShortcutAudit:
         self.artifacts = ArtifactRates()
         self._tables = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
         self._groups = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
-        self._results: dict[str, dict] = {}
+        self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits
 
     def add(self, unit) -> None:
         k = unit.converted_turn - 1
@@ -432,7 +432,7 @@ class ShortcutAudit:
     def _credits(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> tuple:
         """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
         the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
-        key = ("credits", stage, task, tuple(family or ()), control)
+        key = ("credits", stage, task, None if family is None else tuple(family), control)
         if key not in self._results:
             self._results[key] = self._fit(stage, task, family, control)
         return self._results[key]

@@ -152,12 +152,15 @@ def test_the_paired_difference_finds_the_planted_residue_against_the_same_dialog
 def test_the_paired_difference_by_hand():
     """Ten dialogues of two instances: one side right on all, the other on the first instance of
     each: 100 against 50 points, and the same 50 points in every bootstrap draw (each dialogue
-    holds one right and one wrong instance); the sides swapped, the sign too."""
+    holds one right and one wrong instance); the sides swapped, the sign too; two equal sides whose
+    dialogues differ: 0 in every draw, since both are resampled by the same draws."""
     groups = np.repeat([f"d{i}" for i in range(10)], 2)
     truth = np.zeros(20, dtype=int)
     right, half = (np.ones(20), truth), (np.tile([1.0, 0.0], 10), truth)
     assert paired_difference("localization_S3", (*right, groups), (*half, groups)) == {"score": 50.0, "low": 50.0, "high": 50.0}
     assert paired_difference("localization_S3", (*half, groups), (*right, groups)) == {"score": -50.0, "low": -50.0, "high": -50.0}
     assert score_cell("localization_S3", *half, groups) == {"score": 50.0, "low": 50.0, "high": 50.0}
+    mixed = (np.random.default_rng(3).integers(0, 2, 20).astype(float), truth)  # dialogues that differ: unpaired draws would spread
+    assert paired_difference("localization_S3", (*mixed, groups), (*mixed, groups)) == {"score": 0.0, "low": 0.0, "high": 0.0}
     with pytest.raises(ValueError, match="the same dialogues on both sides"):
         paired_difference("localization_S3", (*right, groups), (right[0][:18], truth[:18], groups[:18]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from builder_scripts.tts.voice_bank import BANK, ENGINE_SECONDS_PER_SECOND, ENGINES, VOICES, Voicer, voices_of
+from builder_scripts.tts.voice_bank import BANK, ENGINE_SECONDS_PER_SECOND, ENGINES, VOICES, Voicer, median_f0, voices_of
 
 #: The first 16 voices, which datasets already name: (gender, engine, timbre, prosody, speed, pitch, formant).
 FIRST_VOICES = {
@@ -65,14 +65,17 @@ def test_hibari_speaks_deterministically():
     assert engine.synthesize("Hello there.", speed=1.3).size < engine.synthesize("Hello there.").size
 
 
-def test_a_render_at_another_rate_changes_the_length_and_nothing_else(tmp_path):
-    """``render(..., speed=)`` (the shortcut bench's same-words swaps) says the same words faster;
-    without it, or at the voice's own rate, it is the voice's own clip, sample for sample."""
+def test_a_render_at_another_rate_changes_the_length_and_not_the_pitch(tmp_path):
+    """``render(..., speed=)`` (the shortcut bench's same-words swaps) says the same words faster in
+    the same voice: Piper's median F0 within 0.05 octave (hibari's rate moves its pitch, about 0.1
+    octave per 15 %: benchmarks/README.md); without it, in a fresh voicer, it is the voice's own
+    clip, sample for sample."""
     voicer = Voicer(tmp_path, threads=1)
-    voice = next(v for v in VOICES if v.engine == "hibari")
+    voice = next(v for v in VOICES if v.engine == "piper")
     text = "Hello there, how was your day?"
     own = voicer.render(voice.id, text)
     assert np.array_equal(voicer.render(voice.id, text, speed=voice.speed), own)
-    faster = voicer.render(voice.id, text, speed=voice.speed * 1.3)
-    assert 0.6 < faster.size / own.size < 0.9
+    faster = voicer.render(voice.id, text, speed=voice.speed * 1.2)
+    assert faster.size < 0.97 * own.size  # Piper answers about half in proportion: the bench re-renders
+    assert abs(np.log2(median_f0(faster) / median_f0(own))) < 0.05
     assert np.array_equal(Voicer(tmp_path / "again", threads=1).render(voice.id, text), own)
