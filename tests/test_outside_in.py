@@ -166,9 +166,30 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
              "--voice-yardstick", str(user["cache"]), "--swap", "same-words"]
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
     headers = re.findall(r"· (\w+) · logistic · against natural swaps, a real other voice \((\d+) units; same words, each unit's path "
-                         r"checked on the target's own voice; substitutes voiced by another TTS engine: S2 \d+, S3 \d+ of (\d+);", done.stdout)
-    assert sorted(v for v, _, _ in headers) == sorted(ssd.VARIANTS), done.stdout[-3000:]
-    assert all(int(n) > 0 and n == checked for _, n, checked in headers), headers  # every swapped unit checked
+                         r"checked on the target's own voice; substitutes voiced by another TTS engine: S2 \d+, S3 \d+ of \d+;", done.stdout)
+    assert sorted(v for v, _ in headers) == sorted(ssd.VARIANTS) and all(int(n) > 0 for _, n in headers), done.stdout[-3000:]
     assert done.stdout.count("| discrimination (pick the original) | 33.3 % |") == 2 * len(ssd.VARIANTS)
     assert re.search(r"\n(no cell finds the converted turn above chance and more often than a natural swap"
                      r"|converted turn found above chance and more often than a natural swap:)\n", done.stdout)
+
+
+#: The bench with one step of the originals' path left out (the loudness), as a user's edit might.
+_BENCH_WITHOUT_LOUDNESS = """
+import sys
+sys.path.insert(0, "benchmarks")
+import bench_shortcuts
+bench_shortcuts.normalise_loudness = lambda clip: clip
+sys.argv = ["bench_shortcuts.py", *sys.argv[1:]]
+bench_shortcuts.main()
+"""
+
+
+def test_the_voice_yardstick_refuses_a_path_that_does_not_give_the_published_turn(user):
+    """The same-words swap's self-check: with the loudness step taken out of the path, the target's
+    own voice no longer gives the published turn, and the bench stops naming the dialogue before
+    fitting anything."""
+    bench = [sys.executable, "-c", _BENCH_WITHOUT_LOUDNESS, str(user["out"]), "--models", "logistic",
+             "--variants", "main", "--voice-yardstick", str(user["cache"])]
+    done = subprocess.run(bench, cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=900)
+    assert done.returncode != 0 and "against natural swaps" not in done.stdout, done.stdout[-2000:]
+    assert re.search(r"chitchat_tts/\S+: the target's own voice through the swap's path is not the published turn \d+", done.stderr), done.stderr[-2000:]
