@@ -142,3 +142,59 @@ def test_speech_with_a_mean_of_its_own_leaves_no_offset():
     floors = [10 * np.log10(np.mean(c[pauses].astype(np.float64) ** 2) / np.mean(c.astype(np.float64) ** 2))
               for c in (finish(base), finish(asymmetric))]
     assert abs(floors[0] - floors[1]) < 0.3, floors  # no offset moved into the pauses
+
+
+def amplitude(clip, hz: float) -> float:
+    """The amplitude of ``hz`` in ``clip``'s middle (a least-squares sine and cosine, 0.2 s kept off each end)."""
+    x = clip[SR // 5: -SR // 5].astype(np.float64)
+    t = np.arange(x.size) / SR
+    basis = np.stack([np.sin(2 * np.pi * hz * t), np.cos(2 * np.pi * hz * t)], axis=1)
+    return float(np.hypot(*np.linalg.lstsq(basis, x, rcond=None)[0]))
+
+
+def test_a_slow_drift_under_the_voice_does_not_hold_the_pauses_open():
+    """Praat's PSOLA leaves a slow drift (mostly below 60 Hz) under some converted turns, loud enough
+    in the pauses to keep the gate open there: after the stage their pauses are the floor alone, as
+    the driftless clip's are."""
+    base = speech()
+    walk = np.random.default_rng(3).standard_normal(base.size).cumsum()
+    drift = sosfiltfilt(butter(4, 10, fs=SR, output="sos"), walk - walk.mean())
+    drifting = base + drift * 0.1 * np.std(base) / np.std(drift)  # 20 dB under the speech
+    t = np.arange(base.size) / SR
+    pauses = (t < 0.2) | (t > 1.8)
+
+    def pause_db(c):
+        return 10 * np.log10(np.mean(c[pauses].astype(np.float64) ** 2) / np.mean(c.astype(np.float64) ** 2) + 1e-30)
+
+    assert pause_db(drifting) > -30 > pause_db(base)  # the drift is above the gate's threshold in the pauses
+    assert abs(pause_db(finish(drifting)) - pause_db(finish(base))) < 0.3
+    assert abs(floor_db(finish(drifting)) - floor_db(finish(base))) < 1.0
+
+
+def test_the_lowest_voices_pass_and_what_lies_under_them_does_not():
+    """An 80 Hz fundamental (a low male voice) keeps its level against 1 kHz; 15 Hz goes under the floor."""
+    t = np.arange(2 * SR) / SR
+    tones = {hz: np.sin(2 * np.pi * hz * t) for hz in (15, 80, 1000)}
+    out = finish((0.1 * sum(tones.values())).astype(np.float32))
+    assert abs(20 * np.log10(amplitude(out, 80) / amplitude(out, 1000))) < 0.05
+    assert 20 * np.log10(amplitude(out, 15) / amplitude(out, 1000)) < -50
+
+
+@pytest.mark.parametrize("samples", [1, 30, 400, 799])
+def test_a_clip_shorter_than_the_gates_hang_over_keeps_its_length(samples):
+    clip = 0.1 * np.sin(np.arange(samples) / 3.0).astype(np.float32)
+    assert finish(clip).shape == (samples,)
+
+
+def test_another_draw_changes_the_floor_and_the_dither_only(pair):
+    """``finish(clip, draw)``: draw 0 is the published clip; another draw differs from it by a fresh
+    floor and dither alone (their difference is two independent floors: 3 dB above one)."""
+    from builder_scripts.final_stage import NOISE_DBFS
+
+    reference = pair[0]
+    published, other = finish(reference), finish(reference, 1)
+    assert finish(reference, 0).tobytes() == published.tobytes()
+    difference_db = 20 * np.log10(np.std(other.astype(np.float64) - published))
+    floor_db_alone = 10 * np.log10(10 ** (NOISE_DBFS / 10) + (1 / 32768) ** 2 / 4)  # the noise, TPDF dither and rounding (1/4 LSB^2)
+    assert abs(difference_db - (floor_db_alone + 10 * np.log10(2))) < 0.5, (difference_db, floor_db_alone)
+    assert finish(reference, 2).tobytes() != other.tobytes()
