@@ -1,7 +1,7 @@
 """The shortcut audit of a built dataset folder, by the card's classifier and an independent one (issue 26).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_shortcuts.py DATASET [--models logistic,boosting] [--variants main,4vc,10turn]
-        [--beyond-voice] [--voice-yardstick CACHE [--swap same-words|other-turn]]
+        [--beyond-voice] [--voice-yardstick CACHE [--swap same-words|other-turn]] [--floor-draws N --cache CACHE]
 
 Reads the detection rows of every variant (test and validation splits: the S1 row's target turns,
 the S2 and S3 rows' converted turn) as published, and prints, per variant and model, the audit's
@@ -37,6 +37,14 @@ swap's, and converted minus swap with a paired dialogue-bootstrap interval:
   target speaker of the substitute's gender, from the target's TTS engine and source where there
   is one, the nearest in length, cut or padded), finished like every clip: other words and timing
   too, so an upper mark.
+
+``--floor-draws N --cache CACHE`` (the build's ``--cache``) fits each model again on the build's
+units finished with N other draws of the final stage's noise floor and dither
+(``final_stage.finish(clip, draw)``), everything else as published, and prints per task every
+draw's cell, their range and in how many draws the interval lies above chance. The dialogue
+bootstrap resamples one fit's guesses, so it leaves out how much the fit itself moves with an
+irrelevant change; a cell above chance in one draw only is that draw's luck, one above chance in
+every draw is not.
 """
 
 from __future__ import annotations
@@ -258,6 +266,34 @@ def audit(items: list, models: list[str], desc: str) -> dict[str, ShortcutAudit]
     return {m: collected.with_model(m, families=m == "logistic", control_draws=CONTROL_DRAWS if m == "logistic" else 5) for m in models}
 
 
+def floor_draws(items: list[SimpleNamespace], cached: dict[str, Unit], draws: int) -> list[list[SimpleNamespace]]:
+    """The published units again, once per draw 1..``draws`` of the final stage's noise floor and
+    dither (the cache's clips through ``finish(clip, draw)``), as ``units`` gives them."""
+    return [[SimpleNamespace(
+        converted_turn=unit.converted_turn, raw_targets=[], raw_converted={}, segment=unit.segment, s2=unit.s2, s3=unit.s3,
+        targets=[finish(c, draw) for c in cached[unit.segment.dialogue_id].targets],
+        converted={s: finish(cached[unit.segment.dialogue_id].converted[s], draw) for s in ("S2", "S3")},
+    ) for unit in items] for draw in range(1, draws + 1)]
+
+
+def draws_table(published: ShortcutAudit, redrawn: list[ShortcutAudit]) -> tuple[str, list[str]]:
+    """Markdown: per task, the published draw's cell and each other floor draw's, the range of the
+    scores, and in how many draws the interval lies above chance; and a line for each task above
+    chance in every draw (what one draw's luck does not explain)."""
+    cells = [published.scores(), *(a.scores() for a in redrawn)]
+    lines = ["| task | chance | published draw | " + " | ".join(f"draw {d}" for d in range(1, len(redrawn) + 1)) + " | range (points) | above chance in |",
+             "|---|---|---|" + "---|" * len(redrawn) + "---|---|"]
+    every = []
+    for task in published.tasks:
+        chance, row = published.chance(task), [c[task] for c in cells]
+        scores, above = [c["score"] for c in row], sum(c["low"] > chance for c in row)
+        lines.append(f"| {TASK_LABELS[task]} | {chance:.1f} % | " + " | ".join(cell_text(c) for c in row)
+                     + f" | {max(scores) - min(scores):.1f} | {above} of {len(row)} |")
+        if above == len(row):
+            every.append(f"{TASK_LABELS[task]}: {min(scores):.1f}-{max(scores):.1f} %")
+    return "\n".join(lines), every
+
+
 def swap_comparison(converted: ShortcutAudit, swapped: ShortcutAudit) -> tuple[str, list[str]]:
     """Markdown: per task, the converted turns and the natural swaps of the same dialogues, and the
     paired difference; and a line for each task where the converted turn is found above chance
@@ -287,18 +323,29 @@ def main() -> None:
                         help="also fit each model on the features with what F0 and MFCC timbre explain subtracted")
     parser.add_argument("--swap", choices=["same-words", "other-turn"], default="same-words",
                         help="same-words: the substitute's own TTS voice says the turn (TTS sources); other-turn: another dialogue's turn")
+    parser.add_argument("--floor-draws", type=int, default=0, metavar="N",
+                        help="also fit each model on the build's units finished with N other draws of the noise floor and dither "
+                             "(needs the build's unit cache: --cache, or the one --voice-yardstick names)")
+    parser.add_argument("--cache", type=Path, help="the build's unit cache (for --floor-draws)")
     args = parser.parse_args()
     models = args.models.split(",")
-    flagged, above_swap, beyond_voice = [], [], []
+    cache = args.cache or args.voice_yardstick
+    if args.floor_draws < 0:
+        parser.error(f"--floor-draws {args.floor_draws}: give a number of draws, 0 or more")
+    if args.floor_draws and not cache:
+        parser.error("--floor-draws needs the build's unit cache: --cache CACHE")
+    flagged, above_swap, beyond_voice, every_draw = [], [], [], []
     for variant in args.variants.split(","):
         items = units(args.dataset, variant)
         if not items:
             continue
         swaps, swap_note = [], ""
+        cached = cached_units(items, cache, variant) if cache else {}
+        if cache and not cached:
+            parser.error(f"{cache}: no unit of {variant}'s published dialogues there; give the build's --cache")
+        if args.floor_draws and len(cached) < len(items):
+            parser.error(f"--floor-draws: {len(items) - len(cached)} of {variant}'s {len(items)} published dialogues are not in {cache} as published")
         if args.voice_yardstick:
-            cached = cached_units(items, args.voice_yardstick, variant)
-            if not cached:
-                parser.error(f"--voice-yardstick {args.voice_yardstick}: no unit of {variant}'s published dialogues there; give the build's --cache")
             swaps, swap_note = (same_words_swaps(items, cached, Voicer(args.voice_yardstick / "tts", threads=1)) if args.swap == "same-words"
                            else other_turn_swaps(items, cached))
             if not swaps:
@@ -309,6 +356,12 @@ def main() -> None:
             table = a.table()
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
+        if args.floor_draws:
+            redrawn = [audit(draw, models, f"floor draw {d} {variant}") for d, draw in enumerate(floor_draws(items, cached, args.floor_draws), 1)]
+            for model, a in fitted.items():
+                table, every = draws_table(a, [r[model] for r in redrawn])
+                print(f"\n{args.dataset} · {variant} · {model} · {args.floor_draws} other draws of the noise floor and dither\n\n{table}")
+                every_draw += [f"{variant} {model}, {line}" for line in every]
         for model, a in (beyond_the_voice(items, models, f"voice {variant}") if args.beyond_voice else {}).items():
             print(f"\n{args.dataset} · {variant} · {model} · beyond the voice (features minus what F0 and timbre predict)\n\n{a.table()}")
             beyond_voice += a.warnings(f"{variant} {model} beyond the voice")
@@ -321,6 +374,8 @@ def main() -> None:
             print(f"\n{args.dataset} · {variant} · {model} · against natural swaps, a real other voice ({len(swaps)} units; {swap_note})\n\n{table}")
             above_swap += [f"{variant} {model}, {line}" for line in above]
     print("\nabove chance:" if flagged else "\nno cell above chance", *flagged, sep="\n")
+    if args.floor_draws:
+        print("\nabove chance in every floor draw:" if every_draw else "\nno cell above chance in every floor draw", *every_draw, sep="\n")
     if args.beyond_voice:
         print("\nabove chance beyond the voice:" if beyond_voice else "\nno cell above chance beyond the voice", *beyond_voice, sep="\n")
     if args.voice_yardstick:

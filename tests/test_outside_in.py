@@ -173,6 +173,26 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
                      r"|converted turn found above chance and more often than a natural swap:)\n", done.stdout)
 
 
+def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_without_it(user):
+    """``--floor-draws N --cache CACHE`` as benchmarks/README.md types it: per variant and model, the
+    published draw beside N other draws of the floor and dither; a cache that did not make the
+    build is refused with one line, before anything is fitted."""
+    bench = [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic", "--variants", "main",
+             "--floor-draws", "2", "--cache", str(user["cache"])]
+    done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
+    (table,) = re.findall(r"· main · logistic · 2 other draws of the noise floor and dither\n\n(.*?)\n\n", done.stdout, re.S)
+    assert table.splitlines()[0].startswith("| task | chance | published draw | draw 1 | draw 2 | range (points) | above chance in |")
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    assert len(rows) == 5 and all(re.fullmatch(r"\d of 3 \|", row[-1]) for row in rows), table
+    assert any(float(row[-2]) > 0 for row in rows), table  # another draw moves a cell: the draws are not the published clips again
+    assert re.search(r"\n(no cell above chance in every floor draw|above chance in every floor draw:)\n", done.stdout)
+    empty = user["tmp"] / "empty_cache"
+    empty.mkdir(exist_ok=True)
+    refused = subprocess.run([*bench[:-1], str(empty)], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and f"{empty}: no unit of main's published dialogues there" in refused.stderr, refused.stderr[-2000:]
+    assert "draws of the noise floor" not in refused.stdout
+
+
 #: The bench with one step of the originals' path left out (the loudness), as a user's edit might.
 _BENCH_WITHOUT_LOUDNESS = """
 import sys
