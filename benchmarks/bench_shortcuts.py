@@ -266,14 +266,38 @@ def audit(items: list, models: list[str], desc: str) -> dict[str, ShortcutAudit]
     return {m: collected.with_model(m, families=m == "logistic", control_draws=CONTROL_DRAWS if m == "logistic" else 5) for m in models}
 
 
-def floor_draws(items: list[SimpleNamespace], cached: dict[str, Unit], draws: int) -> list[list[SimpleNamespace]]:
-    """The published units again, once per draw 1..``draws`` of the final stage's noise floor and
-    dither (the cache's clips through ``finish(clip, draw)``), as ``units`` gives them."""
-    return [[SimpleNamespace(
-        converted_turn=unit.converted_turn, raw_targets=[], raw_converted={}, segment=unit.segment, s2=unit.s2, s3=unit.s3,
-        targets=[finish(c, draw) for c in cached[unit.segment.dialogue_id].targets],
-        converted={s: finish(cached[unit.segment.dialogue_id].converted[s], draw) for s in ("S2", "S3")},
-    ) for unit in items] for draw in range(1, draws + 1)]
+def floor_draw(items: list[SimpleNamespace], cached: dict[str, Unit], draw: int) -> list[SimpleNamespace]:
+    """The published units again with draw ``draw`` of the final stage's noise floor and dither
+    (the cache's clips through ``finish(clip, draw)``), as ``units`` gives them."""
+    return [SimpleNamespace(**(vars(unit) | {
+        "targets": [finish(c, draw) for c in cached[unit.segment.dialogue_id].targets],
+        "converted": {s: finish(cached[unit.segment.dialogue_id].converted[s], draw) for s in ("S2", "S3")},
+    })) for unit in items]
+
+
+def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[str, ShortcutAudit], draws: int) -> list[str]:
+    """Refit every model on ``draws`` other floor draws, print each model's ``draws_table``, and
+    return the lines of the cells above chance in every draw."""
+    redrawn = [audit(floor_draw(items, cached, d), list(fitted), f"floor draw {d} {variant}") for d in range(1, draws + 1)]
+    every = []
+    for model, a in fitted.items():
+        table, lines = draws_table(a, [r[model] for r in redrawn])
+        print(f"\n{dataset} · {variant} · {model} · {draws} other draws of the noise floor and dither\n\n{table}")
+        every += [f"{variant} {model}, {line}" for line in lines]
+    return every
+
+
+def _unit_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path | None:
+    """The build's unit cache the options name (``--voice-yardstick``, ``--cache``), checked against ``--floor-draws``."""
+    if args.floor_draws < 0:
+        parser.error(f"--floor-draws {args.floor_draws}: give a number of draws, 0 or more")
+    if args.cache and not args.floor_draws:
+        parser.error("--cache is the unit cache of --floor-draws N; give both")
+    if args.cache and args.voice_yardstick and args.cache.resolve() != args.voice_yardstick.resolve():
+        parser.error(f"--cache {args.cache} and --voice-yardstick {args.voice_yardstick}: one build has one unit cache")
+    if args.floor_draws and not (args.cache or args.voice_yardstick):
+        parser.error("--floor-draws needs the build's unit cache: --cache CACHE")
+    return args.cache or args.voice_yardstick
 
 
 def draws_table(published: ShortcutAudit, redrawn: list[ShortcutAudit]) -> tuple[str, list[str]]:
@@ -328,12 +352,7 @@ def main() -> None:
                              "(needs the build's unit cache: --cache, or the one --voice-yardstick names)")
     parser.add_argument("--cache", type=Path, help="the build's unit cache (for --floor-draws)")
     args = parser.parse_args()
-    models = args.models.split(",")
-    cache = args.cache or args.voice_yardstick
-    if args.floor_draws < 0:
-        parser.error(f"--floor-draws {args.floor_draws}: give a number of draws, 0 or more")
-    if args.floor_draws and not cache:
-        parser.error("--floor-draws needs the build's unit cache: --cache CACHE")
+    models, cache = args.models.split(","), _unit_cache(parser, args)
     flagged, above_swap, beyond_voice, every_draw = [], [], [], []
     for variant in args.variants.split(","):
         items = units(args.dataset, variant)
@@ -342,7 +361,7 @@ def main() -> None:
         swaps, swap_note = [], ""
         cached = cached_units(items, cache, variant) if cache else {}
         if cache and not cached:
-            parser.error(f"{cache}: no unit of {variant}'s published dialogues there; give the build's --cache")
+            parser.error(f"{cache}: no unit of {variant}'s published dialogues there (the build's --cache, by this final stage?)")
         if args.floor_draws and len(cached) < len(items):
             parser.error(f"--floor-draws: {len(items) - len(cached)} of {variant}'s {len(items)} published dialogues are not in {cache} as published")
         if args.voice_yardstick:
@@ -357,11 +376,7 @@ def main() -> None:
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
         if args.floor_draws:
-            redrawn = [audit(draw, models, f"floor draw {d} {variant}") for d, draw in enumerate(floor_draws(items, cached, args.floor_draws), 1)]
-            for model, a in fitted.items():
-                table, every = draws_table(a, [r[model] for r in redrawn])
-                print(f"\n{args.dataset} · {variant} · {model} · {args.floor_draws} other draws of the noise floor and dither\n\n{table}")
-                every_draw += [f"{variant} {model}, {line}" for line in every]
+            every_draw += print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws)
         for model, a in (beyond_the_voice(items, models, f"voice {variant}") if args.beyond_voice else {}).items():
             print(f"\n{args.dataset} · {variant} · {model} · beyond the voice (features minus what F0 and timbre predict)\n\n{a.table()}")
             beyond_voice += a.warnings(f"{variant} {model} beyond the voice")

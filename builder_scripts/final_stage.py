@@ -5,7 +5,7 @@ same steps with the same constants just before the dataset writer (``publish``),
 the earlier stages left in the non-speaker features (``builder_scripts/shortcuts.py``) tells a
 converted clip from an original one:
 
-1. **DC and drift:** the clip's mean removed (so that its ends are no step), then a linear-phase FIR
+1. **DC and drift:** the clip's mean removed (the high-pass alone would leave 1e-3 of it), then a linear-phase FIR
    high-pass (Kaiser window designed for ``HIGH_STOP_DB`` down below ``HIGH_STOP_HZ``, 57 dB at
    worst, and flat within 0.01 dB from ``HIGH_PASS_HZ``, under the lowest voices' F0). Praat's
    PSOLA leaves a slow drift under some converted turns, which held the gate open in the pauses,
@@ -16,10 +16,10 @@ converted clip from an original one:
    speech, whose own mean (the waveform's asymmetry, which a resynthesis changes) would otherwise
    be left as an offset, and the pauses stay exactly silent.
 2. **Band edge:** a linear-phase FIR low-pass (Kaiser window, ``LOW_PASS``, passband to
-   ``PASS_HZ``, at least ``STOP_DB`` down from ``STOP_HZ``), applied forwards without delay. The DSP
+   ``PASS_HZ``, about ``STOP_DB`` down from ``STOP_HZ``), applied forwards without delay. The DSP
    backends cut at 6.4 kHz with a Butterworth whose edge a conversion softens (the level drop from
    6.0-6.4 to 6.4-6.8 kHz was 1-2 dB shallower on converted turns); the stage cuts 800 Hz below it,
-   so whatever any backend left at or above 5.6 kHz is at least ``STOP_DB`` under the noise floor.
+   so whatever any backend left at or above 5.6 kHz is about ``STOP_DB`` under the noise floor.
 3. **Gate:** 10 ms frames more than ``GATE_DB`` below the clip's RMS (pauses, breaths, whatever
    residue a backend leaves between words), and the frames around them beyond a ``HOLD_FRAMES``
    hang-over, are faded out (linear 10 ms ramps), so what lies under the speech is the floor alone.
@@ -31,7 +31,7 @@ converted clip from an original one:
    (``speakersleuth_dataset.pcm16``: x 32768), so the writer's rounding is exact.
 
 The length is kept (a converted turn has its original's duration), and so is the timing of the
-speech: the gate removes only what is far below it. Speech below 5.2 kHz, which carries nearly
+speech: the gate removes only what is far below it. Speech from 60 Hz to 5.2 kHz, which carries nearly
 all of what the speaker encoders use, passes unchanged but for the floor 40 dB under its level.
 The same input gives the same bytes (the generators are seeded from its samples, no global RNG).
 """
@@ -39,6 +39,7 @@ The same input gives the same bytes (the generators are seeded from its samples,
 from __future__ import annotations
 
 import hashlib
+import operator
 from dataclasses import replace
 
 import numpy as np
@@ -60,7 +61,8 @@ FRAME = SR // 100
 
 def _kaiser(stop_db: float, pass_hz: float, stop_hz: float) -> np.ndarray:
     """Linear-phase FIR taps (odd: a whole-sample delay, removed exactly) passing ``pass_hz``'s
-    side of the edge and at least ``stop_db`` down from ``stop_hz`` on the other."""
+    side of the edge and designed for ``stop_db`` down from ``stop_hz`` on the other (Kaiser's
+    estimate: the high-pass reaches 57 dB, the low-pass 99.9)."""
     from scipy.signal import firwin, kaiserord
 
     taps, beta = kaiserord(stop_db, abs(stop_hz - pass_hz) / (SR / 2))
@@ -84,6 +86,8 @@ def _filtered(x: np.ndarray, taps: np.ndarray) -> np.ndarray:
 
 
 def _rng(clip: np.ndarray, draw: int) -> np.random.Generator:
+    if not 0 <= draw < 2**64:
+        raise ValueError(f"draw {draw}: give a draw from 0 (the published one) to 2**64 - 1")
     digest = hashlib.sha256(np.ascontiguousarray(clip, dtype=np.float32).tobytes() + (draw.to_bytes(8, "big") if draw else b"")).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 
@@ -105,7 +109,7 @@ def finish(clip: np.ndarray, draw: int = 0) -> np.ndarray:
     ``draw`` > 0 gives another draw of the noise floor and the dither (the same clip otherwise):
     how far an audit moves when nothing but that draw changes (``benchmarks/bench_shortcuts.py``)."""
     clip = np.asarray(clip, dtype=np.float32).reshape(-1)
-    rng = _rng(clip, draw)
+    rng = _rng(clip, operator.index(draw))
     x = _filtered(clip.astype(np.float64) - np.mean(clip, dtype=np.float64), HIGH_PASS)
     gate = _gate(x)
     x = (x - np.sum(x * gate) / np.sum(gate)) * gate if gate.any() else x  # the speech's own mean, then the pauses to zero

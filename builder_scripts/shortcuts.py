@@ -463,9 +463,9 @@ class ShortcutAudit:
         return {task: paired_difference(task, self._credits("published", task, None), other._credits("published", task, None))
                 for task in self.tasks}
 
-    def scores(self, stage: str = "published") -> dict[str, dict[str, float]]:
-        """Per task, the cell on all features alone (no control): to set one collection beside another."""
-        return {task: self._cell(stage, task, None) for task in self.tasks}
+    def scores(self) -> dict[str, dict[str, float]]:
+        """Per task, the published cell on all features (no control): to set one collection beside another."""
+        return {task: self._cell("published", task, None) for task in self.tasks}
 
     def result(self, stage: str) -> dict:
         """``{task: {chance, all, control}}`` (raw: no control), each cell ``{score, low, high}`` in

@@ -191,6 +191,11 @@ def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_wit
     refused = subprocess.run([*bench[:-1], str(empty)], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and f"{empty}: no unit of main's published dialogues there" in refused.stderr, refused.stderr[-2000:]
     assert "draws of the noise floor" not in refused.stdout
+    for options, message in ((["--floor-draws", "-1"], "--floor-draws -1: give a number of draws"),
+                             (["--floor-draws", "1"], "--floor-draws needs the build's unit cache"),
+                             (["--cache", str(user["cache"])], "--cache is the unit cache of --floor-draws N")):
+        wrong = subprocess.run([*bench[:3], *options], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
+        assert wrong.returncode == 2 and message in wrong.stderr, (options, wrong.stderr[-1000:])
 
 
 #: The bench with one step of the originals' path left out (the loudness), as a user's edit might.
