@@ -259,10 +259,11 @@ def beyond_the_voice(items: list[SimpleNamespace], models: list[str], desc: str)
 
 
 def audit(items: list, models: list[str], desc: str) -> dict[str, ShortcutAudit]:
-    """One audit per model over the same measured units (the breakdown by family for the card's model only)."""
+    """One audit per model over the same measured units (the breakdown by family for the card's model
+    only; no artefact counts: the bench does not show them)."""
     collected = ShortcutAudit()
     for unit in tqdm(items, desc=desc, unit="unit"):
-        collected.add(unit)
+        collected.add(unit, artifacts=False)
     return {m: collected.with_model(m, families=m == "logistic", control_draws=CONTROL_DRAWS if m == "logistic" else 5) for m in models}
 
 
@@ -287,8 +288,14 @@ def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[s
     return every
 
 
-def _unit_cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path | None:
-    """The build's unit cache the options name (``--voice-yardstick``, ``--cache``), checked against ``--floor-draws``."""
+def _checked_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path | None:
+    """The build's unit cache the options name (``--voice-yardstick``, ``--cache``), once the options
+    are checked: a built folder with rows of the variants, a cache where ``--floor-draws`` needs one."""
+    variants = args.variants.split(",")
+    if set(variants) - set(ssd.VARIANTS):
+        parser.error(f"--variants {args.variants}: the variants are {', '.join(ssd.VARIANTS)}")
+    if not any(ssd.shard_paths(args.dataset, ssd.config_name("detection", v), split) for v in variants for split in ssd.SPLITS):
+        parser.error(f"{args.dataset}: no detection shards of {', '.join(variants)} there; give a built dataset folder")
     if args.floor_draws < 0:
         parser.error(f"--floor-draws {args.floor_draws}: give a number of draws, 0 or more")
     if args.cache and not args.floor_draws:
@@ -352,7 +359,7 @@ def main() -> None:
                              "(needs the build's unit cache: --cache, or the one --voice-yardstick names)")
     parser.add_argument("--cache", type=Path, help="the build's unit cache (for --floor-draws)")
     args = parser.parse_args()
-    models, cache = args.models.split(","), _unit_cache(parser, args)
+    models, cache = args.models.split(","), _checked_options(parser, args)
     flagged, above_swap, beyond_voice, every_draw = [], [], [], []
     for variant in args.variants.split(","):
         items = units(args.dataset, variant)

@@ -395,7 +395,9 @@ class ShortcutAudit:
         self._groups = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
         self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits
 
-    def add(self, unit) -> None:
+    def add(self, unit, artifacts: bool = True) -> None:
+        """Measure one unit's clips; ``artifacts=False`` leaves out the resynthesis-artefact counts
+        (``self.artifacts``, the card's table: per clip their HNR costs about four times the features)."""
         k = unit.converted_turn - 1
         group = f"{unit.segment.source}/{unit.segment.dialogue_id}"
         stages = [("published", unit.targets, unit.converted)]
@@ -404,7 +406,7 @@ class ShortcutAudit:
         for stage, originals, conversions in stages:
             voices = (("S1", originals[k], unit.segment.target_gender), ("S2", conversions["S2"], unit.s2.gender),
                       ("S3", conversions["S3"], unit.s3.gender))
-            for scenario, clip, gender in voices:
+            for scenario, clip, gender in voices if artifacts else ():
                 self.artifacts.add(stage, scenario, clip, gender)
             turns = np.stack([feature_vector(c) for c in originals])
             self.add_features(stage, turns, k, {s: feature_vector(conversions[s]) for s in ("S2", "S3")}, group)

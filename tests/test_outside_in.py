@@ -176,7 +176,8 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
 def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_without_it(user):
     """``--floor-draws N --cache CACHE`` as benchmarks/README.md types it: per variant and model, the
     published draw beside N other draws of the floor and dither; a cache that did not make the
-    build is refused with one line, before anything is fitted."""
+    build, wrong options and a folder with no build are refused with one line, before anything is
+    fitted."""
     bench = [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic", "--variants", "main",
              "--floor-draws", "2", "--cache", str(user["cache"])]
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
@@ -193,9 +194,13 @@ def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_wit
     assert "draws of the noise floor" not in refused.stdout
     for options, message in ((["--floor-draws", "-1"], "--floor-draws -1: give a number of draws"),
                              (["--floor-draws", "1"], "--floor-draws needs the build's unit cache"),
-                             (["--cache", str(user["cache"])], "--cache is the unit cache of --floor-draws N")):
+                             (["--cache", str(user["cache"])], "--cache is the unit cache of --floor-draws N"),
+                             (["--variants", "mian"], "--variants mian: the variants are")):
         wrong = subprocess.run([*bench[:3], *options], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
         assert wrong.returncode == 2 and message in wrong.stderr, (options, wrong.stderr[-1000:])
+    elsewhere = subprocess.run([sys.executable, "benchmarks/bench_shortcuts.py", str(empty)], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)),
+                               capture_output=True, text=True, timeout=300)  # a folder with no build: refused, not "no cell above chance"
+    assert elsewhere.returncode == 2 and f"{empty}: no detection shards of main, 4vc, 10turn there" in elsewhere.stderr, elsewhere.stderr[-1000:]
 
 
 #: The bench with one step of the originals' path left out (the loudness), as a user's edit might.

@@ -164,3 +164,17 @@ def test_the_paired_difference_by_hand():
     assert paired_difference("localization_S3", (*mixed, groups), (*mixed, groups)) == {"score": 0.0, "low": 0.0, "high": 0.0}
     with pytest.raises(ValueError, match="the same dialogues on both sides"):
         paired_difference("localization_S3", (*right, groups), (right[0][:18], truth[:18], groups[:18]))
+
+
+def test_the_features_alone_give_the_same_cells_and_count_no_artefact():
+    """``add(unit, artifacts=False)`` (the bench's audits): the same task tables and cells as a full
+    ``add``, and no clip in the artefact counts."""
+    full, features_only = ShortcutAudit(), ShortcutAudit()
+    for i in range(10):
+        rng = np.random.default_rng(i)
+        u = unit(i, rng, leak=LEAK)
+        full.add(u)
+        features_only.add(u, artifacts=False)
+    assert features_only.scores() == full.scores()
+    assert full.artifacts.result("published")["S2"]["clips"] == 10
+    assert all(r["clips"] == 0 and np.isnan(r["hnr_db_female"]) for r in features_only.artifacts.result("published").values())
