@@ -44,7 +44,10 @@ units finished with N other draws of the final stage's noise floor and dither
 draw's cell, their range and in how many draws the interval lies above chance. The dialogue
 bootstrap resamples one fit's guesses, so it leaves out how much the fit itself moves with an
 irrelevant change; a cell above chance in one draw only is that draw's luck, one above chance in
-every draw is not.
+every draw is not. With ``--voice-yardstick`` too, the natural swaps are finished with the same
+draws and compared with the converted turns draw by draw: the last lines name every cell where the
+converted turn is found above chance *and* more often than a real other voice (paired interval
+above 0) in every draw, neither one draw's luck nor what a voice change alone gives.
 """
 
 from __future__ import annotations
@@ -138,9 +141,9 @@ def other_turn_swaps(items: list[SimpleNamespace], cached: dict[str, Unit]) -> t
             turns = [c for o in alike or others for c in o.targets]
             if turns:
                 nearest = min(turns, key=lambda c: abs(c.size - length))
-                swapped[scenario] = finish(np.pad(nearest, (0, max(0, length - nearest.size)))[:length])
+                swapped[scenario] = np.pad(nearest, (0, max(0, length - nearest.size)))[:length]
         if len(swapped) == 2:
-            out.append(SimpleNamespace(**(vars(unit) | {"converted": swapped})))
+            out.append(_swapped(unit, swapped))
     return out, f"another turn; from another TTS engine or source: S2 {crossed['S2']}, S3 {crossed['S3']} of {len(cached)}"
 
 
@@ -166,13 +169,19 @@ def _at_length(voicer: Voicer, voice: str, text: str, length: int) -> tuple[np.n
     return np.pad(clip, (0, max(0, length - clip.size)))[:length], clip.size - length > pad
 
 
-def _through_the_path(converter, spoken: np.ndarray) -> np.ndarray:
-    """A voiced clip the way a source's turn reaches the dataset: the voicing's 16-bit wav, the
-    backend's resynthesis, the loudness, the unit cache's 16 bits, the final stage."""
+def _swapped(unit: SimpleNamespace, unfinished: dict[str, np.ndarray]) -> SimpleNamespace:
+    """``unit`` with its S2/S3 turns replaced by ``unfinished``'s clips (as the unit cache would hold
+    them) through the final stage; ``unfinished`` is kept for the other floor draws."""
+    return SimpleNamespace(**(vars(unit) | {"converted": {s: finish(c) for s, c in unfinished.items()}, "unfinished": unfinished}))
+
+
+def _to_the_final_stage(converter, spoken: np.ndarray) -> np.ndarray:
+    """A voiced clip the way a source's turn reaches the final stage: the voicing's 16-bit wav, the
+    backend's resynthesis, the loudness, the unit cache's 16 bits."""
     wav = io.BytesIO()
     sf.write(wav, spoken, ssd.SAMPLING_RATE, subtype="PCM_16", format="WAV")
     voiced = sf.read(io.BytesIO(wav.getvalue()), dtype="float32")[0]
-    return finish(_float(_pcm(normalise_loudness(converter.resynthesize(voiced)))))
+    return _float(_pcm(normalise_loudness(converter.resynthesize(voiced))))
 
 
 def _bank_voice(speaker: str) -> str | None:
@@ -194,7 +203,7 @@ def same_words_swaps(items: list[SimpleNamespace], cached: dict[str, Unit], voic
         k = own.converted_turn - 1
         text = [t["text"] for t in own.turns if t["is_target"]][k]
         converter = converters.setdefault(own.vc_model, get_converter(own.vc_model))
-        if not np.array_equal(_through_the_path(converter, voicer.render(own.segment.target_speaker, text)), published[dialogue].targets[k]):
+        if not np.array_equal(finish(_to_the_final_stage(converter, voicer.render(own.segment.target_speaker, text))), published[dialogue].targets[k]):
             raise SystemExit(f"{dialogue}: the target's own voice through the swap's path is not the published turn {k + 1}; "
                              "the swap would not be a like-for-like yardstick")
         swapped = {}
@@ -203,8 +212,8 @@ def same_words_swaps(items: list[SimpleNamespace], cached: dict[str, Unit], voic
             crossed[scenario] += BANK[voice].engine != _engine(own)
             spoken, into_speech = _at_length(voicer, voice, text, own.raw_targets[k].size)
             cut += into_speech
-            swapped[scenario] = _through_the_path(converter, spoken)
-        out.append(SimpleNamespace(**(vars(published[dialogue]) | {"converted": swapped})))
+            swapped[scenario] = _to_the_final_stage(converter, spoken)
+        out.append(_swapped(published[dialogue], swapped))
     return out, (f"same words, each unit's path checked on the target's own voice; substitutes voiced by another TTS engine: "
                  f"S2 {crossed['S2']}, S3 {crossed['S3']} of {len(voiced)}; turns cut into speech: {cut}")
 
@@ -268,24 +277,47 @@ def audit(items: list, models: list[str], desc: str) -> dict[str, ShortcutAudit]
 
 
 def floor_draw(items: list[SimpleNamespace], cached: dict[str, Unit], draw: int) -> list[SimpleNamespace]:
-    """The published units again with draw ``draw`` of the final stage's noise floor and dither
-    (the cache's clips through ``finish(clip, draw)``), as ``units`` gives them."""
+    """The units again with draw ``draw`` of the final stage's noise floor and dither (the cache's
+    clips, or a natural swap's ``unfinished`` turns, through ``finish(clip, draw)``)."""
     return [SimpleNamespace(**(vars(unit) | {
         "targets": [finish(c, draw) for c in cached[unit.segment.dialogue_id].targets],
-        "converted": {s: finish(cached[unit.segment.dialogue_id].converted[s], draw) for s in ("S2", "S3")},
+        "converted": {s: finish(c, draw) for s, c in getattr(unit, "unfinished", cached[unit.segment.dialogue_id].converted).items()},
     })) for unit in items]
 
 
-def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[str, ShortcutAudit], draws: int) -> list[str]:
+def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[str, ShortcutAudit], draws: int) -> tuple[list[str], list]:
     """Refit every model on ``draws`` other floor draws, print each model's ``draws_table``, and
-    return the lines of the cells above chance in every draw."""
+    return the lines of the cells above chance in every draw, and the draws' audits (model -> audit)."""
     redrawn = [audit(floor_draw(items, cached, d), list(fitted), f"floor draw {d} {variant}") for d in range(1, draws + 1)]
     every = []
     for model, a in fitted.items():
         table, lines = draws_table(a, [r[model] for r in redrawn])
         print(f"\n{dataset} · {variant} · {model} · {draws} other draws of the noise floor and dither\n\n{table}")
         every += [f"{variant} {model}, {line}" for line in lines]
-    return every
+    return every, redrawn
+
+
+def print_swaps(dataset: Path, variant: str, items, cached, swaps: list[SimpleNamespace], note: str, fitted: list[dict[str, ShortcutAudit]]) -> tuple[list[str], list[str]]:
+    """Fit every model on the natural swaps, in the published draw and in each of the other floor
+    draws ``fitted`` holds after the published one (model -> audit of the converted turns), print
+    the paired tables, and return the lines of the cells found above chance and more often than
+    the swap: in the published draw, and in every draw."""
+    kept = {unit.segment.dialogue_id for unit in swaps}
+    subset = [unit for unit in items if unit.segment.dialogue_id in kept]
+    converted = fitted if len(subset) == len(items) else [
+        audit(floor_draw(subset, cached, d) if d else subset, list(fitted[0]), f"features {variant}, swapped dialogues, draw {d}")
+        for d in range(len(fitted))]
+    swapped = [audit(floor_draw(swaps, cached, d) if d else swaps, list(fitted[0]), f"natural swaps {variant}, draw {d}") for d in range(len(fitted))]
+    above, every = [], []
+    for model in fitted[0]:
+        table, lines = swap_comparison(converted[0][model], swapped[0][model])
+        print(f"\n{dataset} · {variant} · {model} · against natural swaps, a real other voice ({len(swaps)} units; {note})\n\n{table}")
+        above += [f"{variant} {model}, {line}" for line in lines]
+        if len(fitted) > 1:
+            table, lines = swap_draws_table([c[model] for c in converted], [s[model] for s in swapped])
+            print(f"\n{dataset} · {variant} · {model} · converted minus natural swap (points) in {len(fitted) - 1} other floor draws\n\n{table}")
+            every += [f"{variant} {model}, {line}" for line in lines]
+    return above, every
 
 
 def _checked_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path | None:
@@ -325,11 +357,38 @@ def draws_table(published: ShortcutAudit, redrawn: list[ShortcutAudit]) -> tuple
     return "\n".join(lines), every
 
 
+def _above_the_swap(converted: dict, difference: dict, chance: float) -> bool:
+    """A converted turn's cell above chance *and* its paired difference over the swap above 0 (a
+    swap scored below chance, as small cross-validated cells now and then are, makes no shortcut of
+    a converted cell at chance)."""
+    return converted["low"] > chance and difference["low"] > 0
+
+
+def swap_draws_table(converted: list[ShortcutAudit], swapped: list[ShortcutAudit]) -> tuple[str, list[str]]:
+    """Markdown: per task, converted minus swap with its paired interval in each floor draw (the
+    published one first; * where the converted cell is above chance too), and in how many draws
+    the converted turn is found above chance and more often than the swap; and a line for each
+    task where it is in every draw."""
+    differences = [c.difference(s) for c, s in zip(converted, swapped)]
+    cells = [c.scores() for c in converted]
+    lines = ["| task | chance | published draw | " + " | ".join(f"draw {d}" for d in range(1, len(converted))) + " | above chance and above the swap in |",
+             "|---|---|---|" + "---|" * (len(converted) - 1) + "---|"]
+    every = []
+    for task in converted[0].tasks:
+        chance = converted[0].chance(task)
+        beyond = [_above_the_swap(c[task], d[task], chance) for c, d in zip(cells, differences)]
+        lines.append(f"| {TASK_LABELS[task]} | {chance:.1f} % | " + " | ".join(
+            f"{d[task]['score']:+.1f} [{d[task]['low']:+.1f} to {d[task]['high']:+.1f}]{' *' * (c[task]['low'] > chance)}" for c, d in zip(cells, differences))
+            + f" | {sum(beyond)} of {len(beyond)} |")
+        if all(beyond):
+            every.append(f"{TASK_LABELS[task]}: " + ", ".join(f"{d[task]['score']:+.1f}" for d in differences) + " points over the swap")
+    return "\n".join(lines), every
+
+
 def swap_comparison(converted: ShortcutAudit, swapped: ShortcutAudit) -> tuple[str, list[str]]:
     """Markdown: per task, the converted turns and the natural swaps of the same dialogues, and the
     paired difference; and a line for each task where the converted turn is found above chance
-    *and* more often than the swap (a swap scored below chance, as small cross-validated cells
-    now and then are, makes no shortcut of a converted cell at chance)."""
+    *and* more often than the swap (``_above_the_swap``)."""
     difference = converted.difference(swapped)
     lines = ["| task | chance | converted turn | natural swap | swap's random-gold control | converted minus swap (points) |",
              "|---|---|---|---|---|---|"]
@@ -339,7 +398,7 @@ def swap_comparison(converted: ShortcutAudit, swapped: ShortcutAudit) -> tuple[s
                      f"| {cell_text(swap['control'])} | {d['score']:+.1f} [{d['low']:+.1f} to {d['high']:+.1f}] |")
     published = converted.result("published")
     above = [f"{TASK_LABELS[task]}: {cell_text(published[task]['all'])}, {d['score']:+.1f} [{d['low']:+.1f} to {d['high']:+.1f}] over the swap"
-             for task, d in difference.items() if d["low"] > 0 and published[task]["all"]["low"] > published[task]["chance"]]
+             for task, d in difference.items() if _above_the_swap(published[task]["all"], d, published[task]["chance"])]
     return "\n".join(lines), above
 
 
@@ -360,7 +419,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="the build's unit cache (for --floor-draws)")
     args = parser.parse_args()
     models, cache = args.models.split(","), _checked_options(parser, args)
-    flagged, above_swap, beyond_voice, every_draw = [], [], [], []
+    flagged, above_swap, beyond_voice, every_draw, every_swap_draw = [], [], [], [], []
     for variant in args.variants.split(","):
         items = units(args.dataset, variant)
         if not items:
@@ -382,19 +441,16 @@ def main() -> None:
             table = a.table()
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
+        redrawn = []
         if args.floor_draws:
-            every_draw += print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws)
+            lines, redrawn = print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws)
+            every_draw += lines
         for model, a in (beyond_the_voice(items, models, f"voice {variant}") if args.beyond_voice else {}).items():
             print(f"\n{args.dataset} · {variant} · {model} · beyond the voice (features minus what F0 and timbre predict)\n\n{a.table()}")
             beyond_voice += a.warnings(f"{variant} {model} beyond the voice")
-        if not swaps:
-            continue
-        kept = {unit.segment.dialogue_id for unit in swaps}
-        paired = fitted if len(kept) == len(items) else audit([u for u in items if u.segment.dialogue_id in kept], models, f"features {variant}, swapped dialogues")
-        for model, a in audit(swaps, models, f"natural swaps {variant}").items():
-            table, above = swap_comparison(paired[model], a)
-            print(f"\n{args.dataset} · {variant} · {model} · against natural swaps, a real other voice ({len(swaps)} units; {swap_note})\n\n{table}")
-            above_swap += [f"{variant} {model}, {line}" for line in above]
+        if swaps:
+            above, every = print_swaps(args.dataset, variant, items, cached, swaps, swap_note, [fitted, *redrawn])
+            above_swap, every_swap_draw = above_swap + above, every_swap_draw + every
     print("\nabove chance:" if flagged else "\nno cell above chance", *flagged, sep="\n")
     if args.floor_draws:
         print("\nabove chance in every floor draw:" if every_draw else "\nno cell above chance in every floor draw", *every_draw, sep="\n")
@@ -403,6 +459,9 @@ def main() -> None:
     if args.voice_yardstick:
         print("\nconverted turn found above chance and more often than a natural swap:" if above_swap
               else "\nno cell finds the converted turn above chance and more often than a natural swap", *above_swap, sep="\n")
+    if args.voice_yardstick and args.floor_draws:
+        print("\nconverted turn found above chance and more often than a natural swap in every floor draw:" if every_swap_draw
+              else "\nno cell finds the converted turn above chance and more often than a natural swap in every floor draw", *every_swap_draw, sep="\n")
 
 
 if __name__ == "__main__":

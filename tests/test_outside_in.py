@@ -161,16 +161,26 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
     """``benchmarks/bench_shortcuts.py --voice-yardstick CACHE`` as benchmarks/README.md types it, on
     the build and its cache: the same words in each substitute's own voice, through a path it first
     checks on the target's own voice against the published turn (it exits naming the dialogue when
-    they differ), then the paired table for every variant."""
+    they differ), then the paired table for every variant; with ``--floor-draws 1``, the swaps
+    finished with the other draw too, and converted minus swap in both draws."""
     bench = [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic",
-             "--voice-yardstick", str(user["cache"]), "--swap", "same-words"]
+             "--voice-yardstick", str(user["cache"]), "--swap", "same-words", "--floor-draws", "1"]
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
     headers = re.findall(r"· (\w+) · logistic · against natural swaps, a real other voice \((\d+) units; same words, each unit's path "
                          r"checked on the target's own voice; substitutes voiced by another TTS engine: S2 \d+, S3 \d+ of \d+;", done.stdout)
     assert sorted(v for v, _ in headers) == sorted(ssd.VARIANTS) and all(int(n) > 0 for _, n in headers), done.stdout[-3000:]
-    assert done.stdout.count("| discrimination (pick the original) | 33.3 % |") == 2 * len(ssd.VARIANTS)
+    # per variant: the audit, its draws, the swap comparison and the swap comparison's draws
+    assert done.stdout.count("| discrimination (pick the original) | 33.3 % |") == 4 * len(ssd.VARIANTS)
+    redrawn = re.findall(r"· (\w+) · logistic · converted minus natural swap \(points\) in 1 other floor draws\n\n(.*?)\n\n", done.stdout, re.S)
+    assert sorted(v for v, _ in redrawn) == sorted(ssd.VARIANTS), done.stdout[-3000:]
+    for _, table in redrawn:
+        assert table.splitlines()[0] == "| task | chance | published draw | draw 1 | above chance and above the swap in |"
+        rows = [line.split(" | ") for line in table.splitlines()[2:]]
+        assert len(rows) == 5 and all(re.fullmatch(r"[012] of 2 \|", row[-1]) for row in rows), table
     assert re.search(r"\n(no cell finds the converted turn above chance and more often than a natural swap"
                      r"|converted turn found above chance and more often than a natural swap:)\n", done.stdout)
+    assert re.search(r"\n(no cell finds the converted turn above chance and more often than a natural swap in every floor draw"
+                     r"|converted turn found above chance and more often than a natural swap in every floor draw:)\n", done.stdout)
 
 
 def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_without_it(user):

@@ -1,0 +1,77 @@
+"""The shortcut bench's own logic (``benchmarks/bench_shortcuts.py``): what a floor draw finishes
+again, and how the converted turns are judged against natural swaps over the draws. The bench as a
+user types it runs in tests/test_outside_in.py."""
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from builder_scripts.final_stage import finish
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_shortcuts as bench  # noqa: E402
+
+
+def _clip(seed: int) -> np.ndarray:
+    t = np.arange(8000) / 16000
+    return (0.1 * np.sin(2 * np.pi * (150 + 40 * seed) * t) * (t > 0.1) * (t < 0.4)).astype(np.float32)
+
+
+def test_a_floor_draw_finishes_a_swaps_own_turns_again_and_the_cache_for_the_rest():
+    """A natural swap's other floor draw is its own unfinished turns through ``finish(clip, draw)``
+    (not the converted turns the cache holds for that dialogue), its targets the cache's; the
+    published draw of a swap is ``finish`` of its turns."""
+    cached = {"tts/d1": SimpleNamespace(targets=[_clip(0), _clip(1)], converted={"S2": _clip(2), "S3": _clip(3)})}
+    published = SimpleNamespace(segment=SimpleNamespace(dialogue_id="tts/d1"), converted_turn=2,
+                                targets=[finish(c) for c in cached["tts/d1"].targets],
+                                converted={s: finish(c) for s, c in cached["tts/d1"].converted.items()})
+    own = {"S2": _clip(4), "S3": _clip(5)}
+    swap = bench._swapped(published, own)
+    assert all(np.array_equal(swap.converted[s], finish(own[s])) for s in own)
+    (redrawn,) = bench.floor_draw([swap], cached, 2)
+    for s in own:
+        assert np.array_equal(redrawn.converted[s], finish(own[s], 2))
+        assert not np.array_equal(redrawn.converted[s], finish(own[s]))
+    assert all(np.array_equal(a, finish(c, 2)) for a, c in zip(redrawn.targets, cached["tts/d1"].targets))
+    (unit,) = bench.floor_draw([published], cached, 2)  # a published unit: the cache's converted turns
+    assert all(np.array_equal(unit.converted[s], finish(cached["tts/d1"].converted[s], 2)) for s in own)
+
+
+class _Cells:
+    """Stands for a ``ShortcutAudit``: given cells (score, low) and differences over a swap (score, low, high)."""
+
+    tasks = ("detection", "discrimination", "localization_S3")
+
+    def __init__(self, cells: dict, differences: dict):
+        self.cells, self.differences = cells, differences
+
+    def chance(self, task):
+        return {"detection": 50.0, "discrimination": 100 / 3, "localization_S3": 20.0}[task]
+
+    def scores(self):
+        return {t: {"score": s, "low": low, "high": s + 10} for t, (s, low) in self.cells.items()}
+
+    def difference(self, other):
+        return {t: dict(zip(("score", "low", "high"), d)) for t, d in self.differences.items()}
+
+
+def test_the_draws_table_names_a_cell_only_where_every_draw_is_above_chance_and_above_the_swap():
+    """discrimination: above chance and above the swap in both draws (named); detection: above the
+    swap in both but at chance in one (1 of 2); localization S3: above chance in both, its
+    difference's interval reaching 0 in one (1 of 2)."""
+    draws = [
+        _Cells({"detection": (56.0, 51.0), "discrimination": (50.0, 40.0), "localization_S3": (30.0, 21.0)},
+               {"detection": (5.0, 1.0, 9.0), "discrimination": (12.0, 2.0, 22.0), "localization_S3": (8.0, 1.0, 15.0)}),
+        _Cells({"detection": (53.0, 49.0), "discrimination": (47.0, 36.0), "localization_S3": (31.0, 22.0)},
+               {"detection": (4.0, 0.5, 8.0), "discrimination": (9.0, 0.5, 18.0), "localization_S3": (6.0, -2.0, 14.0)}),
+    ]
+    table, lines = bench.swap_draws_table(draws, draws)
+    rows = {row.split(" | ")[0].lstrip("| "): row for row in table.splitlines()[2:]}
+    assert rows["discrimination (pick the original)"].endswith("| 2 of 2 |")
+    assert rows["detection (balanced accuracy)"].endswith("| 1 of 2 |")
+    assert rows["localization, S3"].endswith("| 1 of 2 |")
+    assert "+12.0 [+2.0 to +22.0] *" in rows["discrimination (pick the original)"]
+    assert "| +4.0 [+0.5 to +8.0] |" in rows["detection (balanced accuracy)"]  # at chance in that draw: no *
+    assert lines == ["discrimination (pick the original): +12.0, +9.0 points over the swap"]
