@@ -287,7 +287,8 @@ def floor_draw(items: list[SimpleNamespace], cached: dict[str, Unit], draw: int)
 
 def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[str, ShortcutAudit], draws: int) -> tuple[list[str], list]:
     """Refit every model on ``draws`` other floor draws, print each model's ``draws_table``, and
-    return the lines of the cells above chance in every draw, and the draws' audits (model -> audit)."""
+    return the lines of the cells above chance in every draw, and the draws' audits (one
+    model -> audit dict per draw)."""
     redrawn = [audit(floor_draw(items, cached, d), list(fitted), f"floor draw {d} {variant}") for d in range(1, draws + 1)]
     every = []
     for model, a in fitted.items():
@@ -298,10 +299,11 @@ def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[s
 
 
 def print_swaps(dataset: Path, variant: str, items, cached, swaps: list[SimpleNamespace], note: str, fitted: list[dict[str, ShortcutAudit]]) -> tuple[list[str], list[str]]:
-    """Fit every model on the natural swaps, in the published draw and in each of the other floor
-    draws ``fitted`` holds after the published one (model -> audit of the converted turns), print
-    the paired tables, and return the lines of the cells found above chance and more often than
-    the swap: in the published draw, and in every draw."""
+    """Fit every model on the natural swaps, in the published draw and in each other floor draw
+    (``fitted``: one model -> audit dict of the converted turns per draw, the published one first;
+    where only some dialogues have a swap, the converted turns of those are audited again in each
+    draw), print the paired tables, and return the lines of the cells found above chance and more
+    often than the swap: in the published draw, and in every draw."""
     kept = {unit.segment.dialogue_id for unit in swaps}
     subset = [unit for unit in items if unit.segment.dialogue_id in kept]
     converted = fitted if len(subset) == len(items) else [
@@ -415,7 +417,8 @@ def main() -> None:
                         help="same-words: the substitute's own TTS voice says the turn (TTS sources); other-turn: another dialogue's turn")
     parser.add_argument("--floor-draws", type=int, default=0, metavar="N",
                         help="also fit each model on the build's units finished with N other draws of the noise floor and dither "
-                             "(needs the build's unit cache: --cache, or the one --voice-yardstick names)")
+                             "(needs the build's unit cache: --cache, or the one --voice-yardstick names; "
+                             "with --voice-yardstick, the natural swaps are finished with the same draws)")
     parser.add_argument("--cache", type=Path, help="the build's unit cache (for --floor-draws)")
     args = parser.parse_args()
     models, cache = args.models.split(","), _checked_options(parser, args)
