@@ -9,6 +9,7 @@ import soundfile as sf
 from pytest import approx
 
 from builder_scripts.sources import SOURCES, CorpusLayoutError, get_source_class
+from builder_scripts.sources.base import lhotse_bars
 from builder_scripts.sources.ami import AMI, AMI_EVAL_MEETINGS
 from builder_scripts.sources.bazinga import Bazinga
 from builder_scripts.sources.behavior_sd import BehaviorSD
@@ -307,3 +308,20 @@ def test_chitchat_without_a_two_party_conversation_is_refused(tmp_path):
     source = ChitchatTTS(tmp_path / "tts", corpus_dir=tmp_path, max_dialogues=5)
     with pytest.raises(CorpusLayoutError, match="dataset.json holds no conversation of two senders with at least 2 speakable"):
         list(source.dialogues())
+
+
+def test_lhotse_bars_are_disabled_only_under_no_progress_and_put_back_after_an_error():
+    """``lhotse_bars(False, module)``: the module's ``tqdm`` makes disabled bars while the block
+    runs, and is the module's own again afterwards, also when the block raises."""
+    from types import SimpleNamespace
+
+    from tqdm.auto import tqdm
+
+    module = SimpleNamespace(tqdm=tqdm)
+    with lhotse_bars(True, module):
+        assert module.tqdm is tqdm
+    with pytest.raises(RuntimeError), lhotse_bars(False, module):
+        with module.tqdm(range(3)) as bar:
+            assert bar.disable
+        raise RuntimeError("a corrupt corpus")
+    assert module.tqdm is tqdm

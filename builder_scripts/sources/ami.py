@@ -42,7 +42,7 @@ from lhotse import RecordingSet, validate_recordings_and_supervisions
 from lhotse.qa import fix_manifests
 from lhotse.recipes import ami as lhotse_ami
 
-from .base import AudioSpan, Dialogue, DialogueSource, Turn
+from .base import AudioSpan, Dialogue, DialogueSource, Turn, lhotse_bars
 
 #: The 16 evaluation meetings the paper uses (lhotse's ``full-corpus-asr`` test partition).
 AMI_EVAL_MEETINGS = tuple(
@@ -95,15 +95,16 @@ class AMI(DialogueSource):
         self._audio = {m: self._audio_paths(m, channels[m]) for m in self.meetings}
 
     def dialogues(self) -> Iterator[Dialogue]:
-        audio = RecordingSet.from_recordings(r for m in self.meetings for r in self._recordings(m, self._audio[m]))
-        try:
-            annotations = lhotse_ami.parse_ami_annotations(self._annotation_folder(), normalize="none", keep_punctuation=True)
-        except ET.ParseError as e:
-            raise self.layout_error(f"corrupt XML in the words/ or segments/ files of {self.annotations} ({e})") from e
-        if self.mic == "ihm":
-            supervisions = lhotse_ami.prepare_supervision_ihm(audio, annotations)
-        else:
-            supervisions = lhotse_ami.prepare_supervision_other(audio, annotations)
+        with lhotse_bars(self.progress, lhotse_ami):
+            audio = RecordingSet.from_recordings(r for m in self.meetings for r in self._recordings(m, self._audio[m]))
+            try:
+                annotations = lhotse_ami.parse_ami_annotations(self._annotation_folder(), normalize="none", keep_punctuation=True)
+            except ET.ParseError as e:
+                raise self.layout_error(f"corrupt XML in the words/ or segments/ files of {self.annotations} ({e})") from e
+            if self.mic == "ihm":
+                supervisions = lhotse_ami.prepare_supervision_ihm(audio, annotations)
+            else:
+                supervisions = lhotse_ami.prepare_supervision_other(audio, annotations)
         silent = sorted(set(self.meetings) - {s.recording_id for s in supervisions})
         if silent:
             raise self.layout_error(f"no transcribed speech for meetings {silent} in {self.annotations} "

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 
@@ -147,3 +149,18 @@ class DialogueSource(ABC):
                 if len(clips) < clips_per_speaker and turn.duration >= min_seconds:
                     clips.append(turn.audio)
         return {name: entry for name, entry in pool.items() if entry[1]}
+
+
+@contextmanager
+def lhotse_bars(shown: bool, *modules):
+    """lhotse's recipe code in ``modules`` with its progress bars, or (``--no-progress``) without:
+    it takes no option for them, so each module's ``tqdm`` is a disabled one while it runs."""
+    bars = [(module, module.tqdm) for module in modules]
+    if not shown:
+        for module, bar in bars:
+            module.tqdm = partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        for module, bar in bars:
+            module.tqdm = bar

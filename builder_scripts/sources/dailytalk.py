@@ -22,9 +22,10 @@ from pathlib import Path
 
 import soundfile as sf
 from lhotse import load_manifest
+from lhotse.audio import recording_set as lhotse_recordings
 from lhotse.recipes.daily_talk import prepare_daily_talk
 
-from .base import AudioSpan, Dialogue, DialogueSource, Turn
+from .base import AudioSpan, Dialogue, DialogueSource, Turn, lhotse_bars
 
 _RECORDING_ID = re.compile(r"dailytalk_(?P<u>\d+)_(?P<spk>\d+)_d(?P<d>\d+)")
 _GENDERS = {"F": "female", "M": "male"}
@@ -52,10 +53,10 @@ class DailyTalk(DialogueSource):
     def prepare(self, workers: int = 1, progress: bool = True) -> None:
         """Write the lhotse manifests into ``output_dir`` once, before shard processes read them."""
         if self.output_dir is not None and not self._cached():
-            self._manifests()
+            self._manifests(progress)
 
     def dialogues(self) -> Iterator[Dialogue]:
-        recordings, supervisions = self._manifests()
+        recordings, supervisions = self._manifests(self.progress)
         turns: dict[int, dict[int, Turn]] = defaultdict(dict)
         for sup in supervisions:
             ids = _RECORDING_ID.fullmatch(sup.recording_id)
@@ -72,10 +73,11 @@ class DailyTalk(DialogueSource):
     def _cached(self) -> bool:
         return self.output_dir is not None and all((self.output_dir / f).is_file() for f in _MANIFESTS)
 
-    def _manifests(self):
+    def _manifests(self, progress: bool):
         if self._cached():
             return tuple(load_manifest(self.output_dir / f) for f in _MANIFESTS)
-        return prepare_daily_talk(self.corpus_dir, output_dir=self.output_dir)
+        with lhotse_bars(progress, lhotse_recordings):  # its scan of the wavs has a bar
+            return prepare_daily_talk(self.corpus_dir, output_dir=self.output_dir)
 
     def _check_layout(self) -> None:
         """Raise ``CorpusLayoutError`` naming the first missing or unreadable file before lhotse reads the corpus."""
