@@ -298,7 +298,8 @@ def print_floor_draws(dataset: Path, variant: str, items, cached, fitted: dict[s
     return every, redrawn
 
 
-def print_swaps(dataset: Path, variant: str, items, cached, swaps: list[SimpleNamespace], note: str, fitted: list[dict[str, ShortcutAudit]]) -> tuple[list[str], list[str]]:
+def print_swaps(dataset: Path, variant: str, items, cached, swaps: list[SimpleNamespace], note: str,
+                fitted: list[dict[str, ShortcutAudit]]) -> tuple[list[str], list[str]]:
     """Fit every model on the natural swaps, in the published draw and in each other floor draw
     (``fitted``: one model -> audit dict of the converted turns per draw, the published one first;
     where only some dialogues have a swap, the converted turns of those are audited again in each
@@ -444,10 +445,8 @@ def main() -> None:
             table = a.table()
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
-        redrawn = []
-        if args.floor_draws:
-            lines, redrawn = print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws)
-            every_draw += lines
+        lines, redrawn = print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws) if args.floor_draws else ([], [])
+        every_draw += lines
         for model, a in (beyond_the_voice(items, models, f"voice {variant}") if args.beyond_voice else {}).items():
             print(f"\n{args.dataset} · {variant} · {model} · beyond the voice (features minus what F0 and timbre predict)\n\n{a.table()}")
             beyond_voice += a.warnings(f"{variant} {model} beyond the voice")
