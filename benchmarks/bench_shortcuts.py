@@ -81,7 +81,7 @@ def _clip(value: dict):
 def units(root: Path, variant: str) -> list[SimpleNamespace]:
     """The variant's units as the audit reads them, rebuilt from its detection rows (both splits)."""
     rows = defaultdict(dict)
-    columns = ["dialogue_id", "source_dataset", "scenario", "target_gender", "substitute_gender", "converted_turn", "target_audio"]
+    columns = ["dialogue_id", "source_dataset", "scenario", "target_gender", "substitute_gender", "converted_turn", "vc_model", "target_audio"]
     name = ssd.config_name("detection", variant)
     for split in ssd.SPLITS:
         if ssd.shard_paths(root, name, split):
@@ -92,7 +92,7 @@ def units(root: Path, variant: str) -> list[SimpleNamespace]:
         s1 = scenarios["S1"]
         k = scenarios["S2"]["converted_turn"]
         out.append(SimpleNamespace(
-            converted_turn=k, targets=[_clip(c) for c in s1["target_audio"]],
+            converted_turn=k, vc_model=scenarios["S2"]["vc_model"], targets=[_clip(c) for c in s1["target_audio"]],
             converted={s: _clip(scenarios[s]["target_audio"][k - 1]) for s in ("S2", "S3")},
             raw_targets=[], raw_converted={},
             segment=SimpleNamespace(source=s1["source_dataset"], dialogue_id=dialogue, target_gender=s1["target_gender"]),
@@ -263,7 +263,7 @@ def beyond_the_voice(items: list[SimpleNamespace], models: list[str], desc: str)
     for unit, (f, _) in zip(items, measured):
         rows, n, start = residue[start:start + len(f)], len(unit.targets), start + len(f)
         collected.add_features("published", rows[:n], unit.converted_turn - 1, {"S2": rows[n], "S3": rows[n + 1]},
-                               f"{unit.segment.source}/{unit.segment.dialogue_id}")
+                               f"{unit.segment.source}/{unit.segment.dialogue_id}", unit.vc_model)
     return {m: collected.with_model(m, families=False, control_draws=CONTROL_DRAWS if m == "logistic" else 5) for m in models}
 
 

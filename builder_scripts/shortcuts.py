@@ -21,9 +21,11 @@ A tie between the best-scored turns shares the credit, so identical clips score 
 cell has a 95 % interval from a dialogue bootstrap, and a random-gold control: the same
 classifier trained and scored with the labels permuted within each instance (the converted turn,
 the original candidate, which of a unit's three instances is consistent; ``CONTROL_DRAWS``
-permutations pooled by default), which must come out at chance. ``warnings()`` names every cell whose interval lies above chance, with the family that
-scores highest alone (each family is scored alone for those cells: the breakdown that names what
-leaks).
+permutations pooled by default), which must come out at chance. ``warnings()`` names every cell
+whose interval lies above chance, with the family that scores highest alone (each family is scored
+alone for those cells: the breakdown that names what leaks) and, where two VC backends converted
+the variant's units, the same fit's score on each backend's units (``by_backend``: which
+conversions carry it).
 
 Beside the classifier, ``ArtifactRates`` counts audible resynthesis artefacts per scenario
 (S1: the original candidate, S2/S3: the converted ones; ``builder_scripts/artifacts.py``): the
@@ -393,6 +395,7 @@ class ShortcutAudit:
         self.artifacts = ArtifactRates()
         self._tables = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
         self._groups = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
+        self._backends = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
         self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits
 
     def add(self, unit, artifacts: bool = True) -> None:
@@ -409,14 +412,18 @@ class ShortcutAudit:
             for scenario, clip, gender in voices if artifacts else ():
                 self.artifacts.add(stage, scenario, clip, gender)
             turns = np.stack([feature_vector(c) for c in originals])
-            self.add_features(stage, turns, k, {s: feature_vector(conversions[s]) for s in ("S2", "S3")}, group)
+            self.add_features(stage, turns, k, {s: feature_vector(conversions[s]) for s in ("S2", "S3")}, group,
+                              getattr(unit, "vc_model", None))
 
-    def add_features(self, stage: str, turns: np.ndarray, k: int, converted: dict[str, np.ndarray], group: str) -> None:
-        """Add one unit already measured (``task_tables``' arguments; ``group``: its dialogue)."""
+    def add_features(self, stage: str, turns: np.ndarray, k: int, converted: dict[str, np.ndarray], group: str,
+                     backend: str | None = None) -> None:
+        """Add one unit already measured (``task_tables``' arguments; ``group``: its dialogue,
+        ``backend``: the VC backend that converted it, when known)."""
         self.num_turns = len(turns)
         for task, instances in task_tables(turns, k, converted).items():
             self._tables[stage][task] += instances
             self._groups[stage][task] += [group] * len(instances)
+            self._backends[stage][task] += [backend] * len(instances)
         self._results.clear()
 
     def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS,
@@ -424,6 +431,7 @@ class ShortcutAudit:
         """The same collected units, fitted by another ``model`` (on ``tasks`` only)."""
         other = ShortcutAudit(model, families, tasks, control_draws)
         other.num_turns, other.artifacts, other._tables, other._groups = self.num_turns, self.artifacts, self._tables, self._groups
+        other._backends = self._backends
         return other
 
     def chance(self, task: str) -> float:
@@ -434,6 +442,10 @@ class ShortcutAudit:
     def _credits(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> tuple:
         """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
         the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
+        return self._tagged(stage, task, family, control)[:3]
+
+    def _tagged(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> tuple:
+        """``_credits``' cell and, per guess, the backend of its unit (fitted once)."""
         key = ("credits", stage, task, None if family is None else tuple(family), control)
         if key not in self._results:
             self._results[key] = self._fit(stage, task, family, control)
@@ -441,6 +453,7 @@ class ShortcutAudit:
 
     def _fit(self, stage: str, task: str, family: list[str] | None, control: bool) -> tuple:
         table, groups = self._tables[stage][task], np.array(self._groups[stage][task])
+        backends = np.array([b or "" for b in self._backends[stage][task]])
         columns = _columns(task, FEATURES, family)
         draws = [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)] if control else [table]
         credits, truth = [], []
@@ -450,7 +463,7 @@ class ShortcutAudit:
             truth.append(np.array([t for _, t in instances]))
         credits, truth, groups = np.concatenate(credits), np.concatenate(truth), np.tile(groups, len(draws))
         kept = ~np.isnan(credits)
-        return credits[kept], truth[kept], groups[kept]
+        return credits[kept], truth[kept], groups[kept], np.tile(backends, len(draws))[kept]
 
     def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> dict[str, float]:
         credits, truth, groups = self._credits(stage, task, family, control)
@@ -464,6 +477,16 @@ class ShortcutAudit:
         and another voice put in their place)."""
         return {task: paired_difference(task, self._credits("published", task, None), other._credits("published", task, None))
                 for task in self.tasks}
+
+    def by_backend(self, task: str) -> dict[str, dict[str, float]]:
+        """The published cell on all features split by the VC backend of each unit (the same fit's
+        guesses, each backend's dialogues resampled alone): which conversions carry a cell. Empty
+        unless the audit holds units of two backends or more."""
+        credits, truth, groups, backends = self._tagged("published", task, None)
+        names = sorted(set(backends) - {""})
+        if len(names) < 2:
+            return {}
+        return {b: score_cell(task, credits[backends == b], truth[backends == b], groups[backends == b]) for b in names}
 
     def scores(self) -> dict[str, dict[str, float]]:
         """Per task, the published cell on all features (no control): to set one collection beside another."""
@@ -494,7 +517,7 @@ class ShortcutAudit:
 
     def warnings(self, where: str = "") -> list[str]:
         """One line per published cell whose interval lies above chance, naming the family that
-        scores highest alone."""
+        scores highest alone and, with two backends or more, each backend's score."""
         lines = []
         for task, families in self.flagged().items():
             r = self.result("published")[task]
@@ -504,12 +527,16 @@ class ShortcutAudit:
                 family, cell = _strongest(families)
                 alone = "above chance alone" if cell["low"] > r["chance"] else "within chance alone"
                 line += f"; strongest family: {family} ({cell_text(cell)}, {alone})"
+            split = self.by_backend(task)
+            if split:
+                line += "; by backend: " + ", ".join(f"{b} {cell_text(c)}" for b, c in split.items())
             lines.append(line)
         return lines
 
     def table(self) -> str:
         """Markdown: per task, the classifier on all features (published and raw) and the random-gold
-        control; for a task above chance, the strongest family alone and every family's cell."""
+        control; for a task above chance, the strongest family alone, every family's cell and, with
+        two backends or more, each backend's share of the cell (``by_backend``)."""
         published, raw, flagged = self.result("published"), self.result("raw"), self.flagged()
         lines = ["| task | chance | published, all features | random-gold control | above chance: strongest family alone | raw, all features |",
                  "|---|---|---|---|---|---|"]
@@ -523,6 +550,11 @@ class ShortcutAudit:
         if shown:
             lines += ["", "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |", "|---" * (len(shown) + 1) + "|"]
             lines += [f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |" for family in FAMILIES]
+        split = {task: self.by_backend(task) for task in flagged}
+        split = {task: cells for task, cells in split.items() if cells}
+        if split:
+            lines += ["", "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in split) + " |", "|---" * (len(split) + 1) + "|"]
+            lines += [f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in split.values()) + " |" for b in next(iter(split.values()))]
         return "\n".join(lines)
 
 

@@ -178,3 +178,28 @@ def test_the_features_alone_give_the_same_cells_and_count_no_artefact():
     assert features_only.scores() == full.scores()
     assert full.artifacts.result("published")["S2"]["clips"] == 10
     assert all(r["clips"] == 0 and np.isnan(r["hnr_db_female"]) for r in features_only.artifacts.result("published").values())
+
+
+def test_a_residue_of_one_backend_is_traced_to_it():
+    """Half the dialogues converted by a leaking backend, half by a clean one: the cell and its
+    warning split by backend put the residue on the leaking one's units only, and the split is
+    the same fit's (the whole cell is the instance-weighted mean of the backends' cells)."""
+    rng = np.random.default_rng(3)
+    audit = ShortcutAudit(families=False, tasks=("localization_S3", "discrimination"))
+    for i in range(40):
+        backend = "leaky" if (i // 2) % 2 else "clean"  # per dialogue (two units each)
+        audit.add(SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend))
+    for task in audit.tasks:
+        whole, split = audit.result("published")[task], audit.by_backend(task)
+        assert list(split) == ["clean", "leaky"], split
+        assert split["leaky"]["low"] > whole["chance"] and contains_chance(split["clean"], whole["chance"]), (task, split)
+        assert whole["all"]["score"] == pytest.approx((split["clean"]["score"] + split["leaky"]["score"]) / 2, abs=0.11)
+    warnings = audit.warnings("4vc")
+    assert warnings and all("; by backend: clean " in line and ", leaky " in line for line in warnings), warnings
+    assert "| backend (published, all features) | localization, S3 | discrimination (pick the original) |" in audit.table()
+    assert "| leaky | " in audit.table()
+
+
+def test_one_backend_gives_no_split(leaking):
+    assert all(leaking.by_backend(task) == {} for task in TASKS)
+    assert not any("by backend" in line for line in leaking.warnings()) and "| backend (" not in leaking.table()
