@@ -9,7 +9,12 @@ table (``builder_scripts.shortcuts.ShortcutAudit``: all non-speaker features, di
 5-fold cross-validation, 95 % dialogue-bootstrap intervals, the random-gold control): ``logistic``
 is the card's classifier (logistic regression on standardised features), ``boosting`` scikit-
 learn's histogram gradient boosting over the same features (its control pools 5 random golds, the
-card's 20: boosting is slower). Ends with the cells whose interval lies above chance.
+card's 20: boosting is slower). Under each table, discrimination fitted on each part of the
+candidates' rows alone (``ShortcutAudit.readings``): *against the context* (a candidate's features
+and their deviation from the context turns) and *among the candidates* (their deviation from the
+three candidates' mean: the three say the same words, so this part cancels the words and shows
+what the two converted candidates share and the original lacks). Ends with the cells whose
+interval lies above chance.
 
 The features carry the voice too (a clip's FLAC rate follows its F0, the spectrum's shape is
 timbre), so two readings separate what they know of the voice from what is left:
@@ -21,8 +26,9 @@ timbre, and put voice back in where a feature does not follow the fit, so it is 
 proof.
 
 ``--voice-yardstick CACHE`` (the build's ``--cache``) fits each model on *natural swaps* of the same
-dialogues, where no conversion happened, and prints per task the converted turn's score, the
-swap's, and converted minus swap with a paired dialogue-bootstrap interval:
+dialogues, where no conversion happened, and prints per task (and per reading of discrimination)
+the converted turn's score, the swap's, and converted minus swap with a paired dialogue-bootstrap
+interval:
 
 - ``same-words`` (default; TTS sources with TTS substitutes): turn k said by the S2/S3 substitute
   itself, the same words in its own bank voice at the rate that gives the turn's length (up to
@@ -399,6 +405,10 @@ def swap_comparison(converted: ShortcutAudit, swapped: ShortcutAudit) -> tuple[s
         swap, d = swapped.result("published")[task], difference[task]
         lines.append(f"| {TASK_LABELS[task]} | {cell['chance']:.1f} % | {cell_text(cell['all'])} | {cell_text(swap['all'])} "
                      f"| {cell_text(swap['control'])} | {d['score']:+.1f} [{d['low']:+.1f} to {d['high']:+.1f}] |")
+    readings, swap_readings = converted.readings(), swapped.readings()
+    for name, d in converted.readings_difference(swapped).items():
+        lines.append(f"| discrimination, {name} | {converted.chance('discrimination'):.1f} % | {cell_text(readings[name])} | {cell_text(swap_readings[name])} "
+                     f"| - | {d['score']:+.1f} [{d['low']:+.1f} to {d['high']:+.1f}] |")
     published = converted.result("published")
     above = [f"{TASK_LABELS[task]}: {cell_text(published[task]['all'])}, {d['score']:+.1f} [{d['low']:+.1f} to {d['high']:+.1f}] over the swap"
              for task, d in difference.items() if _above_the_swap(published[task]["all"], d, published[task]["chance"])]
@@ -442,7 +452,7 @@ def main() -> None:
         fitted = audit(items, models, f"features {variant}")
         for model, a in fitted.items():
             start = time.perf_counter()
-            table = a.table()
+            table = a.table() + "".join(f"\n\ndiscrimination, {name}: {cell_text(c)}" for name, c in a.readings().items())
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
         lines, redrawn = print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws) if args.floor_draws else ([], [])

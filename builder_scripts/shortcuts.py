@@ -195,11 +195,20 @@ def task_tables(turns: np.ndarray, k: int, converted: dict[str, np.ndarray]) -> 
     return tables
 
 
-def _columns(task: str, names: list[str], family: list[str] | None) -> np.ndarray:
-    """Column indices of ``family``'s features in a task's rows (all columns when None)."""
-    copies = 3 if task == "discrimination" else 2
+#: discrimination read on one part of each candidate's row (which copies of the features, in
+#: ``task_tables``' order: the candidate's own, minus the context turns' median, minus the
+#: candidates' mean): a voice the context lacks is found against the context; what the two
+#: converted candidates share and the original lacks is found among the candidates
+READINGS = {"against the context": (0, 1), "among the candidates": (2,)}
+
+
+def _columns(task: str, names: list[str], family: list[str] | None, copies: tuple[int, ...] | None = None) -> np.ndarray:
+    """Column indices of ``family``'s features in a task's rows (all columns when None), in the
+    ``copies`` of them given (all when None)."""
+    count = 3 if task == "discrimination" else 2
     wanted = np.array([family is None or n in family for n in names])
-    return np.flatnonzero(np.tile(wanted, copies))
+    kept = np.repeat([copies is None or c in copies for c in range(count)], len(names))
+    return np.flatnonzero(np.tile(wanted, count) & kept)
 
 
 def make_model(model: str):
@@ -439,22 +448,25 @@ class ShortcutAudit:
             return 50.0
         return round(100 / 3, 1) if task == "discrimination" else round(100 / (self.num_turns or 1), 1)
 
-    def _credits(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> tuple:
+    def _credits(self, stage: str, task: str, family: list[str] | None, control: bool = False,
+                 copies: tuple[int, ...] | None = None) -> tuple:
         """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
         the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
-        return self._tagged(stage, task, family, control)[:3]
+        return self._tagged(stage, task, family, control, copies)[:3]
 
-    def _tagged(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> tuple:
-        """``_credits``' cell and, per guess, the backend of its unit (fitted once)."""
-        key = ("credits", stage, task, None if family is None else tuple(family), control)
+    def _tagged(self, stage: str, task: str, family: list[str] | None, control: bool = False,
+                copies: tuple[int, ...] | None = None) -> tuple:
+        """``_credits``' cell and, per guess, the backend of its unit (fitted once); ``copies``:
+        the part of each row fitted (``READINGS``; all when None)."""
+        key = ("credits", stage, task, None if family is None else tuple(family), control, copies)
         if key not in self._results:
-            self._results[key] = self._fit(stage, task, family, control)
+            self._results[key] = self._fit(stage, task, family, control, copies)
         return self._results[key]
 
-    def _fit(self, stage: str, task: str, family: list[str] | None, control: bool) -> tuple:
+    def _fit(self, stage: str, task: str, family: list[str] | None, control: bool, copies: tuple[int, ...] | None = None) -> tuple:
         table, groups = self._tables[stage][task], np.array(self._groups[stage][task])
         backends = np.array([b or "" for b in self._backends[stage][task]])
-        columns = _columns(task, FEATURES, family)
+        columns = _columns(task, FEATURES, family, copies)
         draws = [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)] if control else [table]
         credits, truth = [], []
         for instances in draws:
@@ -465,8 +477,9 @@ class ShortcutAudit:
         kept = ~np.isnan(credits)
         return credits[kept], truth[kept], groups[kept], np.tile(backends, len(draws))[kept]
 
-    def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False) -> dict[str, float]:
-        credits, truth, groups = self._credits(stage, task, family, control)
+    def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False,
+              copies: tuple[int, ...] | None = None) -> dict[str, float]:
+        credits, truth, groups = self._credits(stage, task, family, control, copies)
         if not credits.size:
             return {"score": float("nan"), "low": float("nan"), "high": float("nan")}
         return score_cell(task, credits, truth, groups)
@@ -487,6 +500,19 @@ class ShortcutAudit:
         if len(names) < 2:
             return {}
         return {b: score_cell(task, credits[backends == b], truth[backends == b], groups[backends == b]) for b in names}
+
+    def readings(self) -> dict[str, dict[str, float]]:
+        """The published discrimination cell (all features) fitted on each part of the candidates'
+        rows alone (``READINGS``); empty when the audit does not fit discrimination."""
+        if "discrimination" not in self.tasks:
+            return {}
+        return {name: self._cell("published", "discrimination", None, copies=copies) for name, copies in READINGS.items()}
+
+    def readings_difference(self, other: ShortcutAudit) -> dict[str, dict[str, float]]:
+        """``readings`` minus ``other``'s, in points, with a paired dialogue-bootstrap interval (as ``difference``)."""
+        return {name: paired_difference("discrimination", self._credits("published", "discrimination", None, copies=copies),
+                                        other._credits("published", "discrimination", None, copies=copies))
+                for name, copies in READINGS.items()} if "discrimination" in self.tasks else {}
 
     def scores(self) -> dict[str, dict[str, float]]:
         """Per task, the published cell on all features (no control): to set one collection beside another."""

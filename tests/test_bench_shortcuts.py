@@ -115,3 +115,24 @@ def test_print_swaps_sets_each_draw_of_the_converted_turns_beside_the_same_draw_
         assert first_swaps == [finish(own["S2"]).tobytes()] and first == [finish(cached["tts/d1"].converted["S2"]).tobytes()]
         assert every_swaps == [[finish(own["S2"], d).tobytes()] for d in draws]
         assert every == [[finish(cached["tts/d1"].converted["S2"], d).tobytes()] for d in draws]  # the swapped dialogue only
+
+
+def test_the_swap_comparison_reads_discrimination_on_each_part_of_the_rows():
+    """Under the tasks, one row per reading of discrimination: the converted turns' reading, the
+    swaps', and their paired difference, each as the audits give them."""
+    from builder_scripts.shortcuts import ShortcutAudit
+    from tests.test_shortcuts import LEAK, unit
+
+    rng = np.random.default_rng(6)
+    converted, swapped = ShortcutAudit(tasks=("discrimination",)), ShortcutAudit(tasks=("discrimination",))
+    for i in range(20):
+        converted.add(unit(i, rng, leak=LEAK), artifacts=False)
+        swapped.add(unit(i, rng), artifacts=False)
+    table, _ = bench.swap_comparison(converted, swapped)
+    difference = converted.readings_difference(swapped)
+    for name in ("against the context", "among the candidates"):
+        d = difference[name]
+        row = (f"| discrimination, {name} | 33.3 % | {bench.cell_text(converted.readings()[name])} | "
+               f"{bench.cell_text(swapped.readings()[name])} | - | {d['score']:+.1f} [{d['low']:+.1f} to {d['high']:+.1f}] |")
+        assert row in table.splitlines(), (row, table)
+    assert difference["among the candidates"]["low"] > 0  # the planted residue, both converted candidates

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.signal import butter, sosfiltfilt
 
-from builder_scripts.shortcuts import FAMILIES, TASKS, ShortcutAudit, paired_difference, score_cell
+from builder_scripts.shortcuts import FAMILIES, FEATURES, TASKS, ShortcutAudit, paired_difference, score_cell
 
 SR = 16000
 LOW = butter(8, 6000, fs=SR, output="sos")
@@ -203,3 +203,37 @@ def test_a_residue_of_one_backend_is_traced_to_it():
 def test_one_backend_gives_no_split(leaking):
     assert all(leaking.by_backend(task) == {} for task in TASKS)
     assert not any("by backend" in line for line in leaking.warnings()) and "| backend (" not in leaking.table()
+
+
+def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
+    """Each reading is the cross-validated cell of the rows' own block of columns, sliced here by
+    hand from ``task_tables`` (the candidate and its deviation from the context: the first two
+    copies of the features; its deviation from the candidates' mean: the third)."""
+    from builder_scripts.shortcuts import READINGS, _columns, cross_validated, feature_vector, task_tables
+
+    n = len(FEATURES)
+    assert _columns("discrimination", FEATURES, None, READINGS["against the context"]).tolist() == list(range(2 * n))
+    assert _columns("discrimination", FEATURES, None, READINGS["among the candidates"]).tolist() == list(range(2 * n, 3 * n))
+    first = FAMILIES["band edge"]
+    assert _columns("discrimination", FEATURES, first, (2,)).tolist() == [2 * n + FEATURES.index(f) for f in first]
+    rng = np.random.default_rng(4)
+    audit, instances, groups = ShortcutAudit(tasks=("discrimination",)), [], []
+    for i in range(20):
+        u = unit(i, rng, leak=LEAK / 3)
+        audit.add(u, artifacts=False)
+        turns = np.stack([feature_vector(c) for c in u.targets])
+        converted = {s: feature_vector(u.converted[s]) for s in ("S2", "S3")}
+        instances += task_tables(turns, u.converted_turn - 1, converted)["discrimination"]
+        groups.append(f"synthetic/{u.segment.dialogue_id}")
+    readings = audit.readings()
+    for name, block in (("against the context", slice(0, 2 * n)), ("among the candidates", slice(2 * n, 3 * n))):
+        credits = cross_validated("discrimination", [(rows[:, block], t) for rows, t in instances], np.array(groups), "logistic")
+        assert readings[name] == score_cell("discrimination", credits, np.zeros(credits.size), np.array(groups)), name
+    assert readings["against the context"] != readings["among the candidates"]
+    assert all(d == {"score": 0.0, "low": 0.0, "high": 0.0} for d in audit.readings_difference(audit).values())
+    clean, rng = ShortcutAudit(tasks=("discrimination",)), np.random.default_rng(5)
+    for i in range(20):  # the same dialogues, no residue
+        clean.add(unit(i, rng), artifacts=False)
+    for name, d in audit.readings_difference(clean).items():
+        assert d["score"] == pytest.approx(readings[name]["score"] - clean.readings()[name]["score"], abs=0.11), name
+    assert ShortcutAudit(tasks=("detection",)).readings() == {}
