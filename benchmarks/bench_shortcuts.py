@@ -9,7 +9,7 @@ table (``builder_scripts.shortcuts.ShortcutAudit``: all non-speaker features, di
 5-fold cross-validation, 95 % dialogue-bootstrap intervals, the random-gold control): ``logistic``
 is the card's classifier (logistic regression on standardised features), ``boosting`` scikit-
 learn's histogram gradient boosting over the same features (its control pools 5 random golds, the
-card's 20: boosting is slower). Under each table, discrimination fitted on each part of the
+card's 20: boosting is slower); a discrimination above chance is also fitted on each part of the
 candidates' rows alone (``ShortcutAudit.readings``): *against the context* (a candidate's features
 and their deviation from the context turns) and *among the candidates* (their deviation from the
 three candidates' mean: the three say the same words, so this part cancels the words and shows
@@ -452,7 +452,7 @@ def main() -> None:
         fitted = audit(items, models, f"features {variant}")
         for model, a in fitted.items():
             start = time.perf_counter()
-            table = a.table() + "".join(f"\n\ndiscrimination, {name}: {cell_text(c)}" for name, c in a.readings().items())
+            table = a.table()
             print(f"\n{args.dataset} · {variant} · {model} ({len(items)} units; fitted in {time.perf_counter() - start:.1f} s)\n\n{table}")
             flagged += a.warnings(f"{variant} {model}")
         lines, redrawn = print_floor_draws(args.dataset, variant, items, cached, fitted, args.floor_draws) if args.floor_draws else ([], [])

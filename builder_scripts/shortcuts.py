@@ -23,9 +23,10 @@ classifier trained and scored with the labels permuted within each instance (the
 the original candidate, which of a unit's three instances is consistent; ``CONTROL_DRAWS``
 permutations pooled by default), which must come out at chance. ``warnings()`` names every cell
 whose interval lies above chance, with the family that scores highest alone (each family is scored
-alone for those cells: the breakdown that names what leaks) and, where two VC backends converted
-the variant's units, the same fit's score on each backend's units (``by_backend``: which
-conversions carry it).
+alone for those cells: the breakdown that names what leaks), where two VC backends converted
+the variant's units the same fit's score on each backend's units (``by_backend``: which
+conversions carry it), and for discrimination its ``READINGS``: the cell fitted on each part of the
+candidates' rows alone (against the context; among the candidates, which say the same words).
 
 Beside the classifier, ``ArtifactRates`` counts audible resynthesis artefacts per scenario
 (S1: the original candidate, S2/S3: the converted ones; ``builder_scripts/artifacts.py``): the
@@ -543,7 +544,8 @@ class ShortcutAudit:
 
     def warnings(self, where: str = "") -> list[str]:
         """One line per published cell whose interval lies above chance, naming the family that
-        scores highest alone and, with two backends or more, each backend's score."""
+        scores highest alone, with two backends or more each backend's score, and for
+        discrimination its ``readings``."""
         lines = []
         for task, families in self.flagged().items():
             r = self.result("published")[task]
@@ -556,13 +558,16 @@ class ShortcutAudit:
             split = self.by_backend(task)
             if split:
                 line += "; by backend: " + ", ".join(f"{b} {cell_text(c)}" for b, c in split.items())
+            if task == "discrimination":
+                line += "; read " + ", ".join(f"{name} {cell_text(c)}" for name, c in self.readings().items())
             lines.append(line)
         return lines
 
     def table(self) -> str:
         """Markdown: per task, the classifier on all features (published and raw) and the random-gold
         control; for a task above chance, the strongest family alone, every family's cell and, with
-        two backends or more, each backend's share of the cell (``by_backend``)."""
+        two backends or more, each backend's share of the cell (``by_backend``); for discrimination
+        above chance, its ``readings``."""
         published, raw, flagged = self.result("published"), self.result("raw"), self.flagged()
         lines = ["| task | chance | published, all features | random-gold control | above chance: strongest family alone | raw, all features |",
                  "|---|---|---|---|---|---|"]
@@ -581,6 +586,9 @@ class ShortcutAudit:
         if split:
             lines += ["", "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in split) + " |", "|---" * (len(split) + 1) + "|"]
             lines += [f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in split.values()) + " |" for b in next(iter(split.values()))]
+        if "discrimination" in flagged:
+            lines += ["", "| discrimination fitted on part of each candidate's row | published, all features |", "|---|---|"]
+            lines += [f"| {name} | {cell_text(c)} |" for name, c in self.readings().items()]
         return "\n".join(lines)
 
 

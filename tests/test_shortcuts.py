@@ -237,3 +237,16 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
     for name, d in audit.readings_difference(clean).items():
         assert d["score"] == pytest.approx(readings[name]["score"] - clean.readings()[name]["score"], abs=0.11), name
     assert ShortcutAudit(tasks=("detection",)).readings() == {}
+
+
+def test_a_discrimination_above_chance_names_its_readings(leaking):
+    from builder_scripts.shortcuts import cell_text
+
+    readings = leaking.readings()
+    line, = [w for w in leaking.warnings() if "discrimination" in w]
+    assert line.endswith(f"; read against the context {cell_text(readings['against the context'])}, "
+                         f"among the candidates {cell_text(readings['among the candidates'])}"), line
+    assert not any("; read " in w for w in leaking.warnings() if "discrimination" not in w)
+    table = leaking.table()
+    assert f"| among the candidates | {cell_text(readings['among the candidates'])} |" in table.splitlines()
+    assert f"| against the context | {cell_text(readings['against the context'])} |" in table.splitlines()
