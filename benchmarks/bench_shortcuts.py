@@ -12,9 +12,9 @@ learn's histogram gradient boosting over the same features (its control pools 5 
 card's 20: boosting is slower); a discrimination above chance is also fitted on each part of the
 candidates' rows alone (``ShortcutAudit.readings``): *against the context* (a candidate's features
 and their deviation from the context turns) and *among the candidates* (their deviation from the
-three candidates' mean: the three say the same words, so this part cancels the words and shows
-what the two converted candidates share and the original lacks). Ends with the cells whose
-interval lies above chance.
+three candidates' mean: the three say the same words, which cancel, so a shift the two converted
+candidates share and the original lacks can be learnt there). Ends with the cells whose interval
+lies above chance.
 
 The features carry the voice too (a clip's FLAC rate follows its F0, the spectrum's shape is
 timbre), so two readings separate what they know of the voice from what is left:
@@ -53,7 +53,8 @@ irrelevant change; a cell above chance in one draw only is that draw's luck, one
 every draw is not. With ``--voice-yardstick`` too, the natural swaps are finished with the same
 draws and compared with the converted turns draw by draw: the last lines name every cell where the
 converted turn is found above chance *and* more often than a real other voice (paired interval
-above 0) in every draw, neither one draw's luck nor what a voice change alone gives.
+above 0) in every draw, not one draw's luck. A cell at or under the swap is not thereby the voice:
+a real voice and a conversion can be found by different cues (compare discrimination's readings).
 """
 
 from __future__ import annotations
@@ -395,9 +396,10 @@ def swap_draws_table(converted: list[ShortcutAudit], swapped: list[ShortcutAudit
 
 
 def swap_comparison(converted: ShortcutAudit, swapped: ShortcutAudit) -> tuple[str, list[str]]:
-    """Markdown: per task, the converted turns and the natural swaps of the same dialogues, and the
-    paired difference; and a line for each task where the converted turn is found above chance
-    *and* more often than the swap (``_above_the_swap``)."""
+    """Markdown: per task (and per reading of discrimination, ``ShortcutAudit.readings``), the
+    converted turns and the natural swaps of the same dialogues, and the paired difference; and a
+    line for each task where the converted turn is found above chance *and* more often than the
+    swap (``_above_the_swap``)."""
     difference = converted.difference(swapped)
     lines = ["| task | chance | converted turn | natural swap | swap's random-gold control | converted minus swap (points) |",
              "|---|---|---|---|---|---|"]

@@ -23,10 +23,10 @@ classifier trained and scored with the labels permuted within each instance (the
 the original candidate, which of a unit's three instances is consistent; ``CONTROL_DRAWS``
 permutations pooled by default), which must come out at chance. ``warnings()`` names every cell
 whose interval lies above chance, with the family that scores highest alone (each family is scored
-alone for those cells: the breakdown that names what leaks), where two VC backends converted
-the variant's units the same fit's score on each backend's units (``by_backend``: which
-conversions carry it), and for discrimination its ``READINGS``: the cell fitted on each part of the
-candidates' rows alone (against the context; among the candidates, which say the same words).
+alone for those cells: the breakdown that names what leaks). Where two VC backends or more
+converted the variant's units, it also gives the same fit's score on each backend's units
+(``by_backend``); for discrimination, the cell fitted on each part of the candidates' rows alone
+(``READINGS``: against the context turns, or among the three candidates, which say the same words).
 
 Beside the classifier, ``ArtifactRates`` counts audible resynthesis artefacts per scenario
 (S1: the original candidate, S2/S3: the converted ones; ``builder_scripts/artifacts.py``): the
@@ -196,10 +196,13 @@ def task_tables(turns: np.ndarray, k: int, converted: dict[str, np.ndarray]) -> 
     return tables
 
 
-#: discrimination read on one part of each candidate's row (which copies of the features, in
+#: discrimination fitted on one part of each candidate's row (which copies of the features, in
 #: ``task_tables``' order: the candidate's own, minus the context turns' median, minus the
-#: candidates' mean): a voice the context lacks is found against the context; what the two
-#: converted candidates share and the original lacks is found among the candidates
+#: candidates' mean). Each part sets what a model can learn from: the candidates against the
+#: voice's other turns (other words), or against each other (the same words, which cancel, so a
+#: small shift both converted candidates share is learnt). A linear model ranks the candidates of
+#: an instance by a weighted sum of their own features under any part, only its weights differ;
+#: a nonlinear one can also score closeness to the context (a voice the context has).
 READINGS = {"against the context": (0, 1), "among the candidates": (2,)}
 
 
@@ -406,7 +409,7 @@ class ShortcutAudit:
         self._tables = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
         self._groups = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
         self._backends = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
-        self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits
+        self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits and backends
 
     def add(self, unit, artifacts: bool = True) -> None:
         """Measure one unit's clips; ``artifacts=False`` leaves out the resynthesis-artefact counts
@@ -453,9 +456,9 @@ class ShortcutAudit:
                  copies: tuple[int, ...] | None = None) -> tuple:
         """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
         the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
-        return self._tagged(stage, task, family, control, copies)[:3]
+        return self._credits_and_backends(stage, task, family, control, copies)[:3]
 
-    def _tagged(self, stage: str, task: str, family: list[str] | None, control: bool = False,
+    def _credits_and_backends(self, stage: str, task: str, family: list[str] | None, control: bool = False,
                 copies: tuple[int, ...] | None = None) -> tuple:
         """``_credits``' cell and, per guess, the backend of its unit (fitted once); ``copies``:
         the part of each row fitted (``READINGS``; all when None)."""
@@ -494,9 +497,9 @@ class ShortcutAudit:
 
     def by_backend(self, task: str) -> dict[str, dict[str, float]]:
         """The published cell on all features split by the VC backend of each unit (the same fit's
-        guesses, each backend's dialogues resampled alone): which conversions carry a cell. Empty
-        unless the audit holds units of two backends or more."""
-        credits, truth, groups, backends = self._tagged("published", task, None)
+        guesses, each backend's dialogues resampled alone). Empty unless the audit holds units of
+        two named backends or more."""
+        credits, truth, groups, backends = self._credits_and_backends("published", task, None)
         names = sorted(set(backends) - {""})
         if len(names) < 2:
             return {}
@@ -511,9 +514,11 @@ class ShortcutAudit:
 
     def readings_difference(self, other: ShortcutAudit) -> dict[str, dict[str, float]]:
         """``readings`` minus ``other``'s, in points, with a paired dialogue-bootstrap interval (as ``difference``)."""
+        if "discrimination" not in self.tasks:
+            return {}
         return {name: paired_difference("discrimination", self._credits("published", "discrimination", None, copies=copies),
                                         other._credits("published", "discrimination", None, copies=copies))
-                for name, copies in READINGS.items()} if "discrimination" in self.tasks else {}
+                for name, copies in READINGS.items()}
 
     def scores(self) -> dict[str, dict[str, float]]:
         """Per task, the published cell on all features (no control): to set one collection beside another."""

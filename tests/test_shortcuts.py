@@ -250,3 +250,52 @@ def test_a_discrimination_above_chance_names_its_readings(leaking):
     table = leaking.table()
     assert f"| among the candidates | {cell_text(readings['among the candidates'])} |" in table.splitlines()
     assert f"| against the context | {cell_text(readings['against the context'])} |" in table.splitlines()
+
+
+def test_the_discrimination_rows_are_the_candidates_against_the_context_and_each_other():
+    """Rows by hand: the candidates (turn k, S2, S3), their deviation from the other turns' median,
+    their deviation from the three candidates' mean; the original first."""
+    from builder_scripts.shortcuts import task_tables
+
+    rng = np.random.default_rng(7)
+    turns, s2, s3 = rng.normal(size=(5, 4)), rng.normal(size=4), rng.normal(size=4)
+    ((rows, truth),) = task_tables(turns, 2, {"S2": s2, "S3": s3})["discrimination"]
+    candidates = np.array([turns[2], s2, s3])
+    context = np.median(turns[[0, 1, 3, 4]], axis=0)
+    expected = np.hstack([candidates, candidates - context, candidates - candidates.mean(axis=0)])
+    assert truth == 0 and np.allclose(rows, expected)
+
+
+def test_a_split_needs_two_named_backends():
+    rng = np.random.default_rng(8)
+    units = [unit(i, rng, leak=LEAK) for i in range(20)]
+    for named in (["world"] * 20, ["world" if i % 4 else None for i in range(20)]):
+        audit = ShortcutAudit(families=False, tasks=("discrimination",))
+        for u, backend in zip(units, named):
+            audit.add(SimpleNamespace(**vars(u), vc_model=backend), artifacts=False)
+        assert audit.by_backend("discrimination") == {} and "by backend" not in " ".join(audit.warnings())
+    audit = ShortcutAudit(families=False, tasks=("discrimination",))
+    for i, u in enumerate(units):  # two named backends and units of none: the split names the two
+        audit.add(SimpleNamespace(**vars(u), vc_model=[None, "praat", "world", "world"][(i // 2) % 4]), artifacts=False)
+    assert list(audit.by_backend("discrimination")) == ["praat", "world"]
+
+
+def test_the_card_shows_each_backends_cells_and_the_readings_only_for_discrimination():
+    from builder_scripts.shortcuts import cell_text
+
+    rng = np.random.default_rng(3)
+    audit = ShortcutAudit(families=False, tasks=("localization_S3", "discrimination"))
+    located = ShortcutAudit(families=False, tasks=("localization_S3",))
+    for i in range(40):
+        backend = "leaky" if (i // 2) % 2 else "clean"
+        u = SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend)
+        audit.add(u, artifacts=False)
+        located.add(u, artifacts=False)
+    rows = audit.table().splitlines()
+    for backend in ("clean", "leaky"):
+        cells = [cell_text(audit.by_backend(t)[backend]) for t in audit.tasks]
+        assert f"| {backend} | {cells[0]} | {cells[1]} |" in rows
+        assert all(f"{backend} {c}" in w for w, c in zip(audit.warnings(), cells))
+    assert located.result("published")["localization_S3"]["all"]["low"] > 20.0
+    assert "discrimination fitted on" not in located.table() and located.readings() == {}
+    assert located.readings_difference(audit) == {}
