@@ -171,6 +171,13 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
     assert sorted(v for v, _ in headers) == sorted(ssd.VARIANTS) and all(int(n) > 0 for _, n in headers), done.stdout[-3000:]
     # per variant: the audit, its draws, the swap comparison and the swap comparison's draws
     assert done.stdout.count("| discrimination (pick the original) | 33.3 % |") == 4 * len(ssd.VARIANTS)
+    for reading in ("against the context", "among the candidates"):  # the swap comparison's readings, one row per variant
+        assert len(re.findall(rf"\n\| discrimination, {reading} \| 33\.3 % \| [\d.]+ % \[.*?\] \| [\d.]+ % \[.*?\] \| - \| [+-]", done.stdout)) == len(ssd.VARIANTS)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_shortcuts
+
+    backends = {unit.vc_model for unit in bench_shortcuts.units(user["out"], "4vc")}  # the rows' backend, for the split
+    assert backends and backends <= {"world", "praat"}, backends
     redrawn = re.findall(r"· (\w+) · logistic · converted minus natural swap \(points\) in 1 other floor draws\n\n(.*?)\n\n", done.stdout, re.S)
     assert sorted(v for v, _ in redrawn) == sorted(ssd.VARIANTS), done.stdout[-3000:]
     for _, table in redrawn:
