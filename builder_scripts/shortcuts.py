@@ -459,7 +459,7 @@ class ShortcutAudit:
         return self._credits_and_backends(stage, task, family, control, copies)[:3]
 
     def _credits_and_backends(self, stage: str, task: str, family: list[str] | None, control: bool = False,
-                copies: tuple[int, ...] | None = None) -> tuple:
+                              copies: tuple[int, ...] | None = None) -> tuple:
         """``_credits``' cell and, per guess, the backend of its unit (fitted once); ``copies``:
         the part of each row fitted (``READINGS``; all when None)."""
         key = ("credits", stage, task, None if family is None else tuple(family), control, copies)
@@ -586,11 +586,10 @@ class ShortcutAudit:
         if shown:
             lines += ["", "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |", "|---" * (len(shown) + 1) + "|"]
             lines += [f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |" for family in FAMILIES]
-        split = {task: self.by_backend(task) for task in flagged}
-        split = {task: cells for task, cells in split.items() if cells}
-        if split:
-            lines += ["", "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in split) + " |", "|---" * (len(split) + 1) + "|"]
-            lines += [f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in split.values()) + " |" for b in next(iter(split.values()))]
+        splits = {task: cells for task in flagged if (cells := self.by_backend(task))}
+        if splits:
+            lines += ["", "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in splits) + " |", "|---" * (len(splits) + 1) + "|"]
+            lines += [f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in splits.values()) + " |" for b in next(iter(splits.values()))]
         if "discrimination" in flagged:
             lines += ["", "| discrimination fitted on part of each candidate's row | published, all features |", "|---|---|"]
             lines += [f"| {name} | {cell_text(c)} |" for name, c in self.readings().items()]
