@@ -180,15 +180,22 @@ def test_the_features_alone_give_the_same_cells_and_count_no_artefact():
     assert all(r["clips"] == 0 and np.isnan(r["hnr_db_female"]) for r in features_only.artifacts.result("published").values())
 
 
-def test_a_residue_of_one_backend_is_traced_to_it():
-    """Half the dialogues converted by a leaking backend, half by a clean one: the cell and its
-    warning split by backend put the residue on the leaking one's units only, and the split is
-    the same fit's (the whole cell is the instance-weighted mean of the backends' cells)."""
+@pytest.fixture(scope="module")
+def two_backends():
+    """Half the dialogues converted by a leaking backend, half by a clean one."""
     rng = np.random.default_rng(3)
     audit = ShortcutAudit(families=False, tasks=("localization_S3", "discrimination"))
     for i in range(40):
         backend = "leaky" if (i // 2) % 2 else "clean"  # per dialogue (two units each)
-        audit.add(SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend))
+        audit.add(SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend), artifacts=False)
+    return audit
+
+
+def test_a_residue_of_one_backend_is_traced_to_it(two_backends):
+    """The cell and its warning split by backend put the residue on the leaking backend's units
+    only, and the split is the same fit's (the whole cell is the instance-weighted mean of the
+    backends' cells)."""
+    audit = two_backends
     for task in audit.tasks:
         whole, split = audit.result("published")[task], audit.by_backend(task)
         assert list(split) == ["clean", "leaky"], split
@@ -280,17 +287,11 @@ def test_a_split_needs_two_named_backends():
     assert list(audit.by_backend("discrimination")) == ["praat", "world"]
 
 
-def test_the_card_shows_each_backends_cells_and_the_readings_only_for_discrimination():
+def test_the_card_shows_each_backends_cells_and_the_readings_only_for_discrimination(two_backends):
     from builder_scripts.shortcuts import cell_text
 
-    rng = np.random.default_rng(3)
-    audit = ShortcutAudit(families=False, tasks=("localization_S3", "discrimination"))
-    located = ShortcutAudit(families=False, tasks=("localization_S3",))
-    for i in range(40):
-        backend = "leaky" if (i // 2) % 2 else "clean"
-        u = SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend)
-        audit.add(u, artifacts=False)
-        located.add(u, artifacts=False)
+    audit = two_backends
+    located = audit.with_model("logistic", families=False, tasks=("localization_S3",))
     rows = audit.table().splitlines()
     for backend in ("clean", "leaky"):
         cells = [cell_text(audit.by_backend(t)[backend]) for t in audit.tasks]
