@@ -67,8 +67,12 @@ def _parser() -> argparse.ArgumentParser:
                        help="longest target turn a segment may hold, in (estimated) seconds (default 6)")
     build.add_argument("--seed", type=int, default=0, help="the build's seed: which turn is altered, the candidate order "
                        "(default 0; a leaderboard build takes a secret one)")
-    build.add_argument("--vc", default="world", help="backend of main and 10turn (default world)")
-    build.add_argument("--vc-4vc", default="world,praat", help="backends drawn per dialogue for 4vc")
+    build.add_argument("--vc", default="respeak", help="generation method of main and 10turn (default respeak: the substitute's "
+                       "own TTS voice says the turn, for sources voiced by the bank; a recorded corpus's units take --vc-recorded)")
+    build.add_argument("--vc-4vc", default="respeak,world,praat", help="generation methods drawn per dialogue for 4vc "
+                       "(default respeak,world,praat; respeak only where the source is voiced by the bank)")
+    build.add_argument("--vc-recorded", default="world", help="conversion backend that takes respeak's place for a recorded "
+                       "corpus (real speakers cannot re-speak a turn; default world)")
     build.add_argument("--encoder", default="campplus", help="speaker encoder that chooses S3 (default: campplus; any of "
                        f"{', '.join(available_encoders())}; a folder encoder as ecapa:/dir)")
     build.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
@@ -138,7 +142,7 @@ def _options(args: argparse.Namespace):
             raise ValueError(f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
                              f"to leave a variant out, list the others with --variant")
     sources = args.source or ["chitchat_tts"]
-    backends = {args.vc, *(v for v in args.vc_4vc.split(",") if v)}
+    backends = {args.vc, args.vc_recorded, *(v for v in args.vc_4vc.split(",") if v)}
     users = {folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()}
     users |= {name: f"--encoder {name}" for name in folder_encoders()}
     used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {args.encoder.partition(":")[0].strip().lower()}
@@ -148,11 +152,11 @@ def _options(args: argparse.Namespace):
         source_args=_source_args(sources, args.source_dir), variants=tuple(variants),
         dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, validation_dialogues=args.validation_dialogues,
         max_target_seconds=args.max_target_seconds, seed=args.seed, vc=args.vc,
-        vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), encoder=args.encoder, text_filter=args.text_filter,
+        vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), vc_recorded=args.vc_recorded, encoder=args.encoder, text_filter=args.text_filter,
         review_decisions=args.review_decisions, margin=args.margin, num_shards=args.num_shards,
         shard_index=args.shard_index, threads=args.threads, progress=not args.no_progress,
     )
-    for backend in {opts.vc, *opts.vc_4vc}:
+    for backend in {opts.vc, opts.vc_recorded, *opts.vc_4vc}:
         converter_class(backend).check_files()
     check_encoder(opts.encoder)
     return opts

@@ -18,7 +18,8 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 
-from . import artifacts, shortcuts
+from . import artifacts
+from .card_audit import BuildAudit, feature_lists
 from .speaker_bank import pool_name, row_pool_name
 
 TEMPLATE = Path(__file__).with_name("dataset_card.md")
@@ -174,7 +175,7 @@ def licenses(sources: dict) -> tuple[str | list[str], str]:
     return ids[0] if len(ids) == 1 else ids, "\n".join(lines)
 
 
-def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification: dict, options, banks: dict) -> Path:
+def write_dataset_card(root: Path, *, sources: dict, audit: BuildAudit, verification: dict, options, banks: dict) -> Path:
     """Fill the template from the written shards; ``banks`` (table label -> the pool's bank under
     that encoder) give the substitutes' similarity under every encoder."""
     root = Path(root)
@@ -182,8 +183,8 @@ def write_dataset_card(root: Path, *, sources: dict, audits: dict, verification:
     histogram(durations, root / HISTOGRAM)
     license, source_lines = licenses(sources)
     citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
-    audit_tables = f"The features, by family:\n\n{shortcuts.feature_list()}\n\n" + "\n\n".join(
-        f"**{variant}**\n\n{audit.table()}\n\n{ARTIFACTS_CAPTION}\n\n{audit.artifacts.table()}" for variant, audit in audits.items()
+    audit_tables = f"{feature_lists()}\n\n{audit.tables()}\n\n" + "\n\n".join(
+        f"**{variant}**, {ARTIFACTS_CAPTION}\n\n{part.artifacts.table()}" for variant, part in audit.non_speaker.items()
     )
     body = TEMPLATE.read_text(encoding="utf-8").format(
         statistics=stats,

@@ -42,7 +42,7 @@ from .publish import publish
 from .scenarios import SubstitutePoolError, check_pool
 from .sources import CorpusLayoutError, get_source_class
 from .sources.base import DialogueSource
-from .speaker_bank import SpeakerBank, pool_name
+from .speaker_bank import SpeakerBank, one_thread, pool_name
 from .units import Clock, UnitMaker, UnitStore
 from .verification import get_text_filter, read_review_decisions
 
@@ -69,8 +69,13 @@ class BuildOptions:
     #: (12 for the default 60), enough to calibrate τ; 0: no validation split
     validation_dialogues: int | None = None
     seed: int = 0
-    vc: str = "world"
-    vc_4vc: tuple[str, ...] = ("world", "praat")
+    #: generation method of main and 10turn: "respeak" (the substitute's own TTS voice says the
+    #: turn; for sources voiced by the bank) or a conversion backend
+    vc: str = "respeak"
+    #: methods drawn per dialogue for 4vc (respeak only where the source is voiced by the bank)
+    vc_4vc: tuple[str, ...] = ("respeak", "world", "praat")
+    #: the backend that takes respeak's place for a recorded corpus (real speakers cannot re-speak)
+    vc_recorded: str = "world"
     encoder: str = "campplus"  # chooses S3 (a speaker-verification model, as the paper's ECAPA-TDNN)
     text_filter: str = "heuristic"
     review_decisions: Path | None = None
@@ -191,23 +196,6 @@ def substitute_bank(opts: BuildOptions, sources: list[DialogueSource], clock: Cl
     with clock("encoder"), one_thread():
         bank = SpeakerBank.build(pool, get_encoder(opts.encoder), cache_dir=opts.cache, progress=opts.progress)
     return bank, pool
-
-
-@contextmanager
-def one_thread():
-    """Speaker encoders made and run on one thread (torch's, and the d-vector's onnxruntime
-    session, which takes torch's count when made): their kernels add up in another order on
-    another number of threads (measured 1 vs 2 threads: CAM++ and ERes2Net embeddings 1e-7 apart,
-    the d-vector's 2e-3), which would move S3's choice, ``substitute_similarity`` and the card's
-    figures with ``--jobs``. The pool is small (3 clips a speaker), so this costs little."""
-    import torch
-
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 def card_banks(opts: BuildOptions, pool: dict, bank: SpeakerBank, clock: Clock) -> dict[str, SpeakerBank]:

@@ -27,6 +27,7 @@ from .scenarios import unit_rng
 from .segments import MIN_REFERENCE_SECONDS, MIN_TARGET_SECONDS, Segment, SegmentSkipped, nested_segment, select_segment
 from .sources.base import Dialogue, DialogueSource
 from .vc import PAPER_4VC_SHARES
+from .vc.respeak import BANK_SOURCE, RESPEAK
 
 #: CPU seconds a variant's conversion, resynthesis and checks take per second of target audio
 #: (WORLD/Praat on one core, measured by benchmarks/bench_build.py); balances the shards.
@@ -191,12 +192,15 @@ def _plan_split(plan: Plan, opts, source: DialogueSource, order: list[Dialogue],
 
 
 def backend_for(variant: str, segment: Segment, opts) -> str:
-    """The conversion backend of a unit: the build's ``vc``, or for a variant that draws its
+    """The generation method of a unit: the build's ``vc``, or for a variant that draws its
     backend (4vc) one of ``vc_4vc`` drawn per dialogue with the paper's shares for the backends it
-    used; backends it did not use share equally what is left (all equal when none is present)."""
+    used; backends it did not use share equally what is left (all equal when none is present).
+    Re-speaking needs a source voiced by the TTS bank: elsewhere (a recorded corpus) it is not
+    drawn, and ``vc_recorded`` takes the place of a ``vc`` of ``respeak``."""
+    respeaks = segment.source == BANK_SOURCE
     if not ssd.VARIANT_SPECS[variant].draws_backend:
-        return opts.vc
-    names = list(opts.vc_4vc)
+        return opts.vc if respeaks or opts.vc != RESPEAK else opts.vc_recorded
+    names = [n for n in opts.vc_4vc if respeaks or n != RESPEAK] or [opts.vc_recorded]
     leftover = max(0.0, 1.0 - sum(PAPER_4VC_SHARES.get(n, 0.0) for n in names))
     unlisted = [n for n in names if n not in PAPER_4VC_SHARES]
     weights = [PAPER_4VC_SHARES.get(n, leftover / len(unlisted) if unlisted else 0.0) for n in names]

@@ -3,7 +3,7 @@
 Per (variant, split) and source, the first ``wanted`` units that passed verification, in
 candidate order (``Plan.select``), every clip through the final audio stage
 (``final_stage.finish``), through ``speakersleuth_dataset.DatasetWriter`` into the nine configs;
-the shortcut audit of each variant (both splits) logs a warning for every cell above chance; then the dataset card and the validator. Publishing reads units only: every unit
+the audits of each variant (both splits; ``card_audit``) log their warnings; then the dataset card and the validator. Publishing reads units only: every unit
 the selection needs must be made before (``Plan.missing_units``), else it refuses before writing.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections import Counter, defaultdict
 from dataclasses import asdict
 from pathlib import Path
@@ -25,7 +26,7 @@ from .card import TEMPLATE, write_dataset_card
 from .final_stage import finished
 from .plan import Part, Plan, Selection
 from .scenarios import unit_rng
-from .shortcuts import ShortcutAudit
+from .card_audit import BuildAudit
 from .units import UnitStore
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,8 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
         (variant, split), segment = missing[0]
         raise RuntimeError(f"cannot publish: {len(missing)} selected units are not made (first: {variant} {split} "
                            f"{segment.source}/{segment.dialogue_id}); make the plan's missing_units first")
-    audits, counts, dropped = {}, defaultdict(dict), Counter()
+    audit, counts, dropped = BuildAudit(jobs=opts.threads or os.cpu_count() or 1), defaultdict(dict), Counter()  # per variant, both splits
     for part, selection in selections.items():
-        audit = audits.setdefault(part[0], ShortcutAudit())  # one per variant, over both splits
         dropped.update(selection.dropped)
         n = _write_part(opts, store, part, selection, audit)
         counts[part[1]][part[0]] = n
@@ -60,22 +60,19 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
         if n < wanted:
             dropped[f"{part[0]} {part[1]}: {wanted - n} fewer dialogues than asked (raise --margin)"] += 1
     _remove_stale_shards(opts.out, plan)
-    for variant, audit in audits.items():
-        for line in audit.warnings(variant):
-            log.warning("warning: %s", line)
+    for line in audit.warnings():
+        log.warning("warning: %s", line)
     verification = {"segment and text filter (before voicing)": dict(plan.skipped), "after conversion": dict(dropped)}
-    write_dataset_card(opts.out, sources=sources, audits=audits, verification=verification, options=opts, banks=banks)
+    write_dataset_card(opts.out, sources=sources, audit=audit, verification=verification, options=opts, banks=banks)
     validated = ssd.validate_folder(opts.out, check_audio=False)
-    report = {"dialogues": counts["test"], "verification": verification, "rows": validated,
-              "shortcut_audit": {v: {"raw": a.result("raw"), "published": a.result("published"), "warnings": a.warnings(v)}
-                                 for v, a in audits.items()}}
+    report = {"dialogues": counts["test"], "verification": verification, "rows": validated, "shortcut_audit": audit.report()}
     if counts["validation"]:
         report["validation_dialogues"] = counts["validation"]
     write_text_atomic(stamp, json.dumps({"fingerprint": build_fingerprint(opts, plan, store), "report": report}))
     return report
 
 
-def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit: ShortcutAudit) -> int:
+def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit: BuildAudit) -> int:
     """The selected units of one (variant, split) into its three configs; returns how many."""
     variant, split = part
     order = unit_rng(opts.seed, "rows", variant, split)
@@ -88,7 +85,7 @@ def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit:
             for task in ("detection", "localization"):
                 writers[task].write_all(rows)
             writers["discrimination"].write(discrimination)
-            audit.add(unit)
+            audit.add(variant, unit)
         for writer in writers.values():
             writer.close()
     except BaseException:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -194,22 +194,31 @@ class Choice:
     s3: Substitute
 
 
-def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = None, exclude: tuple[str, ...] = ()) -> Choice:
+def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = None, exclude: tuple[str, ...] = (),
+           engine: Callable[[str], str | None] = lambda name: None) -> Choice:
     """Turn k and the two substitutes: the most similar speaker by embedding cosine (S3) and a
     random speaker of the other gender (S2), not S3's while there is another (S3 must be the more
     similar of the two), the target always excluded. ``target`` is the target's name in ``bank``
     (default: its speaker id); the other speakers of the dialogue (``exclude``, bank names) are
-    avoided while the pool has an alternative."""
+    avoided while the pool has an alternative.
+
+    ``engine`` names the TTS engine of a bank voice (None for a recorded speaker). Where the target
+    has one, S3 is the most similar voice of the target's engine and gender and S2 is drawn among
+    the target's engine's voices of the other gender, each wherever the engine has such a voice
+    (``same_engine``), so that an engine's signature does not tell the altered turn; else from the
+    whole pool as above."""
     rng = unit_rng(seed, "choice", segment.source, segment.dialogue_id)
     k = rng.randrange(len(segment.target_turns)) + 1
     target = target or segment.target_speaker
     others = [n for n in bank.names if n != target]
     avoided = set(exclude) - {target}
     similar = [n for n in others if n not in avoided] or others
+    similar = same_engine(similar, engine, target, bank.gender(target), bank) or similar
     s3, s3_cos = bank.most_similar(target, exclude=[n for n in others if n not in similar])
     opposite = [n for n in others if bank.gender(n) != bank.gender(target)]
     if not opposite:
         raise ValueError(f"the speaker pool has no speaker of the opposite gender to {target!r}")
+    opposite = same_engine(opposite, engine, target, bank.gender(opposite[0]), bank) or opposite
     preferred = ([n for n in opposite if n != s3 and n not in avoided], [n for n in opposite if n != s3], opposite)
     s2 = rng.choice(next(names for names in preferred if names))
     return Choice(
@@ -217,6 +226,13 @@ def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = 
         Substitute(s2, bank.gender(s2), round(bank.cosine(target, s2), 4)),
         Substitute(s3, bank.gender(s3), round(float(s3_cos), 4)),
     )
+
+
+def same_engine(names: list[str], engine: Callable[[str], str | None], target: str, gender: str, bank: SpeakerBank) -> list[str]:
+    """The voices among ``names`` of ``gender`` that the target's TTS engine voices (empty when the
+    target has no engine or the engine has no such voice)."""
+    wanted = engine(target)
+    return [n for n in names if wanted is not None and engine(n) == wanted and bank.gender(n) == gender]
 
 
 #: Besides the target, S2 needs a speaker of the other gender and S3 a second one (S3 must be more
@@ -259,12 +275,14 @@ def build_unit(
     substitute_clips: dict[str, list[np.ndarray]],
     converter: VoiceConverter,
 ) -> Unit:
-    """Convert turn k for S2 and S3 and pass every other clip through the same resynthesis path."""
+    """Convert (or re-speak) turn k for S2 and S3 and pass every other clip through the same
+    resynthesis path (none for re-speaking)."""
     k = choice.converted_turn
     gap = np.zeros(int(REFERENCE_GAP_SECONDS * ssd.SAMPLING_RATE), dtype=np.float32)
     reference = np.concatenate([p for part in reference_parts for p in (part, gap)][:-1])
+    text = dialogue.turns[segment.target_turns[k - 1]].text
     raw_converted = {
-        scenario: converter.convert(targets[k - 1], substitute_clips[sub.speaker], source_clips=targets)
+        scenario: converter.convert(targets[k - 1], substitute_clips[sub.speaker], source_clips=targets, text=text, speaker=sub.speaker)
         for scenario, sub in (("S2", choice.s2), ("S3", choice.s3))
     }
     published = [normalise_loudness(converter.resynthesize(c)) for c in targets]

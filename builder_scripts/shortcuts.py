@@ -37,22 +37,12 @@ the original (issue 16: S2's impulse rate within 1.5 x of S1's).
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable
-
 import numpy as np
-import soundfile as sf
 from threadpoolctl import threadpool_limits
 
-import speakersleuth_dataset as ssd
-
 from .artifacts import harmonicity, impulse_windows, zero_runs
+from .audit_features import NON_SPEAKER, FeatureSet
 
-SR = ssd.SAMPLING_RATE
-#: 10 ms frames of the level-based features
-FRAME = SR // 100
-#: bands (Hz) around the DSP backends' 6.4 kHz limit and the final stage's low-pass
-EDGE_BANDS = ((4800, 5200), (5200, 5600), (5600, 6000), (6000, 6400), (6400, 6800), (6800, 8000))
 #: cross-validation folds (groups: dialogues) and bootstrap resamples of the intervals
 FOLDS = 5
 BOOTSTRAP = 1000
@@ -66,104 +56,6 @@ TASK_LABELS = {
     "localization": "localization, S2 + S3",
     "discrimination": "discrimination (pick the original)",
 }
-
-
-def _spectrum(clip: np.ndarray) -> np.ndarray:
-    """Power spectrum of 512-sample Hann frames, hop 256 (rows: frames, columns: 31.25 Hz bins)."""
-    clip = np.asarray(clip, dtype=np.float64)
-    if clip.size < 512:
-        clip = np.pad(clip, (0, 512 - clip.size))
-    frames = np.lib.stride_tricks.sliding_window_view(clip, 512)[::256]
-    return np.abs(np.fft.rfft(frames * np.hanning(512), axis=1)) ** 2 + 1e-20
-
-
-def dc_offset(clip: np.ndarray) -> float:
-    """The clip's mean relative to its RMS level (a resynthesis can shift the waveform's zero)."""
-    level = float(np.sqrt(np.mean(np.square(clip, dtype=np.float64))))
-    return abs(float(np.mean(clip, dtype=np.float64))) / level if level else 0.0
-
-
-def _db(x) -> np.ndarray:
-    return 10 * np.log10(np.asarray(x, dtype=np.float64) + 1e-20)
-
-
-def _band_edge(spec: np.ndarray) -> dict[str, float]:
-    power = spec.mean(axis=0)
-    freqs = np.arange(power.size) * SR / 512
-    total = power.sum()
-    bands = {f"band_{lo / 1000:g}_{hi / 1000:g}_khz_db": float(_db(power[(freqs >= lo) & (freqs < hi)].sum() / total))
-             for lo, hi in EDGE_BANDS}
-    values = list(bands.values())
-    return bands | {"edge_drop_5.6_khz_db": values[1] - values[2], "edge_drop_6.4_khz_db": values[3] - values[4]}
-
-
-def _spectrum_shape(spec: np.ndarray) -> dict[str, float]:
-    """The shape of the speech band below the band-edge family's bands (0-4.8 kHz): the share of
-    its upper half, and its flatness."""
-    band = spec[:, : int(EDGE_BANDS[0][0] / (SR / 512))]
-    flatness = np.exp(np.mean(np.log(band), axis=1)) / np.mean(band, axis=1)
-    return {"upper_half_share": float(band[:, band.shape[1] // 2:].sum() / band.sum()), "spectral_flatness": float(np.mean(flatness))}
-
-
-def _flac_rate(pcm: np.ndarray) -> dict[str, float]:
-    buffer = io.BytesIO()
-    sf.write(buffer, pcm, SR, format="FLAC", subtype="PCM_16", compression_level=ssd.FLAC_LEVELS[0])
-    return {"flac_bytes_per_second": len(buffer.getvalue()) / (pcm.size / SR)}
-
-
-def _frame_levels(x: np.ndarray) -> np.ndarray:
-    n = max(1, x.size // FRAME)
-    frames = np.pad(x, (0, max(0, FRAME - x.size)))[: n * FRAME].reshape(n, FRAME)
-    return _db(np.mean(frames**2, axis=1))
-
-
-def _activity(levels: np.ndarray) -> dict[str, float]:
-    return {f"active_fraction_{r}_db": float(np.mean(levels > levels.max() - r)) for r in (20, 40)}
-
-
-def _noise_floor(levels: np.ndarray) -> dict[str, float]:
-    floor = float(np.percentile(levels, 10))
-    return {"noise_floor_db": floor, "noise_floor_below_median_db": float(np.median(levels)) - floor}
-
-
-def _level(x: np.ndarray) -> dict[str, float]:
-    return {"rms_db": float(_db(np.mean(x**2))), "peak_db": float(_db(np.max(np.abs(x)) ** 2))}
-
-
-def _clicks(x: np.ndarray) -> dict[str, float]:
-    return {"impulse_windows_per_second": impulse_windows(x) / (x.size / SR), "exact_zero_runs": float(zero_runs(x))}
-
-
-#: family -> how its features are computed from (16-bit samples, float samples, spectrum, 10 ms levels)
-_FAMILY_FEATURES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, float]]] = {
-    "band edge": lambda pcm, x, spec, levels: _band_edge(spec),
-    "spectrum": lambda pcm, x, spec, levels: _spectrum_shape(spec),
-    "compressibility": lambda pcm, x, spec, levels: _flac_rate(pcm),
-    "activity": lambda pcm, x, spec, levels: _activity(levels),
-    "quantisation": lambda pcm, x, spec, levels: {"distinct_value_share": np.unique(pcm).size / pcm.size},
-    "clicks": lambda pcm, x, spec, levels: _clicks(x),
-    "noise floor": lambda pcm, x, spec, levels: _noise_floor(levels),
-    "level": lambda pcm, x, spec, levels: _level(x),
-    "duration": lambda pcm, x, spec, levels: {"duration_seconds": x.size / SR},
-    "DC": lambda pcm, x, spec, levels: {"dc_offset": dc_offset(x)},
-}
-
-
-def features(clip: np.ndarray) -> dict[str, dict[str, float]]:
-    """``{family: {feature: value}}`` of one clip, measured on its 16-bit samples as published."""
-    pcm = ssd.pcm16(np.asarray(clip, dtype=np.float32).reshape(-1))
-    x = pcm.astype(np.float64) / 32768
-    spec, levels = _spectrum(x), _frame_levels(x)
-    return {family: compute(pcm, x, spec, levels) for family, compute in _FAMILY_FEATURES.items()}
-
-
-#: family -> its feature names, in the order of ``feature_vector``
-FAMILIES: dict[str, list[str]] = {family: list(values) for family, values in features(np.ones(SR, dtype=np.float32) * 0.1).items()}
-FEATURES: list[str] = [name for names in FAMILIES.values() for name in names]
-
-
-def feature_vector(clip: np.ndarray) -> np.ndarray:
-    return np.array([v for values in features(clip).values() for v in values.values()], dtype=np.float64)
 
 
 # ----------------------------------------------------------------------------- task tables
@@ -398,17 +290,17 @@ class ShortcutAudit:
     STAGES = ("raw", "published")
 
     def __init__(self, model: str = "logistic", families: bool = True, tasks: tuple[str, ...] = TASKS,
-                 control_draws: int = CONTROL_DRAWS) -> None:
+                 control_draws: int = CONTROL_DRAWS, features: FeatureSet = NON_SPEAKER) -> None:
         make_model(model)  # an unknown model is refused now, not after the build
         unknown = set(tasks) - set(TASKS)
         if unknown:
             raise ValueError(f"unknown shortcut-audit tasks {sorted(unknown)}; use {', '.join(TASKS)}")
         self.model, self.families, self.tasks, self.control_draws = model, families, tuple(tasks), control_draws
+        self.features = features
         self.num_turns: int | None = None
         self.artifacts = ArtifactRates()
-        self._tables = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
-        self._groups = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
-        self._backends = {stage: {task: [] for task in TASKS} for stage in self.STAGES}
+        self._units: dict[str, list] = {stage: [] for stage in self.STAGES}  # measured units: task_tables' arguments
+        self._built: dict = {}  # stage -> (tables, groups, backends), made once every unit is in
         self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits and backends
 
     def add(self, unit, artifacts: bool = True) -> None:
@@ -424,28 +316,63 @@ class ShortcutAudit:
                       ("S3", conversions["S3"], unit.s3.gender))
             for scenario, clip, gender in voices if artifacts else ():
                 self.artifacts.add(stage, scenario, clip, gender)
-            turns = np.stack([feature_vector(c) for c in originals])
-            self.add_features(stage, turns, k, {s: feature_vector(conversions[s]) for s in ("S2", "S3")}, group,
+            vector = self.features.vector
+            turns = np.stack([vector(c) for c in originals])
+            self.add_features(stage, turns, k, {s: vector(conversions[s]) for s in ("S2", "S3")}, group,
                               getattr(unit, "vc_model", None))
 
     def add_features(self, stage: str, turns: np.ndarray, k: int, converted: dict[str, np.ndarray], group: str,
                      backend: str | None = None) -> None:
-        """Add one unit already measured (``task_tables``' arguments; ``group``: its dialogue,
-        ``backend``: the VC backend that converted it, when known)."""
+        """Add one unit already measured (``task_tables``' arguments, each clip's ``features.vector``;
+        ``group``: its dialogue, ``backend``: the generation method that altered it, when known)."""
         self.num_turns = len(turns)
-        for task, instances in task_tables(turns, k, converted).items():
-            self._tables[stage][task] += instances
-            self._groups[stage][task] += [group] * len(instances)
-            self._backends[stage][task] += [backend] * len(instances)
+        self._units[stage].append((turns, k, converted, group, backend))
+        self._built.pop(stage, None)
         self._results.clear()
+
+    def _tables(self, stage: str) -> tuple[dict, dict, dict]:
+        """Per task: the instances (``task_tables``), their dialogues and their units' methods, from
+        every unit's clips turned into the classifier's columns together (``FeatureSet.columns``)."""
+        if stage not in self._built:
+            units = self._units[stage]
+            clips = [np.vstack([turns, converted["S2"], converted["S3"]]) for turns, _, converted, _, _ in units]
+            columns = self.features.columns(np.vstack(clips)) if clips else np.zeros((0, 0))
+            tables, groups, backends = ({task: [] for task in TASKS} for _ in range(3))
+            start = 0
+            for (turns, k, _, group, backend), measured in zip(units, clips):
+                rows, start = columns[start:start + len(measured)], start + len(measured)
+                n = len(turns)
+                for task, instances in task_tables(rows[:n], k, {"S2": rows[n], "S3": rows[n + 1]}).items():
+                    tables[task] += instances
+                    groups[task] += [group] * len(instances)
+                    backends[task] += [backend] * len(instances)
+            self._built[stage] = (tables, groups, backends)
+        return self._built[stage]
 
     def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS,
                    control_draws: int = CONTROL_DRAWS) -> ShortcutAudit:
         """The same collected units, fitted by another ``model`` (on ``tasks`` only)."""
-        other = ShortcutAudit(model, families, tasks, control_draws)
-        other.num_turns, other.artifacts, other._tables, other._groups = self.num_turns, self.artifacts, self._tables, self._groups
-        other._backends = self._backends
+        other = ShortcutAudit(model, families, tasks, control_draws, self.features)
+        other.num_turns, other.artifacts, other._units, other._built = self.num_turns, self.artifacts, self._units, self._built
         return other
+
+    def subset(self, method: str | None = None, groups: list[str] | None = None) -> ShortcutAudit:
+        """The same audit over the units one generation method altered (``vc_model``) and/or of the
+        given dialogues only (None: all)."""
+        other = ShortcutAudit(self.model, self.families, self.tasks, self.control_draws, self.features)
+        other.num_turns = self.num_turns
+        wanted = None if groups is None else set(groups)
+        other._units = {stage: [u for u in units if (method is None or u[4] == method) and (wanted is None or u[3] in wanted)]
+                        for stage, units in self._units.items()}
+        return other
+
+    def groups(self) -> list[str]:
+        """The dialogues of the published units."""
+        return [u[3] for u in self._units["published"]]
+
+    def methods(self) -> list[str]:
+        """The generation methods of the published units (sorted; unnamed ones left out)."""
+        return sorted({u[4] for u in self._units["published"]} - {None})
 
     def chance(self, task: str) -> float:
         if task == "detection":
@@ -468,9 +395,10 @@ class ShortcutAudit:
         return self._results[key]
 
     def _fit(self, stage: str, task: str, family: list[str] | None, control: bool, copies: tuple[int, ...] | None = None) -> tuple:
-        table, groups = self._tables[stage][task], np.array(self._groups[stage][task])
-        backends = np.array([b or "" for b in self._backends[stage][task]])
-        columns = _columns(task, FEATURES, family, copies)
+        tables, groups, backends = self._tables(stage)
+        table, groups = tables[task], np.array(groups[task])
+        backends = np.array([b or "" for b in backends[task]])
+        columns = _columns(task, self.features.names, family, copies)
         draws = [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)] if control else [table]
         credits, truth = [], []
         for instances in draws:
@@ -529,7 +457,7 @@ class ShortcutAudit:
         percent; empty when the stage has no units."""
         if stage not in self._results:
             out = {}
-            for task in self.tasks if self._tables[stage]["discrimination"] else ():
+            for task in self.tasks if self._units[stage] else ():
                 out[task] = {"chance": self.chance(task), "all": self._cell(stage, task, None)}
                 if stage == "published":
                     out[task]["control"] = self._cell(stage, task, None, control=True)
@@ -542,7 +470,7 @@ class ShortcutAudit:
         above = [task for task, r in self.result("published").items() if r["all"]["low"] > r["chance"]]
         if "flagged" not in self._results:
             self._results["flagged"] = {
-                task: {f: self._cell("published", task, names) for f, names in FAMILIES.items()} if self.families else {}
+                task: {f: self._cell("published", task, names) for f, names in self.features.families.items()} if self.families else {}
                 for task in above
             }
         return self._results["flagged"]
@@ -585,7 +513,7 @@ class ShortcutAudit:
         shown = [task for task, families in flagged.items() if families]
         if shown:
             lines += ["", "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |", "|---" * (len(shown) + 1) + "|"]
-            lines += [f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |" for family in FAMILIES]
+            lines += [f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |" for family in self.features.families]
         splits = {task: cells for task in flagged if (cells := self.by_backend(task))}
         if splits:
             lines += ["", "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in splits) + " |", "|---" * (len(splits) + 1) + "|"]
@@ -605,8 +533,3 @@ def _strongest(families: dict[str, dict[str, float]]) -> tuple[str, dict[str, fl
 
 def cell_text(cell: dict[str, float]) -> str:
     return f"{cell['score']:.1f} % [{cell['low']:.1f}–{cell['high']:.1f}]"
-
-
-def feature_list() -> str:
-    """The card's list of the audited features, by family."""
-    return "\n".join(f"- **{family}**: {', '.join(names)}" for family, names in FAMILIES.items())

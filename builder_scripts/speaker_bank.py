@@ -20,6 +20,7 @@ import hashlib
 import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,23 @@ def row_pool_name(name: str, source: str) -> str:
     ('ami/spk3', 'dailytalk/spk0')
     """
     return name if "/" in name else pool_name(source, name)
+
+
+@contextmanager
+def one_thread():
+    """Speaker encoders made and run on one thread (torch's, and the d-vector's onnxruntime
+    session, which takes torch's count when made): their kernels add up in another order on
+    another number of threads (measured 1 vs 2 threads: CAM++ and ERes2Net embeddings 1e-7 apart,
+    the d-vector's 2e-3), which would move S3's choice, ``substitute_similarity`` and the card's
+    figures with ``--jobs``. The pool is small (3 clips a speaker), so this costs little."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -194,6 +212,37 @@ class SpeakerBank:
         best = np.argmax(sims, axis=1)
         nearest = {n: (self.names[best[r]], float(sims[r, best[r]])) for r, n in enumerate(self.names)}
         return VerificationStats(equal_error_rate(scores[same], scores[~same]), int(same.sum()), int((~same).sum()), nearest)
+
+    def centroid_trials(self) -> tuple[np.ndarray, np.ndarray]:
+        """Cosines of every bank clip to a speaker's mean embedding: to its own speaker's mean of
+        the other clips (same), and to every other speaker's mean (different). The trials of a
+        re-spoken turn's check, which compares a clip with a voice's mean embedding."""
+        same, different = [], []
+        for name in self.names:
+            clips = _unit(self[name].clip_embeddings)
+            for i, clip in enumerate(clips):
+                same.append(float(clip @ _unit(np.delete(clips, i, axis=0).mean(axis=0))))
+            others = self._matrix[[self._index[n] for n in self.names if n != name]]
+            different.extend((clips @ others.T).ravel().tolist())
+        return np.array(same), np.array(different)
+
+    def centroid_threshold(self) -> float:
+        """The cosine at which a clip is as often wrongly refused by its own voice's mean embedding
+        as wrongly accepted by another's (``centroid_trials``' equal error rate): the lowest
+        similarity of a re-spoken turn to the voice it was meant to have. Needs clip embeddings.
+
+        >>> bank = SpeakerBank([BankSpeaker(n, "female", np.array(e, dtype=np.float32), clip_embeddings=np.array(c, dtype=np.float32))
+        ...     for n, e, c in (("a", [1, 0], [[1, 0.1], [1, -0.1]]), ("b", [0, 1], [[0.1, 1], [-0.1, 1]]))])
+        >>> round(bank.centroid_threshold(), 3)  # separable: between 0.99 / 1.01 (same) and 0.1 / 1.005 (different)
+        0.54
+        """
+        same, different = self.centroid_trials()
+        if same.min() > different.max():  # separable: the middle of the gap
+            return float((same.min() + different.max()) / 2)
+        candidates = np.unique(np.concatenate([same, different]))
+        false_reject = (same[None, :] < candidates[:, None]).mean(axis=1)
+        false_accept = (different[None, :] >= candidates[:, None]).mean(axis=1)
+        return float(candidates[int(np.argmin(np.abs(false_reject - false_accept)))])
 
     # ---------------------------------------------------------------------------------------
 

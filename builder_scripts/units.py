@@ -23,13 +23,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import speakersleuth_dataset as ssd
+from speech.encoders import get_encoder
 from speech.files import write_text_atomic
 
 from .audio import load_span
 from .plan import MISSING, UnitJob, backend_for
 from .scenarios import Unit, build_unit, choose
 from .segments import Segment, check_durations, widen_reference
-from .speaker_bank import SpeakerBank, pool_name
+from .speaker_bank import SpeakerBank, one_thread, pool_name
+from .vc.respeak import voice_engine
 from .verification import audio_checks
 from .vc import get_converter
 
@@ -105,6 +107,7 @@ class UnitMaker:
         self.opts, self.sources, self.bank, self.pool, self.store, self.clock = opts, sources, bank, pool, store, clock
         self._converters: dict = {}
         self._clips: dict[str, list[np.ndarray]] = {}
+        self._threshold: float | None = None  # the bank's EER threshold, once a re-spoken turn is verified
 
     def make_all(self, jobs: list[UnitJob], desc: str = "units") -> None:
         for job in tqdm(jobs, desc=desc, unit="dialogue", disable=not (self.opts.progress and jobs)):
@@ -115,7 +118,7 @@ class UnitMaker:
         segment, audio, reason = self._voiced(job.segment, job.dialogue)
         choice = None if reason else choose(
             segment, self.bank, self.opts.seed, target=pool_name(segment.source, segment.target_speaker),
-            exclude=tuple(pool_name(segment.source, s) for s in job.dialogue.speakers),
+            exclude=tuple(pool_name(segment.source, s) for s in job.dialogue.speakers), engine=voice_engine,
         )
         for variant in job.variants:
             if self.store.done(variant, segment):
@@ -124,12 +127,15 @@ class UnitMaker:
                 self.store.save_dropped(variant, segment, f"segment: {reason} (after voicing)")
                 continue
             clips = {s.speaker: self._substitute_clips(s.speaker) for s in (choice.s2, choice.s3)}
-            with self.clock("vc"):
+            converter = self._converter(backend_for(variant, segment, self.opts), segment.source)
+            with self.clock("tts" if converter.respeaks else "vc"):
                 unit = build_unit(
                     variant, segment, job.dialogue, [audio[i] for i in segment.target_turns],
-                    [audio[i] for i in segment.reference_turns], choice, clips, self._converter(backend_for(variant, segment, self.opts)),
+                    [audio[i] for i in segment.reference_turns], choice, clips, converter,
                 )
             unit.dropped, unit.checks = audio_checks(unit)
+            if converter.respeaks:
+                self._verify_voices(unit)
             unit.save(self.store.path(variant, segment))
 
     def _voiced(self, segment: Segment, dialogue) -> tuple[Segment, dict[int, np.ndarray], str | None]:
@@ -149,10 +155,29 @@ class UnitMaker:
                 return segment, audio, reason
             segment = wider
 
-    def _converter(self, name: str):
+    def _converter(self, name: str, source: str):
+        """Backend ``name``; re-speaking voices with the voicer of ``source`` (its wav cache)."""
         if name not in self._converters:
-            self._converters[name] = get_converter(name)
+            self._converters[name] = get_converter(name, voicer=self.sources[source].voicer) if name == "respeak" else get_converter(name)
         return self._converters[name]
+
+    def _verify_voices(self, unit: Unit) -> None:
+        """HEAR's check of a re-spoken turn: its similarity to the voice it was meant to have (the
+        cosine of its embedding under the bank's encoder to that voice's mean bank embedding) must
+        reach the bank's EER threshold (``SpeakerBank.centroid_threshold``); else the unit is
+        dropped (a bank voice speaks a text the same way every time, so there is nothing to draw
+        again) and a replacement is made."""
+        if self._threshold is None:
+            self._threshold = self.bank.centroid_threshold()
+            self._encoder = get_encoder(self.bank.encoder_name or self.opts.encoder)
+        with self.clock("encoder"), one_thread():
+            embeddings = self._encoder.encode([unit.raw_converted[s] for s in ("S2", "S3")])
+        for scenario, substitute, embedding in zip(("S2", "S3"), (unit.s2, unit.s3), embeddings):
+            cosine = round(float(embedding @ self.bank.embedding(substitute.speaker) / np.linalg.norm(embedding)), 4)
+            unit.checks[f"{scenario.lower()}_voice_similarity"] = cosine
+            if unit.dropped is None and cosine < self._threshold:
+                unit.dropped = f"voice: a re-spoken {scenario} turn under the bank's EER threshold of similarity to its voice"
+        unit.checks["voice_threshold"] = round(self._threshold, 4)
 
     def _substitute_clips(self, name: str) -> list[np.ndarray]:
         """The clips of the pool speaker ``name`` (``<source>/<speaker>``), read once."""

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.signal import butter, sosfiltfilt
 
-from builder_scripts.shortcuts import FAMILIES, FEATURES, TASKS, ShortcutAudit, paired_difference, score_cell
+from builder_scripts.audit_features import FAMILIES, FEATURES
+from builder_scripts.shortcuts import TASKS, ShortcutAudit, paired_difference, score_cell
 
 SR = 16000
 LOW = butter(8, 6000, fs=SR, output="sos")
@@ -216,7 +217,8 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
     """Each reading is the cross-validated cell of the rows' own block of columns, sliced here by
     hand from ``task_tables`` (the candidate and its deviation from the context: the first two
     copies of the features; its deviation from the candidates' mean: the third)."""
-    from builder_scripts.shortcuts import READINGS, _columns, cross_validated, feature_vector, task_tables
+    from builder_scripts.audit_features import feature_vector
+    from builder_scripts.shortcuts import READINGS, _columns, cross_validated, task_tables
 
     n = len(FEATURES)
     assert _columns("discrimination", FEATURES, None, READINGS["against the context"]).tolist() == list(range(2 * n))

@@ -125,13 +125,14 @@ def test_the_base_class_finishes_every_backends_output(speakers):
 
 
 def test_registry_and_availability(tmp_path, monkeypatch):
-    assert set(vc.CONVERTERS) == {"world", "praat", "freevc", "yourtts", "openvoice", "cosyvoice3"}
+    assert set(vc.CONVERTERS) == {"respeak", "world", "praat", "freevc", "yourtts", "openvoice", "cosyvoice3"}
     for name in vc.CONVERTERS:
         cls = vc.converter_class(name)
         assert issubclass(cls, base.VoiceConverter) and cls.name == name
-        assert cls.offline == (name in DSP)
+        assert cls.offline == (name in (*DSP, "respeak"))
+        assert cls.respeaks == (name == "respeak")
     monkeypatch.setenv(base.VC_DIR_ENV, str(tmp_path))
-    assert vc.available_converters() == ["world", "praat"]
+    assert vc.available_converters() == ["respeak", "world", "praat"]
     assert abs(sum(vc.PAPER_4VC_SHARES.values()) - 1) < 1e-9
 
 

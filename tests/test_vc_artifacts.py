@@ -11,7 +11,7 @@ import pytest
 
 from builder_scripts import artifacts
 from builder_scripts.artifacts import harmonicity, impulse_windows, zero_runs
-from builder_scripts.shortcuts import dc_offset
+from builder_scripts.audit_features import dc_offset
 from builder_scripts.vc import praat, world
 from tests.vc_fixtures import Voice, clips, speech_like
 

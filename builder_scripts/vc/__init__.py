@@ -1,19 +1,20 @@
 """Voice-conversion backends behind one interface (``base.VoiceConverter``); one module each.
 
-Offline (no weights): ``world`` (pyworld), ``praat`` (praat-parselmouth). Weight-based adapters,
+Offline (no weights): ``respeak`` (the turn said again by the substitute's own TTS bank voice: no
+conversion; for sources voiced by the bank), ``world`` (pyworld), ``praat`` (praat-parselmouth). Weight-based adapters,
 loading only from local folders (``--model-dir NAME=DIR``, else under ``$SPEAKERSLEUTH_VC_DIR``;
 see each module for its layout):
 ``freevc``, ``yourtts``, ``openvoice`` (coqui-tts) and ``cosyvoice3`` (a CosyVoice checkout).
 Backend modules are imported only when asked for, so listing what is available is cheap.
 
 >>> sorted(CONVERTERS)
-['cosyvoice3', 'freevc', 'openvoice', 'praat', 'world', 'yourtts']
+['cosyvoice3', 'freevc', 'openvoice', 'praat', 'respeak', 'world', 'yourtts']
 >>> get_converter("world").offline
 True
 >>> get_converter("sovits")
 Traceback (most recent call last):
 ...
-ValueError: unknown voice-conversion backend 'sovits'; known: cosyvoice3, freevc, openvoice, praat, world, yourtts
+ValueError: unknown voice-conversion backend 'sovits'; known: cosyvoice3, freevc, openvoice, praat, respeak, world, yourtts
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .base import MODEL_DIRS, SAMPLING_RATE, VC_DIR_ENV, VoiceConverter, vc_dir
 
 #: registry name -> (module, class)
 CONVERTERS = {
+    "respeak": ("respeak", "Respeaker"),
     "world": ("world", "WorldConverter"),
     "praat": ("praat", "PraatConverter"),
     "freevc": ("freevc", "FreeVCConverter"),

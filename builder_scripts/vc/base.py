@@ -1,7 +1,9 @@
 """The one interface every voice-conversion backend implements, and the audio plumbing they share.
 
 A backend turns a source turn into the same words, with the same timing, in a target speaker's
-voice: ``convert(source, target_clips, source_clips=None)``. All audio is 16 kHz mono float32;
+voice: ``convert(source, target_clips, source_clips=None, text=..., speaker=...)``. A method that
+re-speaks the turn instead (``respeak``: ``respeaks = True``) says ``text`` again in ``speaker``'s
+own voice, at that voice's rate; the conversions use the audio alone. All audio is 16 kHz mono float32;
 the output has exactly the source's length and the source's RMS loudness, so duration and level
 never reveal which turn was converted. ``resynthesize(audio)`` passes audio through the same
 analysis-resynthesis path without changing the speaker, so every turn and every candidate of an
@@ -103,17 +105,24 @@ class VoiceConverter(ABC):
     offline: bool  # True when it needs no downloaded weights
     #: low-pass cutoff (Hz) of every output, converted or resynthesised; None keeps the full band
     bandwidth_hz: float | None = None
+    #: True for a method that says the turn's text again in the substitute's voice (no conversion)
+    respeaks: bool = False
 
     def convert(
         self,
         source: np.ndarray,
         target_clips: Sequence[np.ndarray],
         source_clips: Sequence[np.ndarray] | None = None,
+        *,
+        text: str | None = None,
+        speaker: str | None = None,
     ) -> np.ndarray:
         """``source`` spoken by the speaker of ``target_clips``: same length, timing and loudness.
 
         ``source_clips`` are other clips of the source speaker, used by backends that need the
         source speaker's statistics (the source itself is used when they are not given).
+        ``text`` (the turn's words) and ``speaker`` (the substitute's pool name) are what a method
+        that re-speaks needs; a conversion ignores them.
         """
         source = check_waveform(source, "source")
         return self._finish(self._convert(source, target_clips, source_clips), source)

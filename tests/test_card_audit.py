@@ -1,0 +1,116 @@
+"""The build's audits (``builder_scripts/card_audit.py``) and the voice-free family
+(``builder_scripts/audit_features.py``): a processing difference planted in the quiet frames of the
+altered turns only (+1 dB) is found by the voice-free family and warned of; a change of voice alone
+leaves it at chance; a DSP method is compared with the same dialogues re-spoken."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from builder_scripts.audit_features import VOICE_FREE, net_of_voice
+from builder_scripts.card_audit import BuildAudit
+
+SR = 16000
+
+
+def turn(rng: np.random.Generator, floor_db: float = -66.0) -> np.ndarray:
+    """A "turn": bursts of a random voice (noise shaped by a random 2-pole resonance) with pauses,
+    over a white floor at ``floor_db`` dBFS, 16-bit as published."""
+    from scipy.signal import lfilter
+
+    centre = rng.uniform(300, 3000)
+    pole = 0.97 * np.exp(2j * np.pi * centre / SR)
+    voice = lfilter([1.0], [1.0, -2 * pole.real, abs(pole) ** 2], rng.standard_normal(SR))
+    envelope = np.repeat(rng.random(10) < 0.6, SR // 10).astype(float)
+    speech = 0.05 * voice / voice.std() * envelope
+    floor = 10 ** (floor_db / 20) * rng.standard_normal(SR)
+    return (np.round((speech + floor) * 32768) / 32768).astype(np.float32)
+
+
+def unit(i: int, rng: np.random.Generator, planted_db: float = 0.0, method: str = "respeak") -> SimpleNamespace:
+    """Five turns of one voice per position; turn k's S2/S3 versions are other voices whose floor
+    is ``planted_db`` louder."""
+    k = 1 + i % 5
+    return SimpleNamespace(
+        converted_turn=k, vc_model=method, targets=[turn(rng) for _ in range(5)],
+        converted={s: turn(rng, -66.0 + planted_db) for s in ("S2", "S3")}, raw_targets=[], raw_converted={},
+        segment=SimpleNamespace(source="synthetic", dialogue_id=f"d{i}", target_gender="female"),
+        s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
+    )
+
+
+@pytest.fixture(scope="module")
+def planted():
+    rng = np.random.default_rng(0)
+    audit = BuildAudit()
+    for i in range(40):
+        audit.add("main", unit(i, rng, planted_db=1.0))
+    return audit
+
+
+def test_one_decibel_more_in_the_quiet_frames_of_the_altered_turns_is_found_and_warned_of(planted):
+    cells = planted.voice_free_cells()
+    assert set(cells) == {("main", "all", "logistic"), ("main", "all", "boosting")}
+    for model in ("logistic", "boosting"):
+        r = cells[("main", "all", model)]["localization_S2"]
+        assert r["all"]["low"] > r["chance"], (model, r)
+    warnings = planted.warnings()
+    assert any(line.startswith("voice-free audit main (all, logistic): localization, S2") for line in warnings), warnings
+    assert "**Voice-free family** (must sit at chance):" in planted.tables()
+
+
+def test_a_change_of_voice_alone_leaves_the_voice_free_family_at_chance():
+    rng = np.random.default_rng(1)
+    audit = BuildAudit()
+    for i in range(40):
+        audit.add("main", unit(i, rng))
+    for (_, _, model), result in audit.voice_free_cells().items():
+        for task, r in result.items():
+            assert r["all"]["low"] <= r["chance"] <= r["all"]["high"], (model, task, r)
+    assert not [line for line in audit.warnings() if line.startswith("voice-free")]
+
+
+def test_a_dsp_method_is_compared_with_the_same_dialogues_respoken_and_split_by_method():
+    """4vc's praat units carry the planted floor, main's re-spoken units of the same dialogues do
+    not: converted minus re-spoken lies above 0 for praat and the voice-free family is fitted per method."""
+    rng = np.random.default_rng(2)
+    audit = BuildAudit()
+    for i in range(40):
+        audit.add("main", unit(i, rng))
+        method = "praat" if i % 2 else "respeak"
+        audit.add("4vc", unit(i, rng, planted_db=3.0 if method == "praat" else 0.0, method=method))
+    assert {key[:2] for key in audit.voice_free_cells()} == {("main", "all"), ("4vc", "all"), ("4vc", "praat"), ("4vc", "respeak")}
+    differences = audit.respoken_differences()
+    assert list(differences) == [("4vc", "praat")]
+    assert differences[("4vc", "praat")]["localization_S2"]["low"] > 0
+    assert "discrimination, among the candidates" in differences[("4vc", "praat")]
+    assert any(line.startswith("converted minus re-spoken 4vc (praat): localization, S2") for line in audit.warnings())
+
+
+def test_the_flac_rate_is_taken_net_of_the_voice():
+    """A rate that follows F0 and the first MFCC exactly leaves nothing; a rate shifted on half of
+    the clips keeps that shift; the descriptors are no columns."""
+    rng = np.random.default_rng(3)
+    f0, mfcc = rng.uniform(90, 250, 200), rng.normal(size=200)
+    names = ["flac_bytes_per_second", "dc_offset", "median_f0", "mfcc_0"]
+    shifted = np.arange(200) % 2
+    vectors = np.column_stack([3000 + 4 * f0 - 50 * mfcc + 40 * shifted, rng.normal(size=200), f0, mfcc])
+    columns = net_of_voice(vectors, names)
+    assert columns.shape == (200, 2)
+    np.testing.assert_allclose(columns[:, 1], vectors[:, 1])
+    residual = columns[:, 0]
+    assert residual[shifted == 1].mean() - residual[shifted == 0].mean() == pytest.approx(40, abs=2)
+    assert abs(np.corrcoef(residual, f0)[0, 1]) < 0.05
+
+
+def test_the_voice_free_columns_are_features_no_voice_carries():
+    families = VOICE_FREE.families
+    assert list(families) == ["quiet frames", "DC", "quantisation", "above the low-pass", "compressibility net of the voice"]
+    assert "median_f0" not in VOICE_FREE.names and not any(n.startswith("mfcc") for n in VOICE_FREE.names)
+    clip = np.zeros(SR, dtype=np.float32)
+    clip[::2] = 3 / 32768  # every other sample 3 steps: half odd, two values, none tiny but the zeros
+    values = VOICE_FREE.measure(clip)["quantisation"]
+    assert values == {"odd_sample_share": 0.5, "distinct_value_share": 2 / SR, "tiny_value_share": 0.5}
