@@ -170,7 +170,9 @@ class LLMTextFilter(TextFilter):
 
 
 def get_text_filter(spec: str) -> TextFilter:
-    """``heuristic`` or ``openai-compatible:<base_url>:<model>`` (e.g. a local vLLM server)."""
+    """``heuristic`` or ``openai-compatible:<base_url>:<model>`` (e.g. a local vLLM server). The
+    base URL may hold colons (scheme, port); the model is what follows the last one, so a model
+    name cannot hold a colon (``openai-compatible:http://localhost:8000/v1:Qwen/Qwen2.5-7B-Instruct``)."""
     if spec == "heuristic":
         return HeuristicTextFilter()
     if spec.startswith("openai-compatible:"):

@@ -146,6 +146,30 @@ def test_writer_splits_shards_by_size(tmp_path):
     assert [p.name for p in shards] == [f"test-{i:05d}-of-00003.parquet" for i in range(3)]
 
 
+def test_a_shard_closes_before_its_audio_passes_the_byte_limit(tmp_path):
+    """A shard takes records while their audio fits within ``max_shard_bytes`` (reaching it exactly
+    is within) and closes before the record that would pass it: with a limit of the first two
+    records' bytes, shards of records 1-2, 3-4, 5-6, each at most the limit."""
+    import random
+
+    records = [r for i in range(2) for r in dialogue_records("main", i, random.Random(i))[0]]
+
+    def audio_bytes(row):
+        return len(row["reference_audio"]["bytes"]) + sum(len(c["bytes"]) for c in row["target_audio"])
+
+    with ssd.DatasetWriter(tmp_path / "one", "detection") as writer:
+        writer.write_all(records)
+    sizes = [audio_bytes(row) for row in pq.read_table(_shard(tmp_path / "one", "detection")).to_pylist()]
+    assert len(sizes) == 6 and len(set(sizes)) > 1
+    limit = sizes[0] + sizes[1]
+    with ssd.DatasetWriter(tmp_path / "split", "detection", max_shard_bytes=limit) as writer:
+        writer.write_all(records)
+    shards = [[audio_bytes(row) for row in pq.read_table(p).to_pylist()] for p in ssd.shard_paths(tmp_path / "split", "detection")]
+    assert all(sum(shard) <= limit for shard in shards), (shards, limit)
+    assert shards[0] == sizes[:2] and sum(map(len, shards)) == 6
+    assert all(sum(shard) + following[0] > limit for shard, following in zip(shards, shards[1:])), (shards, limit)
+
+
 def test_card_parses_with_huggingface_hub(folder):
     card = DatasetCard.load(folder / "README.md")
     assert isinstance(card.data, DatasetCardData)
@@ -235,6 +259,11 @@ CORRUPTIONS = {
         lambda rows: rows[0].update(reference_audio={"bytes": b"not audio", "path": "x.flac"}),
         r"config detection split test row 0 \(id 'main-synthetic-0000-S1', .*\) column reference_audio: "
         r"audio does not decode with datasets' decoder",
+    ),
+    "converted turn 0 (turns count from 1)": (
+        "detection",
+        lambda rows: rows[1].update(converted_turn=0, inconsistent_turns=[0]),
+        r"row 1 .*converted_turn 0 is not a position 1\.\.5",
     ),
     "S2 substitute of the same gender": (
         "detection",

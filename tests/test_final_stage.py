@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from scipy.signal import butter, sosfiltfilt, welch
 
-from builder_scripts.final_stage import finish
+from builder_scripts.final_stage import finish, finished
+from builder_scripts.scenarios import TARGET_RMS_DBFS
+from tests.unit_fixtures import make_unit
 
 SR = 16000
 
@@ -207,3 +209,53 @@ def test_another_draw_changes_the_floor_and_the_dither_only(pair):
     floor_db_alone = 10 * np.log10(10 ** (NOISE_DBFS / 10) + (1 / 32768) ** 2 / 4)  # the noise, TPDF dither and rounding (1/4 LSB^2)
     assert abs(difference_db - (floor_db_alone + 10 * np.log10(2))) < 0.5, (difference_db, floor_db_alone)
     assert finish(reference, 2).tobytes() != other.tobytes()
+
+
+
+def test_the_gate_fades_frames_30_db_under_the_clips_level_and_keeps_those_above():
+    """Three seconds: a loud 1 kHz second, then a 500 Hz second 22 dB under the clip's RMS (within
+    ``GATE_DB`` = 30: kept, at its level relative to the loud one), then a 700 Hz second 38 dB under
+    it (faded: only the floor is left there)."""
+    t = np.arange(SR) / SR
+    clip_power = 0.5 / 3  # a unit sine's power over one second of three (the quieter seconds add < 1 %)
+    amplitudes = {1000: 1.0, 500: np.sqrt(2 * clip_power * 10 ** (-22 / 10)), 700: np.sqrt(2 * clip_power * 10 ** (-38 / 10))}
+    out = finish(0.1 * np.concatenate([a * np.sin(2 * np.pi * hz * t) for hz, a in amplitudes.items()]).astype(np.float32))
+
+    def level_db(second: int, hz: float) -> float:  # the tone's amplitude in that second, against the loud one's
+        return 20 * np.log10(amplitude(out[SR * second: SR * (second + 1)], hz) / amplitude(out[:SR], 1000))
+
+    assert abs(level_db(1, 500) - 20 * np.log10(amplitudes[500])) < 0.2, level_db(1, 500)  # kept as it was
+    assert level_db(2, 700) < 20 * np.log10(amplitudes[700]) - 30, level_db(2, 700)  # faded to the floor
+
+
+def test_the_clips_mean_is_removed_before_the_high_pass():
+    """Quiet speech (-40 dBFS) riding on a large offset (0.6) with a residue 36 dB under it in the
+    pauses: the high-pass alone passes 1e-3 of the offset, 24 dB under the speech, enough to hold
+    the gate open in the pauses. With the mean removed first, the pauses are the floor alone, as
+    for the same clip without the offset."""
+    base = speech()
+    base = 0.01 * base / np.sqrt(np.mean(base**2)) + 0.01 * 10 ** (-36 / 20) * np.random.default_rng(5).standard_normal(base.size)
+    t = np.arange(base.size) / SR
+    pauses = (t < 0.2) | (t > 1.8)
+
+    def pause_db(c):
+        return 10 * np.log10(np.mean(c[pauses].astype(np.float64) ** 2) / np.mean(c.astype(np.float64) ** 2))
+
+    plain, offset = finish(base.astype(np.float32)), finish((base + 0.6).astype(np.float32))
+    assert abs(pause_db(offset) - pause_db(plain)) < 0.5, (pause_db(offset), pause_db(plain))
+    assert abs(np.mean(offset, dtype=np.float64)) / np.std(offset.astype(np.float64)) < 1e-3
+
+
+def test_every_clip_a_unit_publishes_goes_through_the_stage_the_reference_too():
+    """``finished(unit)``: the target turns, the reference and both converted turns each come out as
+    ``finish`` makes them: at the published level, on the 16-bit grid."""
+    unit = make_unit(num_targets=2, seconds=0.5)
+    out = finished(unit)
+    pairs = [*zip(unit.targets, out.targets), (unit.reference, out.reference), *((unit.converted[s], out.converted[s]) for s in ("S2", "S3"))]
+    for given, published in pairs:
+        level = 20 * np.log10(np.std(published.astype(np.float64)))
+        assert abs(20 * np.log10(np.std(given.astype(np.float64))) - TARGET_RMS_DBFS) > 5  # the fixture's own level differs
+        assert abs(level - TARGET_RMS_DBFS) < 0.1, level
+        scaled = published.astype(np.float64) * 32768
+        assert np.array_equal(scaled, np.round(scaled))
+        assert published.tobytes() == finish(given).tobytes()

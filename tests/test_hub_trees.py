@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import RepoCard
@@ -397,3 +398,69 @@ def test_a_space_card_without_a_license_is_refused(tmp_path):
     with pytest.raises(ValueError, match="the front matter has no license"):
         write_space_card(source, tmp_path / "out", app_file="space/app.py", required=SPACE_CARD_KEYS)
     assert not (tmp_path / "out" / "README.md").exists()
+
+
+# ------------------------------------------------------------------------------- publishing's checks
+
+
+def test_a_labelled_test_split_is_refused_public_with_no_validation_split_beside_it(tmp_path, capsys):
+    """The refusal looks at the test split itself: a build with a labelled test split and nothing else."""
+    full = build_synthetic_dataset(tmp_path / "full", dialogues=2, variants=("main",))
+    assert not list(full.rglob("validation-*.parquet")) and list(full.rglob("test-*.parquet"))
+    assert publish_main(["--org", "acme", "--dataset", str(full), "--dry-run", str(tmp_path / "trees")]) == 2
+    assert "its test split is labelled and the repo would be public" in capsys.readouterr().err
+    assert not (tmp_path / "trees").exists()
+
+
+def test_a_gold_folder_with_rows_the_copy_does_not_have_is_refused(release, tmp_path):
+    """Gold that holds every test id of the blind copy and one more is not that copy's gold either."""
+    from publishing.trees import check_gold
+
+    gold = shutil.copytree(release["gold"], tmp_path / "gold")
+    shard = next((gold / "main" / "detection").glob("test-*.parquet"))
+    table = pq.read_table(shard)
+    extra = table.slice(0, 1).set_column(table.schema.get_field_index("id"), "id", [["an-id-no-copy-has"]])
+    pq.write_table(pa.concat_tables([table, extra]), shard)
+    with pytest.raises(ValueError, match=r"detection test ids are not those of .* \(0 without gold, 1 not in the copy\)"):
+        check_gold(release["public"], gold)
+    check_gold(release["public"], release["gold"])  # the gold blind wrote with it passes
+
+
+def test_the_closure_carries_the_init_of_every_package_above_a_module(tmp_path):
+    """Python imports ``a``, then ``a.b``, then ``a.b.c`` for ``import a.b.c``: a tree that carries
+    ``a/b/c.py`` must carry ``a/__init__.py`` and ``a/b/__init__.py`` (and run them)."""
+    for folder in ("a", "a/b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "a" / "b" / "c.py").write_text("X = 1\n")
+    (tmp_path / "entry.py").write_text("from a.b import c\n")
+    assert set(closure(Path("entry.py"), tmp_path).files) == {Path("entry.py"), Path("a/__init__.py"), Path("a/b/__init__.py"), Path("a/b/c.py")}
+    assert set(closure(Path("a/b/c.py"), tmp_path).files) == {Path("a/__init__.py"), Path("a/b/__init__.py"), Path("a/b/c.py")}
+
+
+def test_a_spaces_requirements_leave_out_what_its_sdk_installs(release):
+    """Gradio (and what it brings) is the Spaces image's own at the card's ``sdk_version``: pinning it
+    again in ``requirements.txt`` would install a second copy over it. Given the import, it is left out."""
+    from publishing.closure import requirements
+    from publishing.trees import SDK_PROVIDED
+
+    assert requirements(("gradio", "numpy"), provided=SDK_PROVIDED) == [pins()["numpy"]]
+    assert requirements(("gradio", "numpy")) == sorted([pins()["gradio"], pins()["numpy"]], key=str.lower)  # a Space without the SDK pins it
+    for tree in (release["trees"] / "metrics").iterdir():
+        assert not [line for line in tree_requirements(tree) if line.lower().startswith("gradio")], tree
+
+
+def test_the_trees_are_written_only_to_a_new_or_empty_folder(release, tmp_path):
+    """A folder holding anything is refused before anything is written (its files stay as they were)."""
+    from publishing.release import Release, write_trees
+
+    release_ = Release("acme", dataset=release["public"], gold=release["gold"])
+    out = tmp_path / "trees"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="exists and is not an empty folder"):
+        write_trees(release_, out, copy_data=False)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"] and (out / "notes.txt").read_text() == "mine"
+    (out / "notes.txt").unlink()
+    write_trees(release_, out, copy_data=False)
+    assert (out / "plan.json").is_file()

@@ -203,6 +203,45 @@ def test_keys_come_from_the_environment(server):
         make_backend("gemini:gemini-2.5-flash", base_url=server.url)
 
 
+def test_a_key_variable_set_to_the_empty_string_counts_as_missing(server, prompt, monkeypatch):
+    """``OPENAI_API_KEY=`` (set, empty) is no key: refused as if unset. For Gemini an empty
+    ``GEMINI_API_KEY`` is passed over for ``GOOGLE_API_KEY``, the next variable named."""
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    with pytest.raises(FatalBackendError, match="set the API key in the environment variable OPENAI_API_KEY"):
+        make_backend("openai:gpt-4o-audio-preview")
+    monkeypatch.setenv("GEMINI_API_KEY", "")
+    with pytest.raises(FatalBackendError, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
+        make_backend("gemini:gemini-2.5-flash", base_url=server.url)
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-second")
+    server.reset()
+    make_backend("gemini:gemini-2.5-flash", base_url=server.url, **FAST).generate(prompt)
+    assert [r["headers"]["x-goog-api-key"] for r in server.requests] == ["g-second"]
+
+
+@pytest.mark.parametrize("kind", ["vllm", "gemini"])
+def test_a_refused_connection_stops_the_run_at_the_third_attempt_in_a_row(prompt, monkeypatch, kind):
+    """Nothing listens on the port: each attempt is a refused connection. The third in a row stops
+    the run (``FatalBackendError``), counted across requests: a first request that gives up after
+    two attempts (``RequestError``), then the next request's first attempt."""
+    from tests.space_support import free_port
+
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    url = f"http://127.0.0.1:{free_port()}"
+    name = f"vllm:{url}/v1:m" if kind == "vllm" else "gemini:m"
+    extra = {} if kind == "vllm" else {"base_url": url}
+    waits: list[float] = []
+    backend = make_backend(name, max_retries=1, sleep=waits.append, timeout=5, **FAST, **extra)
+    with pytest.raises(RequestError, match="gave up after 2 attempts"):
+        backend.generate(prompt)
+    with pytest.raises(FatalBackendError, match="cannot reach the server"):
+        backend.generate(prompt)
+    assert len(waits) == 1  # one retry in the first request; the third attempt stopped without a wait
+    patient = make_backend(name, max_retries=10, sleep=waits.append, timeout=5, **FAST, **extra)
+    with pytest.raises(FatalBackendError, match="3 connection attempts in a row"):
+        patient.generate(prompt)
+    assert patient.retries == 2  # attempts 1 and 2 retried, the third stopped
+
+
 @pytest.mark.parametrize("kind", ["openai", "gemini"])
 def test_retries_429_5xx_and_timeouts_then_succeeds(server, prompt, monkeypatch, kind):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
@@ -332,11 +371,13 @@ def test_failed_requests_are_retried_on_the_next_run(server, dataset, tmp_path):
     assert len(server.requests) == 4
 
 
-def test_fatal_errors_stop_the_run(server, dataset, tmp_path):
+@pytest.mark.parametrize("status, message", [(401, "invalid key"), (404, "The model `m` does not exist")])
+def test_fatal_errors_stop_the_run(server, dataset, tmp_path, status, message):
+    """A rejected key (401) or an unknown model (404) fails every request alike: the run stops."""
     server.reset()
-    server.script.extend([(401, {}, {"error": {"message": "invalid key"}})] * 4)
+    server.script.extend([(status, {}, {"error": {"message": message}})] * 4)
     judge = make_lalm_judge(f"vllm:{server.url}/v1:m", progress=False, **FAST)
-    with pytest.raises(FatalBackendError, match="401"):
+    with pytest.raises(FatalBackendError, match=str(status)):
         judge.run(dataset, "main", "detection", tmp_path / "p.jsonl", limit=2)
 
 

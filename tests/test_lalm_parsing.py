@@ -142,6 +142,17 @@ def test_json_wins_over_prose_and_the_last_json_decides():
     assert json_values('x {"a": [1, {"b": "}"}]} y [2, 3]') == [{"a": [1, {"b": "}"}]}, [2, 3]]
 
 
+@pytest.mark.parametrize("kind, text, expected", [
+    ("detection", "Answer: consistent\nWait, turn 3's pitch drops halfway.\nAnswer: inconsistent", "inconsistent"),
+    ("choice", "Answer: A.\nOn a second listen A is too bright.\nFinal answer: B (A and C are both off)", "B"),
+    ("localization", "Answer: turn 2\nNo: turn 2 is only noisier.\nAnswer: turns 4 and 5", [4, 5]),
+])
+def test_the_answer_is_read_after_the_last_answer_mark(kind, text, expected):
+    """A reply that answers, reconsiders and answers again means its last answer; within that last
+    answer line the first mention counts (what follows it is commentary)."""
+    assert parse_answer(kind, text, num_turns=5) == parsing.Parsed(expected, "answer")
+
+
 def test_strip_reasoning():
     assert strip_reasoning("<think>a</think> b <think>c</think> d") == "d"
     assert strip_reasoning("Reasoning: long\nthoughts\nAnswer: B") == "Answer: B"

@@ -52,3 +52,32 @@ def test_converted_turn_can_be_any_target_turn_including_the_last(num_targets):
     drawn = [choose(s, pool, seed=0).converted_turn for s in segments]
     assert sorted(set(drawn)) == list(range(1, num_targets + 1)), Counter(drawn)
     assert drawn == [choose(s, pool, seed=0).converted_turn for s in segments]  # fixed by the seed
+
+
+def test_instance_ids_depend_on_the_builds_seed():
+    """The ids are opaque only to those without the seed: another seed gives other ids for every
+    row of the same unit, the same seed the same ids, and a unit's four rows have four ids."""
+    units = [make_unit(str(i), seconds=0.05) for i in range(3)]
+
+    def ids(seed):
+        return [row["id"] for unit in units for rows, disc in [unit.records(seed)] for row in [*rows, disc]]
+
+    first, again, other = ids(2**62 + 1), ids(2**62 + 1), ids(2**62 + 2)
+    assert first == again and len(set(first)) == len(first) == 12
+    assert not set(first) & set(other), (first, other)
+
+
+def test_s3_is_never_another_speaker_of_the_same_dialogue_while_the_pool_has_one_besides():
+    """The target's interlocutor "d" is the most similar voice in the pool (cosine 0.95); named in
+    ``exclude`` (the dialogue's speakers), it is neither S3 nor S2 for any segment: S3 is the most
+    similar of the rest, "f2" (cosine 0.6 by hand; "m1" and "m2" are at 0)."""
+    pool = SpeakerBank.from_embeddings({
+        "t": ("female", [1.0, 0.0, 0.0]), "d": ("male", [0.95, np.sqrt(1 - 0.95**2), 0.0]),
+        "f2": ("female", [0.6, 0.8, 0.0]), "m1": ("male", [0.0, 1.0, 0.0]), "m2": ("male", [0.0, 0.0, 1.0]),
+    })
+    assert pool.most_similar("t")[0] == "d"  # what S3 would be if the dialogue's speakers were not avoided
+    window = tuple(range(10))
+    for d in range(40):
+        choice = choose(Segment(str(d), "synthetic", "t", "female", window, window[::2], (), 0), pool, seed=d, exclude=("t", "d"))
+        assert (choice.s3.speaker, choice.s3.similarity) == ("f2", pytest.approx(0.6, abs=1e-4))
+        assert choice.s2.speaker in ("m1", "m2"), choice

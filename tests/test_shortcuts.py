@@ -167,6 +167,19 @@ def test_the_paired_difference_by_hand():
         paired_difference("localization_S3", (*right, groups), (right[0][:18], truth[:18], groups[:18]))
 
 
+def test_a_cells_interval_is_the_95_percent_interval_of_the_dialogue_bootstrap():
+    """100 dialogues of one instance each, half right: resampling dialogues draws the score from
+    Binomial(100, 0.5) / 100, whose central 95 % runs from 40 to 60 (a 90 % interval: 42 to 58).
+    A thousand draws land within a point of those quantiles."""
+    from scipy.stats import binom
+
+    groups = np.array([f"d{i:03d}" for i in range(100)])
+    cell = score_cell("localization_S3", np.tile([1.0, 0.0], 50), np.zeros(100, dtype=int), groups)
+    low, high = binom.ppf([0.025, 0.975], 100, 0.5)  # 40, 60
+    assert cell["score"] == 50.0
+    assert abs(cell["low"] - low) <= 1 and abs(cell["high"] - high) <= 1, (cell, low, high)
+
+
 def test_the_features_alone_give_the_same_cells_and_count_no_artefact():
     """``add(unit, artifacts=False)`` (the bench's audits): the same task tables and cells as a full
     ``add``, and no clip in the artefact counts."""

@@ -3,19 +3,21 @@ on any Space; on a blind copy, the round's budget, its closing, and the parts' s
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import speakersleuth_dataset as ssd
-from metrics.submission import load_gold
+from metrics.submission import Gold, load_gold, parse_submission
 from space.config import SpaceConfig
 from space.disclosure import BlindRound, split_parts
 from space.leaderboard import LeaderboardViews
 from space.store import SqliteStore
 from space.submission_page import SubmissionPage
 from space.submit import Submitter
+from space.store import Metadata, StoredResult
 from tests.space_support import predictions
 from tests.synthetic import build_synthetic_dataset
 
@@ -90,3 +92,57 @@ def test_a_blind_copy_too_small_for_two_parts_is_refused_with_the_reason(tmp_pat
     ssd.write_blind(full, tmp_path / "public", tmp_path / "gold", unpaired=True)
     with pytest.raises(ValueError, match="too small for a round"):
         split_parts(load_gold(tmp_path / "gold"))
+
+
+def _discrimination_gold(dialogues: int) -> Gold:
+    """A gold of ``dialogues`` discrimination instances, one per dialogue, each answered by "A"."""
+    rows = {f"d{i:02d}": {"id": f"d{i:02d}", "dialogue_id": f"dialogue-{i:02d}", "answer": "A", "source_dataset": "ami",
+                          "candidate_labels": ["A", "B", "C"], "gold_ranking": ["A", "B", "C"]} for i in range(dialogues)}
+    return Gold("main", "test", {"discrimination": rows})
+
+
+def _answering(gold: Gold, right: set[str]) -> bytes:
+    """A full file: "A" (right) on the ids in ``right``, "B" (wrong) on every other."""
+    return "".join(json.dumps({"task": "discrimination", "id": rid, "prediction": "A" if rid in right else "B"}) + "\n"
+                   for rid in sorted(gold.tasks["discrimination"])).encode()
+
+
+def _ladder(policy: BlindRound, gold: Gold, right: set[str], history: list[StoredResult]) -> StoredResult:
+    """Score the file right on ``right`` against ``history``; the record it would be stored as."""
+    scores = policy.score(parse_submission(_answering(gold, right), gold), gold, history)
+    return StoredResult(f"main-{len(history)}", "main", str(len(history)), Metadata("m"), "ip:x", float(len(history)), 1, scores)
+
+
+def test_the_ladder_margin_is_strictly_more_than_one_answer_moves_the_metric():
+    """Three public instances: one answer moves accuracy by 100/3 = 33.33... points, a value the
+    0.1 grid cannot hold; a margin equal to its truncation (33.3) would let a one-answer step
+    release. From every best (0, 1 or 2 of 3 right), the file one more answer right releases nothing."""
+    gold = _discrimination_gold(6)
+    policy = BlindRound(n_bootstrap=0)
+    public = sorted(policy.parts(gold).public.tasks["discrimination"])
+    assert len(public) == 3
+    assert policy.parts(gold).margin["disc_acc_avg"] > 100 / 3
+    for k in range(3):
+        first = _ladder(policy, gold, set(public[:k]), [])
+        assert "disc_acc_avg" in first.scores["released"]  # a first file releases
+        step = _ladder(policy, gold, set(public[: k + 1]), [first])
+        assert step.scores["public"]["discrimination"]["accuracy"] == pytest.approx(100 * (k + 1) / 3, abs=1e-3)
+        assert step.scores["released"] == {}, (k, step.scores["released"])
+
+
+def test_the_ladder_best_so_far_is_the_best_released_value_not_the_latest():
+    """Ten public instances (margin about 10 points): 10 % released, then 90 % released, then 10 %
+    again; a 50 % file does not beat the best so far (90), whatever order the history comes in."""
+    gold = _discrimination_gold(20)
+    policy = BlindRound(n_bootstrap=0)
+    public = sorted(policy.parts(gold).public.tasks["discrimination"])
+    assert len(public) == 10 and policy.parts(gold).margin["disc_acc_avg"] < 40
+    history: list[StoredResult] = []
+    for right, releases in ((1, True), (9, True), (1, False)):
+        record = _ladder(policy, gold, set(public[:right]), history)
+        assert bool(record.scores["released"]) is releases, (right, record.scores["released"])
+        history.append(record)
+    for order in (history, history[::-1]):
+        middle = _ladder(policy, gold, set(public[:5]), list(order))
+        assert middle.scores["public"]["discrimination"]["accuracy"] == pytest.approx(50.0)
+        assert middle.scores["released"] == {}, middle.scores["released"]

@@ -146,6 +146,16 @@ def test_size_and_line_limits():
         parse_submission(data, GOLD, max_lines=2)
 
 
+def test_the_line_cap_counts_a_last_line_without_a_final_newline():
+    """Three lines with two newlines (no final one) are three lines, as with a final newline."""
+    data = b"\n".join(json.dumps(line).encode() for line in GOOD)
+    assert data.count(b"\n") == 2 and not data.endswith(b"\n")
+    with pytest.raises(SubmissionError, match=r"file has 3 lines, more than the limit of 2"):
+        parse_submission(data, GOLD, max_lines=2)
+    assert parse_submission(data, GOLD, max_lines=3).num_lines == 3
+    assert parse_submission(data + b"\n", GOLD, max_lines=3).num_lines == 3
+
+
 def test_a_file_of_exactly_the_limits_is_accepted():
     data = _jsonl(*GOOD)
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)

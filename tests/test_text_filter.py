@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from builder_scripts.verification import PROFANITY, HeuristicTextFilter, LLMTextFilter, profane_words
+from builder_scripts.verification import PROFANITY, HeuristicTextFilter, LLMTextFilter, get_text_filter, profane_words
 from tests.lalm_http_double import serve
 
 QUESTION = {"speaker": "A", "text": "How did the football game go last night?", "is_target": False}
@@ -32,6 +32,24 @@ def test_profanity_is_dropped_before_an_llm_is_asked():
 
 def test_the_coherence_rules_still_apply_to_clean_text():
     assert HeuristicTextFilter().check([QUESTION, dict(QUESTION, speaker="A")]) == "text: a single speaker"
+
+
+
+def test_a_short_turn_of_the_other_speaker_does_not_reject_the_window():
+    """Only target turns must be long enough to judge a voice by; an interlocutor's "Yes." is fine."""
+    answer = {"speaker": "B", "text": "We won two to one, a late goal.", "is_target": True}
+    assert HeuristicTextFilter().check([QUESTION, answer, {"speaker": "A", "text": "Really?", "is_target": False}, answer | {"text": "Yes, really."}]) is None
+    assert HeuristicTextFilter().check([QUESTION, answer | {"text": "Yes."}]) == "text: a target turn is too short"
+
+
+@pytest.mark.parametrize("spec, base_url, model", [
+    ("openai-compatible:http://localhost:8000/v1:Qwen/Qwen2.5-7B-Instruct", "http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct"),
+    ("openai-compatible:https://api.openai.com/v1:gpt-4o-mini", "https://api.openai.com/v1", "gpt-4o-mini"),
+])
+def test_the_llm_filter_spec_splits_the_url_from_the_model_at_the_last_colon(spec, base_url, model):
+    """The URL may hold colons (scheme, port); the model is what follows the last one."""
+    chosen = get_text_filter(spec)
+    assert (chosen.base_url, chosen.model) == (base_url, model)
 
 
 def _completion(text: str) -> tuple[int, dict, dict]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from builder_scripts.scenarios import Substitute
-from builder_scripts.verification import GENDER_F0_BOUNDARY, audio_checks
+from builder_scripts.verification import GENDER_F0_BOUNDARY, SILENCE_DBFS, audio_checks, clip_problem
 from tests.unit_fixtures import make_unit
 
 FEMALE_S2 = Substitute("f2", "female", 0.2)
@@ -41,3 +42,23 @@ def test_s3_not_more_similar_than_s2_is_dropped(s3_similarity):
     reason, measured = audio_checks(unit)
     assert reason == "audio: S3 substitute not more similar to the target than S2's"
     assert measured["s3_similarity"] == s3_similarity
+
+
+def test_an_unvoiced_male_s2_turn_is_not_in_the_male_range():
+    """A converted turn with no voiced frame (white noise: median F0 0, "no pitch") is not a male
+    voice: 0 Hz is below the boundary but outside the range."""
+    unit = make_unit()
+    assert unit.s2.gender == "male"
+    unit.converted["S2"] = (0.05 * np.random.default_rng(0).standard_normal(16000)).astype(np.float32)
+    reason, measured = audio_checks(unit)
+    assert (reason, measured["s2_median_f0"]) == ("audio: S2 turn not in the male F0 range", 0.0)
+
+
+@pytest.mark.parametrize("dbfs, silent", [(-45.0, False), (-49.0, False), (-51.0, True), (-60.0, True)])
+def test_a_clip_is_silent_when_its_rms_in_dbfs_is_under_the_silence_level(dbfs, silent):
+    """The level is 20 log10 of the RMS (dBFS): a sine of RMS 10^(-51/20) is at -51 dBFS, under
+    ``SILENCE_DBFS`` = -50; one at -49 is not (in power decibels, 10 log10, both would be near -25)."""
+    t = np.arange(16000) / 16000
+    clip = (np.sqrt(2) * 10 ** (dbfs / 20) * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
+    assert SILENCE_DBFS == -50.0
+    assert clip_problem(clip, "the clip") == ("audio: the clip is silent" if silent else None)
