@@ -21,6 +21,7 @@ import speakersleuth_dataset as ssd
 from . import artifacts
 from .card_audit import BuildAudit, feature_lists
 from .speaker_bank import pool_name, row_pool_name
+from .vc.respeak import voice_engine
 
 TEMPLATE = Path(__file__).with_name("dataset_card.md")
 HISTOGRAM = "duration_histogram.png"
@@ -114,6 +115,21 @@ def similarity(root: Path, banks: dict) -> str:
     return "\n".join(lines)
 
 
+def cross_engine(root: Path) -> str:
+    """How many substitutes of bank-voiced targets another TTS engine voices, per variant and scenario
+    (test split); empty when no target is voiced by the bank."""
+    counts = defaultdict(Counter)
+    columns = ["scenario", "source_dataset", "target_speaker", "substitute_speaker"]
+    for variant in ssd.VARIANTS:
+        for row in _rows(root, "detection", variant, columns):
+            target = voice_engine(pool_name(row["source_dataset"], row["target_speaker"]))
+            if row["scenario"] != "S1" and target:
+                substitute = voice_engine(row_pool_name(row["substitute_speaker"], row["source_dataset"]))
+                counts[variant][(row["scenario"], substitute != target)] += 1
+    return "; ".join(f"{variant}: S2 {c[('S2', True)]} of {c[('S2', True)] + c[('S2', False)]}, "
+                     f"S3 {c[('S3', True)]} of {c[('S3', True)] + c[('S3', False)]}" for variant, c in counts.items())
+
+
 def speaker_pool(banks: dict) -> str:
     """Who the pool holds and how distinct its speakers are, per encoder of ``banks``: the EER of
     clip-pair trials among the pool's speakers and each speaker's most similar other speaker."""
@@ -192,6 +208,7 @@ def write_dataset_card(root: Path, *, sources: dict, audit: BuildAudit, verifica
         histogram=HISTOGRAM,
         vc_mix=vc_mix(root),
         similarity=similarity(root, banks),
+        cross_engine=cross_engine(root) or "none (no target voiced by the TTS bank)",
         speaker_pool=speaker_pool(banks),
         encoders=", ".join(banks),
         verification=_counts_table(verification),

@@ -19,13 +19,14 @@ Per variant (test and validation splits together), three readings of ``shortcuts
 from __future__ import annotations
 
 from .audit_features import NON_SPEAKER, VOICE_FREE
+from . import shortcuts
 from .shortcuts import TASK_LABELS, ShortcutAudit, cell_text
 from .vc.respeak import RESPEAK
 
 #: the classifiers of the voice-free family: the card's and an independent one
 MODELS = ("logistic", "boosting")
-#: random golds pooled in boosting's control (the card's classifier pools ``shortcuts.CONTROL_DRAWS``)
-BOOSTING_CONTROL_DRAWS = 5
+#: random golds pooled in each classifier's control (boosting is the slower)
+CONTROL_DRAWS = {"logistic": shortcuts.CONTROL_DRAWS, "boosting": 5}
 #: the variant whose units are the re-spoken counterpart of another variant's conversions
 RESPOKEN_VARIANT = "main"
 
@@ -35,19 +36,24 @@ class BuildAudit:
 
     Arguments:
         jobs: processes that fit the voice-free cells (each cell is fitted alike in any of them).
+        control_draws: random golds pooled in each control, by classifier.
     """
 
-    def __init__(self, jobs: int = 1) -> None:
+    def __init__(self, jobs: int = 1, control_draws: dict[str, int] | None = None) -> None:
         self.jobs = jobs
+        self.control_draws = control_draws or CONTROL_DRAWS
         self.non_speaker: dict[str, ShortcutAudit] = {}
         self.voice_free: dict[str, ShortcutAudit] = {}
         self._cells: dict | None = None
+        self._differences: dict | None = None
 
-    def add(self, variant: str, unit) -> None:
-        """Measure one published unit (``finished``) of ``variant``."""
-        self.non_speaker.setdefault(variant, ShortcutAudit()).add(unit)
-        self.voice_free.setdefault(variant, ShortcutAudit(families=False, features=VOICE_FREE)).add(unit, artifacts=False)
-        self._cells = None
+    def add(self, variant: str, unit, artifacts: bool = True) -> None:
+        """Measure one published unit (``finished``) of ``variant``; ``artifacts=False`` leaves out
+        the card's resynthesis-artefact counts."""
+        draws = self.control_draws["logistic"]
+        self.non_speaker.setdefault(variant, ShortcutAudit(control_draws=draws)).add(unit, artifacts=artifacts)
+        self.voice_free.setdefault(variant, ShortcutAudit(families=False, control_draws=draws, features=VOICE_FREE)).add(unit, artifacts=False)
+        self._cells = self._differences = None
 
     def voice_free_cells(self) -> dict[tuple[str, str, str], dict]:
         """``(variant, method or "all", model) -> ShortcutAudit.result("published")`` of the
@@ -62,7 +68,7 @@ class BuildAudit:
                     part = audit if method == "all" else audit.subset(method=method)
                     for model in MODELS:
                         parts[(variant, method, model)] = part if model == "logistic" else part.with_model(
-                            model, families=False, control_draws=BOOSTING_CONTROL_DRAWS)
+                            model, families=False, control_draws=self.control_draws[model])
             results = Parallel(n_jobs=min(self.jobs, len(parts) or 1))(delayed(_published)(part) for part in parts.values())
             self._cells = dict(zip(parts, results))
         return self._cells
@@ -70,8 +76,10 @@ class BuildAudit:
     def respoken_differences(self) -> dict[tuple[str, str], dict[str, dict]]:
         """``(variant, DSP method) -> {task or discrimination reading: paired difference}``: the
         method's units minus the re-spoken units of the same dialogues, non-speaker features."""
+        if self._differences is not None:
+            return self._differences
         respoken = self.non_speaker.get(RESPOKEN_VARIANT)
-        out = {}
+        out = self._differences = {}
         for variant, audit in self.non_speaker.items():
             if variant == RESPOKEN_VARIANT or respoken is None:
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -177,7 +178,7 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
     import bench_shortcuts
 
     backends = {unit.vc_model for unit in bench_shortcuts.units(user["out"], "4vc")}  # the rows' backend, for the split
-    assert backends and backends <= {"world", "praat"}, backends
+    assert backends and backends <= {"respeak", "world", "praat"}, backends
     redrawn = re.findall(r"· (\w+) · logistic · converted minus natural swap \(points\) in 1 other floor draws\n\n(.*?)\n\n", done.stdout, re.S)
     assert sorted(v for v, _ in redrawn) == sorted(ssd.VARIANTS), done.stdout[-3000:]
     for _, table in redrawn:
@@ -240,3 +241,22 @@ def test_the_voice_yardstick_refuses_a_path_that_does_not_give_the_published_tur
     done = subprocess.run(bench, cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=900)
     assert done.returncode != 0 and "against natural swaps" not in done.stdout, done.stdout[-2000:]
     assert re.search(r"chitchat_tts/\S+: the target's own voice through the swap's path is not the published turn \d+", done.stderr), done.stderr[-2000:]
+
+
+def test_the_respoken_build_gives_the_same_bytes_on_one_shard_process(user):
+    """The tiny build's main and 10turn units are re-spoken (``vc_model`` respeak, no conversion);
+    the units made again by ``--jobs 1`` (in a copy of the cache with its voiced wavs and speaker
+    bank, without its units) publish the same shards, byte for byte, as ``--jobs 2`` did."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_shortcuts
+
+    for variant in ("main", "10turn"):
+        assert {unit.vc_model for unit in bench_shortcuts.units(user["out"], variant)} == {"respeak"}, variant
+    again, out = user["tmp"] / "cache_jobs1", user["tmp"] / "speakersleuth_jobs1"
+    shutil.copytree(user["cache"], again, ignore=lambda folder, names: [n for n in names if n in ("units", "build_report.json", "logs")])
+    build = ["build", "--dataset-out", str(out), "--cache", str(again), "--jobs", "1", *TINY, "--no-progress"]
+    _run([sys.executable, "-m", "builder_scripts", *build], ROOT, user["env"], 1800)
+    assert (again / "units").is_dir()
+    shards = sorted(p.relative_to(user["out"]) for p in user["out"].glob("*/*/*.parquet"))
+    assert shards and shards == sorted(p.relative_to(out) for p in out.glob("*/*/*.parquet"))
+    assert [p for p in shards if (user["out"] / p).read_bytes() != (out / p).read_bytes()] == []
