@@ -970,7 +970,7 @@ def build_seed_known(header: Mapping[str, Any]) -> bool:
 
 
 #: The key of a blind copy's public card and gold card that records ``build_seed_known``.
-SEED_KNOWN_KEY = "build_seed_known"
+SEED_KNOWN_KEY = "seed_known"
 
 
 def _check_build_seed(folder: Path, header: Mapping[str, Any]) -> None:

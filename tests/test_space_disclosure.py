@@ -3,6 +3,7 @@ on any Space; on a blind copy, the round's budget, its closing, and the parts' s
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 import speakersleuth_dataset as ssd
 from metrics.submission import load_gold
 from space.config import SpaceConfig
-from space.disclosure import BlindRound, split_parts
+from space.disclosure import RELEASED, BlindRound, grid_level, grid_offset, split_parts
 from space.leaderboard import LeaderboardViews
 from space.store import SqliteStore
 from space.submission_page import SubmissionPage
@@ -60,10 +61,21 @@ def test_a_blind_round_has_a_daily_budget_and_a_closed_round_takes_nothing_and_r
     assert stored.status == "accepted" and "public part" in stored.message
     assert submitter.breakdown(stored.record)["metric"].str.endswith("(public part)").all()
 
+    newer = submitter.submit(predictions(gold, 5), "main", FORM)
+    other = submitter.submit(predictions(gold, 6), "main", {**FORM, "organisation": "other lab"}, address="10.0.0.9")
+    assert newer.status == other.status == "accepted"
+
     closed = Submitter(replace(config, round_closed=True), submitter.store, public, variants=["main"], gold=gold_dir, n_bootstrap=0)
     assert closed.submit(predictions(gold, 4), "main", FORM).status == "closed"
-    ((record, row),) = closed.policy.rows(closed.store.results("main"))
-    assert row["det_bal_acc"] == round(record.scores["private"]["detection"]["balanced_accuracy"], 1)
+    rows = closed.policy.rows(closed.store.results("main"))  # one per identity: its newest file
+    assert sorted(record.id for record, _ in rows) == sorted([newer.record.id, other.record.id])
+    for record, row in rows:
+        raw, step = record.scores["private"]["detection"]["balanced_accuracy"], record.scores["private_margin"]["det_bal_acc"]
+        assert max(0.0, raw - step) <= row["det_bal_acc"] <= raw  # a line of its grid
+        assert not [key for key, value in row.items() if value is not None and key not in RELEASED]
+    shown = closed.breakdown(newer.record)
+    assert shown["metric"].str.endswith("(private part)").all() and len(shown) == len(RELEASED)
+    assert set(closed.breakdown(stored.record)["value"]) == {"not selected"}  # an older file shows nothing private
     assert SpaceConfig.from_env({"SPEAKERSLEUTH_ROUND": "closed"}).round_closed
     with pytest.raises(ValueError, match="ROUND must be open or closed"):
         SpaceConfig.from_env({"SPEAKERSLEUTH_ROUND": "shut"})
@@ -90,3 +102,43 @@ def test_a_blind_copy_too_small_for_two_parts_is_refused_with_the_reason(tmp_pat
     ssd.write_blind(full, tmp_path / "public", tmp_path / "gold", unpaired=True)
     with pytest.raises(ValueError, match="too small for a round"):
         split_parts(load_gold(tmp_path / "gold"))
+
+
+def test_a_blind_round_refuses_a_file_that_leaves_an_instance_unanswered_in_one_line(blind, tmp_path):
+    public, gold_dir = blind
+    config = SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": str(gold_dir)}, dataset=str(public), data_dir=tmp_path)
+    submitter = Submitter(config, SqliteStore(tmp_path), public, variants=["main"], gold=gold_dir, n_bootstrap=0)
+    gold = submitter.gold("main")
+    lines = [json.loads(line) for line in predictions(gold, 3).decode().splitlines()]
+    dropped = next(line["id"] for line in lines if line["task"] == "localization")
+    short = [line for line in lines if not (line["task"] == "localization" and line["id"] == dropped)]
+    short += [{"task": "localization", "id": dropped, "prediction": None}]  # a null answer is no answer
+    result = submitter.submit("".join(json.dumps(line) + "\n" for line in short).encode(), "main", FORM)
+    assert result.status == "invalid" and len(result.errors) == 1, result.errors
+    n = len(gold.tasks["localization"])
+    assert f"without an answer: localization 1 of {n} (e.g. {dropped})" in result.errors[0]
+    no_task = [line for line in lines if line["task"] != "discrimination"]
+    result = submitter.submit("".join(json.dumps(line) + "\n" for line in no_task).encode(), "main", FORM)
+    assert result.status == "invalid" and "discrimination" in result.errors[0] and not submitter.store.results()
+
+
+def test_one_answer_moves_a_files_level_with_the_probability_its_share_of_a_step(blind):
+    """The keyed offset is uniform: over many files, the level of a raw value and of that value
+    plus one answer's change differ in the share ``change / step`` of them (the definition of a
+    uniform grid offset), and a level lies within a step below its value."""
+    key, step, delta, n = b"k" * 32, 10.0, 1.0, 4000
+    differ = 0
+    for i in range(n):
+        offset = grid_offset(key, "public", f"ip:{i}", "main", f"{i:064x}", "det_bal_acc")
+        low, high = grid_level(50.0, step, offset), grid_level(50.0 + delta, step, offset)
+        assert 50.0 - step < low <= 50.0 and low <= high
+        differ += low != high
+    share = delta / step
+    assert abs(differ / n - share) < 4 * (share * (1 - share) / n) ** 0.5, (differ / n, share)
+
+
+def test_the_paired_flag_reads_as_a_switch():
+    assert SpaceConfig.from_env({"SPEAKERSLEUTH_ALLOW_PAIRED": "1"}).allow_paired
+    assert not SpaceConfig.from_env({}).allow_paired
+    with pytest.raises(ValueError, match="ALLOW_PAIRED must be 1 or 0"):
+        SpaceConfig.from_env({"SPEAKERSLEUTH_ALLOW_PAIRED": "maybe"})
