@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from metrics.core import CITATION
 
+from space.disclosure import STEPS_PER_ANSWER
+
 TITLE = "SpeakerSleuth leaderboard"
 
 INTRODUCTION = """\
@@ -126,8 +128,7 @@ def disclosure_text(policy, rate: tuple[int, int]) -> str:
         return ("## What is shown\n\nThis Space serves a labelled build: every submission's scores, their breakdowns "
                 "and analyses, and its canonical predictions are public. One row per submitter, model name and "
                 "setting is on the leaderboard: the newest; earlier ones keep their pages.")
-    from space.disclosure import STEPS_PER_ANSWER as k
-
+    k = STEPS_PER_ANSWER
     state = ("**The round is closed**: the leaderboard shows one row per identity and variant, its selected submission "
              "(its newest that it has not withdrawn) with its private headline metrics on a grid drawn for that file; "
              "no submission is taken." if policy.closed else
