@@ -8,13 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from scipy.stats import kstest
 
 import speakersleuth_dataset as ssd
-from metrics.submission import load_gold
+from metrics.submission import load_gold, parse_submission
 from space.config import SpaceConfig
 from space.disclosure import RELEASED, BlindRound, grid_level, grid_offset, split_parts
 from space.leaderboard import LeaderboardViews
-from space.store import SqliteStore
+from space.store import Metadata, SqliteStore, StoredResult
 from space.submission_page import SubmissionPage
 from space.submit import Submitter
 from tests.space_support import predictions
@@ -142,3 +143,35 @@ def test_the_paired_flag_reads_as_a_switch():
     assert not SpaceConfig.from_env({}).allow_paired
     with pytest.raises(ValueError, match="ALLOW_PAIRED must be 1 or 0"):
         SpaceConfig.from_env({"SPEAKERSLEUTH_ALLOW_PAIRED": "maybe"})
+
+
+def test_each_file_has_its_own_grid_so_one_level_shows_nothing_of_the_next_files(blind):
+    """One identity's files with the same raw public detection value, 50 (they differ in
+    localization answers only), are shown on grids drawn per file: their first-release levels
+    spread uniformly over the step below 50 (Kolmogorov-Smirnov), so learning one file's grid does
+    not place the next file's lines; and with a best one step below 50, none of them is released."""
+    _, gold_dir = blind
+    gold = load_gold(gold_dir)
+    policy = BlindRound(n_bootstrap=0)
+    step = policy.parts(gold).margin["det_bal_acc"]
+    det = [{"task": "detection", "id": rid, "prediction": "consistent"} for rid in gold.tasks["detection"]]
+    loc_ids = sorted(gold.tasks["localization"])
+    history = [StoredResult("main-0", "main", "0", Metadata("m"), "ip:x", 0.0, 1,
+                            {"ladder_best": {"det_bal_acc": 50.0 - step}, "released": {}})]
+    levels, released = [], 0
+    for i in range(300):
+        loc = [{"task": "localization", "id": rid, "prediction": [1 + (i >> bit & 1)]} for bit, rid in enumerate(loc_ids)]
+        loc[0]["prediction"] = [1 + i % 5]
+        sub = parse_submission("".join(json.dumps(x) + "\n" for x in det + loc).encode(), gold)
+        scores = policy.score(sub, gold, history, "ip:x")
+        assert scores["public"]["detection"]["balanced_accuracy"] == 50.0
+        first = policy.score(sub, gold, [], "ip:x")["released"]["det_bal_acc"]  # no history: always released
+        levels.append(first)
+        released += "det_bal_acc" in scores["released"]
+    assert released == 0  # 50 never beats (50 - step) + step
+    # a level is 50 less a uniform draw of [0, step), shown as 0 when below it
+    span = min(step, 50.0)
+    zeros, n = sum(level == 0.0 for level in levels), len(levels)
+    expected = 1 - span / step
+    assert abs(zeros / n - expected) <= 4 * (expected * (1 - expected) / n) ** 0.5 + 1 / n, (zeros, step)
+    assert kstest([(50.0 - level) / span for level in levels if level > 0.0], "uniform").pvalue > 0.001
