@@ -291,11 +291,6 @@ class Submitter:
             return SubmitResult("invalid", "The file was refused; nothing was stored.", _capped(err.errors))
         if short := self.policy.missing(sub, gold):
             return SubmitResult("invalid", "The file was refused; nothing was stored.", [short])
-        with self.turn(user):
-            return self._store(sub, variant, metadata, user, rate_limited, admit, gold)
-
-    def _store(self, sub, variant, metadata, user, rate_limited, admit, gold) -> SubmitResult:
-        """Score a parsed submission against ``user``'s history and store it (under ``turn(user)``)."""
         canonical = sub.canonical()
         sha256 = hashlib.sha256(canonical).hexdigest()
         existing = self.store.find(variant, sha256)
@@ -307,14 +302,21 @@ class Submitter:
         limit = self.rate if rate_limited else None  # quota is charged by store.add, for a stored submission only
         if limit is not None and self.store.retry_at(user, *limit, now := self.clock()) > now:
             return self._rate_limited(user, now)
+        with self.turn(user):
+            return self._store(sub, (canonical, sha256), variant, metadata, user, limit, admit, gold)
+
+    def _store(self, sub, stored, variant, metadata, user, limit, admit, gold) -> SubmitResult:
+        """Score a parsed submission against ``user``'s history and store it (its ``stored`` canonical
+        predictions and their SHA-256) under ``turn(user)``."""
+        canonical, sha256 = stored
         history = self.policy.history(self.store.results(variant, include_withdrawn=True, submitter=user), user,
                                       metadata.model_name)
         scores = self.policy.score(sub, gold, history, user)
         try:
             record, created = self.store.add(
-                variant=variant, sha256=sha256, predictions=canonical, scores=scores, metadata=metadata,
-                submitter=user, num_lines=sub.num_lines, now=self.clock(), budget_bytes=budget, admit=admit,
-                rate_limit=limit,
+                variant=variant, sha256=sha256, predictions=canonical, scores=scores,
+                metadata=metadata, submitter=user, num_lines=sub.num_lines, now=self.clock(),
+                budget_bytes=self.config.store_budget_bytes, admit=admit, rate_limit=limit,
             )
         except StoreFull:
             return _store_full()
