@@ -962,6 +962,17 @@ def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
         raise ValueError(f"{folder}: the gold folder of a blind copy; blind a full build")
 
 
+def build_seed_known(header: Mapping[str, Any]) -> bool:
+    """Whether a build card's seed is known: not recorded, or below ``GUESSABLE_SEEDS`` (a blind
+    copy's cards record it as ``SEED_KNOWN_KEY``)."""
+    seed = header.get("build_seed")
+    return not isinstance(seed, int) or seed < GUESSABLE_SEEDS
+
+
+#: The key of a blind copy's public card and gold card that records ``build_seed_known``.
+SEED_KNOWN_KEY = "seed_known"
+
+
 def _check_build_seed(folder: Path, header: Mapping[str, Any]) -> None:
     """Refuse a build whose seed is unknown or guessable (``GUESSABLE_SEEDS``)."""
     seed = header.get("build_seed")
@@ -1156,13 +1167,19 @@ def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold:
     and the gold folder's README, which says it must stay private."""
     counts = {f"{spec.name}/{split}": sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(public, spec.name, split))
               for spec in CONFIGS.values() for split in SPLITS if shard_paths(public, spec.name, split)}
-    header = {k: v for k, v in header.items() if k not in ("build_seed", DIGESTS_KEY)} | {"configs": blind_card_configs(public)}
+    known = build_seed_known(header)
+    header = {k: v for k, v in header.items() if k not in ("build_seed", DIGESTS_KEY)} | {"configs": blind_card_configs(public),
+                                                                                       SEED_KNOWN_KEY: known}
     names = [entry["config_name"] for entry in header["configs"]]
     fields = data_fields_section(names, lambda name: get_config(name.removesuffix("-validation")).features
                                  if name.endswith("-validation") else blind_features(name))
     write_card(public, blind_card_body(body, counts, unpaired, fields), **header)
     write_text_atomic(gold / "README.md", (
-        "# SpeakerSleuth test gold (private)\n\nThe gold of a blind copy's test split, under its public ids "
+        f"---\n{SEED_KNOWN_KEY}: {'true' if known else 'false'}\n---\n"
+        "# SpeakerSleuth test gold (private)\n\n"
+        + ("The build's seed is known (a demo): this gold can be recomputed from the seed and the public text. "
+           if known else "")
+        + "The gold of a blind copy's test split, under its public ids "
         "(`source_id` is the build's id). Keep this folder private: score with "
         "`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <this folder>` or give it to the Space "
         "(`--gold` / `SPEAKERSLEUTH_GOLD`).\n"))

@@ -24,6 +24,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--private", action="store_true", help="make the dataset repo private (needed for a labelled test split)")
     p.add_argument("--metrics", action="store_true", help="publish the four metric Spaces")
     p.add_argument("--space", action="store_true", help="publish the leaderboard Space (reads the dataset and gold repos)")
+    p.add_argument("--demo", action="store_true", help="publish a blind copy of a build whose seed is known (its cards "
+                   "say so): its gold can be recomputed from the seed, so it is a demo, never a ranking")
     p.add_argument("--results-repo", help="a private Hub dataset repo where the Space keeps its results")
     p.add_argument("--dry-run", type=Path, metavar="DIR", help="write the trees to DIR (a new folder) and push nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -32,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    release = Release(args.org, args.name, args.dataset, args.gold, args.private, args.metrics, args.space, args.results_repo)
+    release = Release(args.org, args.name, args.dataset, args.gold, args.private, args.metrics, args.space, args.results_repo,
+                      args.demo)
     if args.no_progress:
         from huggingface_hub.utils import disable_progress_bars
 

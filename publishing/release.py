@@ -45,6 +45,7 @@ class Release:
     metrics: bool = False
     space: bool = False
     results_repo: str | None = None
+    demo: bool = False  # a blind copy of a build whose seed is known may be published (a demo)
 
     def repo_id(self, suffix: str = "") -> str:
         return f"{self.org}/{self.name}{suffix}"
@@ -70,6 +71,10 @@ def plan_release(release: Release, out: Path) -> list[Repo]:
     if release.dataset is not None:
         dataset = Path(release.dataset)
         check_dataset(dataset, private=release.private, gold=release.gold)
+        if ssd.is_blind(dataset) and seed_known(dataset) and not release.demo:
+            raise ValueError(f"{dataset}: a blind copy of a build whose seed is known (its card's {ssd.SEED_KNOWN_KEY} is not "
+                             "false), so its hidden gold follows from the seed and the public text; blind a build made with "
+                             "a secret seed, or pass --demo to publish it as a demo")
         if release.space and release.gold is None and ssd.is_blind(dataset):
             raise ValueError(f"{dataset}: a blind copy: the Space needs its gold to score (--gold <gold_dir>, pushed to a private repo)")
         repos.append(Repo(release.repo_id(), "dataset", release.private, out / "dataset", dataset_files(dataset)))
@@ -81,6 +86,13 @@ def plan_release(release: Release, out: Path) -> list[Repo]:
     if release.space:
         repos.append(_space_repo(release, out / "space"))
     return repos
+
+
+def seed_known(folder: Path) -> bool:
+    """Whether a blind copy's card says its build's seed is known (a card that does not say counts as known)."""
+    from huggingface_hub import DatasetCard
+
+    return DatasetCard.load(folder / "README.md").data.to_dict().get(ssd.SEED_KNOWN_KEY) is not False
 
 
 def _space_repo(release: Release, folder: Path) -> Repo:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from metrics.core import CITATION
 
+from space.disclosure import STEPS_PER_ANSWER
+
 TITLE = "SpeakerSleuth leaderboard"
 
 INTRODUCTION = """\
@@ -113,28 +115,49 @@ Behavior-SD and Bazinga dialogues, converted with the paper's voice-conversion m
 CITATION_TEXT = CITATION
 
 
+PAIRED_BANNER = """\
+**This blind copy is paired, and served for a demo only.** Its test rows share dialogues and clips (across rows
+or variants): anyone who compares those rows' audio finds the altered turn and the scenario, that is the hidden
+gold, whatever this leaderboard shows. Its scores rank nothing; a ranking needs the `--unpaired` copy.
+"""
+
+
 def disclosure_text(policy, rate: tuple[int, int]) -> str:
-    """The About tab's section on what the leaderboard shows (``space.disclosure``)."""
+    """The About tab's section on what the leaderboard shows (``space.disclosure``): the threat model and the bound."""
     if not policy.blind:
         return ("## What is shown\n\nThis Space serves a labelled build: every submission's scores, their breakdowns "
                 "and analyses, and its canonical predictions are public. One row per submitter, model name and "
                 "setting is on the leaderboard: the newest; earlier ones keep their pages.")
-    state = ("**The round is closed**: the leaderboard shows each row's scores on the *private* part, which is the "
-             "final ranking; no submission is taken." if policy.closed else
-             "**The round is open**: the leaderboard shows scores on the *public* part only; the private part decides "
+    k = STEPS_PER_ANSWER
+    state = ("**The round is closed**: the leaderboard shows one row per identity and variant, its selected submission "
+             "(its newest that it has not withdrawn) with its private headline metrics on a grid drawn for that file; "
+             "no submission is taken." if policy.closed else
+             "**The round is open**: the leaderboard shows levels on the *public* part only; the private part decides "
              "the final ranking and is shown when the round closes.")
     return f"""## What is shown: a blind round
 
 The test split of this build is blind, so the leaderboard is built to withstand submitters who probe.
 {state}
 
+**Threat model.** A submitter knows the public data, the scorer and this policy, reads every page and the API,
+sends any valid files (also several at once), differences files that change one answer, and opens as many
+accounts (identities) as they like. The hidden test labels must stay hidden for the whole life of the round.
+
+- **Whole files**: a file answers every test instance of its variant, every task; anything less is refused.
 - The test instances are split, by dialogue and balanced per scenario, into a public and a private part by a
   keyed hash only the gold can compute. During the round nothing shown depends on a private label.
-- **Ladder** (Blum & Hardt, 2015): of detection balanced accuracy, localization balanced F1 and discrimination
-  accuracy on the public part, a new value is released only when it beats your best so far by more than a margin,
-  and it is shown rounded down to a multiple of that margin. The margin is at least 1 point and at least the most
-  that one answer can change the metric, so a file that differs from your best in one answer releases nothing.
-- No per-scenario or per-source values, confidence intervals, analyses or predictions downloads during the round.
+- **Ladder on a keyed grid** (Blum & Hardt, 2015): detection balanced accuracy, localization balanced F1 and
+  discrimination accuracy on the public part are shown as a *level*: a line at or below the value on a grid whose
+  step is {k} times the most one answer can change the metric (at least 1 point), shifted by an offset drawn in
+  secret for each file. A level is released only when it beats your best value so far by more than a step.
+  A file that differs from your best in one answer is never released, and no file's release or level is decided
+  by one answer except by chance: at most 2 in {k} files (1 in {k} for an account's first file).
+- **The bound**: learning one public label by differencing takes on average at least {k // 2} scored files, and
+  at least {k} accounts per label when each account uses its first file; after the round closes, at least {k}
+  accounts per private label (one selected file each). Files sent at once by one account are scored one after
+  another against its updated best.
+- No per-scenario or per-source values, confidence intervals, analyses or predictions downloads, open or closed:
+  a maintainer who wants them published publishes the gold, which makes the copy a labelled build.
 - Budget: {rate[0]} scored submissions per {rate[1] // 3600} hours per user.
-- One row per submitter, model name and setting: each metric's latest released value.
+- Open round: one row per submitter, model name and setting: each metric's latest released level.
 """

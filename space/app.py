@@ -29,7 +29,7 @@ from gradio import networking  # noqa: E402
 import speakersleuth_dataset as ssd  # noqa: E402
 
 from space import about
-from space.config import SpaceConfig
+from space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from space.disclosure import Disclosure
 from space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
 from space.review import ReviewDesk, build_review_tab
@@ -171,6 +171,7 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
     submitter = Submitter(config, store, dataset, variants=variants, gold=gold_folder(config, dataset), policy=policy, **kwargs)
     for variant in variants:  # a blind copy too small to split into a public and a private part is refused here
         submitter.policy.check(submitter.gold(variant))
+    submitter.policy.check_copy(dataset, [submitter.gold(v) for v in variants])  # and a paired one, unless allowed
     examples = _write_examples(submitter, public_dir(config) / "examples")
     index = InstanceIndex(dataset)
     review = ReviewDesk(config, store, dataset, submitter.identity)
@@ -178,6 +179,8 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
     # uploads never submitted (and cached outputs) are deleted once older than the TTL
     with gr.Blocks(title=about.TITLE, delete_cache=(config.upload_ttl_s, config.upload_ttl_s)) as blocks:
         gr.Markdown(f"# {about.TITLE}\n\n{about.INTRODUCTION}")
+        if submitter.policy.paired:
+            gr.Markdown(about.PAIRED_BANNER, elem_id="ss-paired-banner")
         with gr.Tabs(overflow_behavior="wrap") as tabs:  # a phone shows every tab (no "..." menu)
             with gr.Tab("Leaderboard", id="leaderboard"):
                 refresh, toggles, lb_outputs = build_leaderboard_tab(
@@ -218,10 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="results store and caches (env SPEAKERSLEUTH_DATA_DIR)")
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1; env SPEAKERSLEUTH_HOST)")
     parser.add_argument("--port", type=int, help="port (default 7860; env SPEAKERSLEUTH_PORT)")
+    parser.add_argument("--allow-paired", action="store_true", default=None,
+                        help=f"{ALLOW_PAIRED_HELP} (env SPEAKERSLEUTH_ALLOW_PAIRED=1)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir, host=args.host, port=args.port)
+        config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir, host=args.host, port=args.port,
+                                      allow_paired=args.allow_paired)
         app = build_app(config)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -13,7 +13,10 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_BLIND_RATE_LIMIT`` / ``_BLIND_RATE_WINDOW`` the same on a blind copy, the budget of its round
                               (default 5 per 86400 s; ``space.disclosure``)
 ``SPEAKERSLEUTH_ROUND``        ``open`` (default) or ``closed``: a blind copy's round; once closed, no
-                              submission is taken and the leaderboard shows the private part's scores
+                              submission is taken and the leaderboard shows each identity's selected
+                              submission's private headline metrics on its keyed grid
+``SPEAKERSLEUTH_ALLOW_PAIRED`` ``1`` to serve a *paired* blind copy (``ALLOW_PAIRED_HELP`` says what it leaks;
+                              the page shows it as a banner); by default such a copy is refused
 ``SPEAKERSLEUTH_MAX_BYTES``    largest predictions file accepted (default 20 MB)
 ``SPEAKERSLEUTH_MAX_LINES``    most lines accepted in one file (default 200,000)
 ``SPEAKERSLEUTH_STORE_BUDGET`` most bytes of (canonical) predictions the store keeps (default 1 GB)
@@ -35,6 +38,9 @@ from pathlib import Path
 import speakersleuth_dataset as ssd
 
 ENV_PREFIX = "SPEAKERSLEUTH_"
+ALLOW_PAIRED_HELP = ("serve a paired blind copy, whose test rows share dialogues or clips (across rows or variants): "
+                     "anyone who compares those rows' audio finds the altered turn and the scenario, i.e. the hidden "
+                     "gold, whatever the leaderboard shows; for a demo only, never for a ranking")
 
 
 def parse_reviewers(raw: str) -> tuple[str, ...]:
@@ -62,6 +68,13 @@ def _int(env: dict[str, str], name: str, default: int) -> int:
     return value
 
 
+def _flag(env: dict[str, str], name: str) -> bool:
+    raw = env.get(ENV_PREFIX + name, "").strip().lower()
+    if raw not in ("", "0", "1", "false", "true", "no", "yes"):
+        raise ValueError(f"{ENV_PREFIX}{name} must be 1 or 0, got {raw!r}")
+    return raw in ("1", "true", "yes")
+
+
 def _round_closed(raw: str) -> bool:
     value = raw.strip().lower() or "open"
     if value not in ("open", "closed"):
@@ -85,6 +98,7 @@ class SpaceConfig:
     blind_rate_limit: int = 5
     blind_rate_window_s: int = 86_400
     round_closed: bool = False
+    allow_paired: bool = False
     max_bytes: int = 20_000_000
     max_lines: int = 200_000
     store_budget_bytes: int = 1_000_000_000
@@ -112,6 +126,7 @@ class SpaceConfig:
             blind_rate_limit=_int(env, "BLIND_RATE_LIMIT", 5),
             blind_rate_window_s=_int(env, "BLIND_RATE_WINDOW", 86_400),
             round_closed=_round_closed(env.get(ENV_PREFIX + "ROUND", "")),
+            allow_paired=_flag(env, "ALLOW_PAIRED"),
             max_bytes=_int(env, "MAX_BYTES", 20_000_000),
             max_lines=_int(env, "MAX_LINES", 200_000),
             store_budget_bytes=_int(env, "STORE_BUDGET", 1_000_000_000),

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import re
+import threading
 import time
 import unicodedata
 import uuid
@@ -193,6 +194,15 @@ class Submitter:
         self.policy = policy or policy_for(config, self.dataset, n_bootstrap)
         self.clock = clock
         self.gold = lru_cache(maxsize=None)(lambda variant: load_gold(self.gold_root, variant=variant))
+        self._turns: dict[str, threading.Lock] = {}  # one per identity: its files are scored one at a time
+        self._turns_guard = threading.Lock()
+
+    def turn(self, user: str) -> threading.Lock:
+        """The lock an identity's submission holds from reading its history to storing its record, so
+        that files sent at once are scored one after another against the updated history (the Ladder
+        releases one value at a time per identity)."""
+        with self._turns_guard:
+            return self._turns.setdefault(user, threading.Lock())
 
     def identity(self, profile: gr.OAuthProfile | None, address: str | None = None) -> str | None:
         """Who the rate limit counts against and who may withdraw: the OAuth username; when not
@@ -279,6 +289,8 @@ class Submitter:
             sub = parse_submission(bytes(data), gold, max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
         except SubmissionError as err:
             return SubmitResult("invalid", "The file was refused; nothing was stored.", _capped(err.errors))
+        if short := self.policy.missing(sub, gold):
+            return SubmitResult("invalid", "The file was refused; nothing was stored.", [short])
         canonical = sub.canonical()
         sha256 = hashlib.sha256(canonical).hexdigest()
         existing = self.store.find(variant, sha256)
@@ -290,14 +302,21 @@ class Submitter:
         limit = self.rate if rate_limited else None  # quota is charged by store.add, for a stored submission only
         if limit is not None and self.store.retry_at(user, *limit, now := self.clock()) > now:
             return self._rate_limited(user, now)
+        with self.turn(user):
+            return self._store(sub, (canonical, sha256), variant, metadata, user, limit, admit, gold)
+
+    def _store(self, sub, stored, variant, metadata, user, limit, admit, gold) -> SubmitResult:
+        """Score a parsed submission against ``user``'s history and store it (its ``stored`` canonical
+        predictions and their SHA-256) under ``turn(user)``."""
+        canonical, sha256 = stored
         history = self.policy.history(self.store.results(variant, include_withdrawn=True, submitter=user), user,
                                       metadata.model_name)
-        scores = self.policy.score(sub, gold, history)
+        scores = self.policy.score(sub, gold, history, user)
         try:
             record, created = self.store.add(
-                variant=variant, sha256=sha256, predictions=canonical, scores=scores, metadata=metadata,
-                submitter=user, num_lines=sub.num_lines, now=self.clock(), budget_bytes=budget, admit=admit,
-                rate_limit=limit,
+                variant=variant, sha256=sha256, predictions=canonical, scores=scores,
+                metadata=metadata, submitter=user, num_lines=sub.num_lines, now=self.clock(),
+                budget_bytes=self.config.store_budget_bytes, admit=admit, rate_limit=limit,
             )
         except StoreFull:
             return _store_full()
@@ -330,7 +349,12 @@ class Submitter:
         """What a page shows of ``record``'s scores: the full breakdown where the policy allows it,
         else only the released values."""
         scores = self.policy.breakdown_scores(record)
-        return breakdown_frame(scores) if scores is not None else released_frame(record)
+        if scores is not None:
+            return breakdown_frame(scores)
+        if self.policy.closed:  # only each identity's selected submission shows its private levels
+            newest = self.store.results(record.variant, submitter=record.submitter)
+            return released_frame(record, private=True, selected=bool(newest) and newest[-1].id == record.id)
+        return released_frame(record)
 
     def _rate_limited(self, user: str, now: float) -> SubmitResult:
         limit, window = self.rate
@@ -457,14 +481,21 @@ def breakdown_frame(scores: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
 
 
-def released_frame(record: StoredResult) -> pd.DataFrame:
+def released_frame(record: StoredResult, *, private: bool = False, selected: bool = True) -> pd.DataFrame:
     """A blind round's breakdown of ``record``: each released metric of the tasks it answers, with
-    its value or "not released" (``space.disclosure``)."""
-    released, margin = record.scores.get("released", {}), record.scores.get("margin", {})
-    records = [{"task": released_task(key), "metric": f"{column_label(key)} (public part)",
-                "value": f"{released[key]:.1f}" if key in released else "not released",
-                "95% CI": f"steps of {margin[key]:.1f}" if key in margin else ""}
-               for key in RELEASED if released_task(key) in record.scores.get("tasks", [])]
+    its level on the public part ("not released" when the Ladder held it back), or with
+    ``private`` (a closed round) its level on the private part when it is its identity's
+    ``selected`` submission ("not selected" otherwise) (``space.disclosure``)."""
+    part = "private" if private else "public"
+    values = record.scores.get(f"{part}_released" if private else "released", {})
+    steps = record.scores.get("private_margin" if private else "margin", {})
+    records = []
+    for key in RELEASED:
+        if released_task(key) not in record.scores.get("tasks", []):
+            continue
+        value = "not selected" if not selected else f"{values[key]:.1f}" if key in values else "not released"
+        records.append({"task": released_task(key), "metric": f"{column_label(key)} ({part} part)", "value": value,
+                        "95% CI": f"steps of {steps[key]:.1f}" if key in steps else ""})
     return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
 
 

@@ -161,6 +161,20 @@ def test_what_must_not_be_published_is_refused_in_one_line(release, tmp_path, ca
     assert not out.exists()
 
 
+def test_a_known_seed_blind_copy_is_published_only_as_a_demo(release, tmp_path, capsys):
+    """A blind copy of a build whose seed anyone can try (its cards say so) is refused in one line,
+    and published when told it is a demo."""
+    ssd.write_card(release["full"], "# x\n\nFor tests only.", build_seed=7)
+    ssd.write_blind(release["full"], tmp_path / "public", tmp_path / "gold", allow_known_seed=True)
+    ssd.write_card(release["full"], "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
+    args = ["--org", "acme", "--dataset", str(tmp_path / "public"), "--gold", str(tmp_path / "gold")]
+    assert publish_main([*args, "--dry-run", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "whose seed is known" in err and "--demo" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "refused").exists()
+    assert publish_main([*args, "--demo", "--dry-run", str(tmp_path / "demo")]) == 0
+
+
 def test_a_labelled_test_split_goes_to_a_private_repo(release, tmp_path):
     assert publish_main(["--org", "acme", "--dataset", str(release["full"]), "--private", "--space", "--dry-run", str(tmp_path / "t")]) == 0
     plan = {r["repo_id"]: r for r in json.loads((tmp_path / "t" / "plan.json").read_text())}
