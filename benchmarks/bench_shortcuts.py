@@ -120,7 +120,7 @@ def cached_units(items: list[SimpleNamespace], cache: Path, variant: str) -> dic
     finished converted-turn original equals the published one (the cache made this dataset)."""
     published = {unit.segment.dialogue_id: unit for unit in items}
     cached = {}
-    for path in sorted(Path(cache).glob(f"units/*/code-{UNIT_CODE}/{variant}/*/*.npz")):
+    for path in sorted(Path(cache).glob(f"units/*/code-{UNIT_CODE}*/{variant}/*/*.npz")):
         unit = Unit.load(path)
         dialogue = f"{unit.segment.source}/{unit.segment.dialogue_id}"  # as published
         k = unit.converted_turn - 1

@@ -8,11 +8,12 @@ Two feature sets, each grouped in families:
   clip's FLAC rate follows its F0, the spectrum's shape is timbre, a voice has its own pace), so a
   real other voice is found by them as well: the card compares them with chance and, for the DSP
   conversions, with the same turn re-spoken by the substitute's own voice.
-- ``VOICE_FREE``, features no voice can carry, which must sit at chance: the quiet (non-speech)
-  frames' level and spectrum, DC, quantisation (odd-sample share, distinct values, tiny values),
-  the band above the final stage's low-pass, and the FLAC rate net of the voice (its residual from
-  a ridge fit on F0 and MFCC means over all the audited clips, blind to the labels:
-  ``net_of_voice``).
+- ``VOICE_FREE``, features no voice should carry, which must sit at chance: the quiet frames'
+  (the final stage's floor, where its gate faded the pauses) level and spectrum, DC, quantisation
+  as the quiet frames use the grid (odd-sample share, distinct values, tiny values), the band
+  above the final stage's low-pass, and the FLAC rate net of the voice (its residual from a ridge
+  fit on F0, MFCC means, length and speech share over all the audited clips, blind to the labels:
+  ``net_of_voice``). None depends on a clip's length or on how much of it is speech.
 
 All are measured on the clip's 16-bit samples as published.
 """
@@ -30,16 +31,23 @@ import soundfile as sf
 import speakersleuth_dataset as ssd
 
 from .artifacts import impulse_windows, zero_runs
+from .scenarios import TARGET_RMS_DBFS
 
 SR = ssd.SAMPLING_RATE
 #: 10 ms frames of the level-based features
 FRAME = SR // 100
 #: bands (Hz) around the DSP backends' 6.4 kHz limit and the final stage's low-pass
 EDGE_BANDS = ((4800, 5200), (5200, 5600), (5600, 6000), (6000, 6400), (6400, 6800), (6800, 8000))
-#: the quiet frames: the spectrum frames at or under this percentile of the clip's frame energies
-QUIET_PERCENTILE = 20
-#: bands (Hz) of the quiet frames' spectrum (shares of their energy; the last is implied)
+#: the final stage's noise floor (dBFS); a quiet frame lies within ``QUIET_DB`` of it
+FLOOR_DBFS = TARGET_RMS_DBFS - 40.0
+QUIET_DB = 3.0
+#: the fewest quiet frames a clip is measured on, and how many quiet samples count distinct values
+QUIET_MIN_FRAMES = 10
+QUIET_SAMPLES = QUIET_MIN_FRAMES * FRAME
+#: bands (Hz) of the quiet frames' spectrum (shares of their energy; the rest of the band is implied)
 QUIET_BANDS = ((0, 1000), (1000, 2500), (2500, 5600))
+#: what ``_voice`` measures besides the MFCC means
+VOICE_DESCRIPTORS = ("median_f0", "duration_seconds", "speech_share")
 #: the band above the final stage's low-pass (its stop band starts at 5.6 kHz)
 ABOVE_LOW_PASS_HZ = 5600
 #: a 16-bit value this small (in steps) is a "tiny" one: dither and floor, no speech
@@ -144,20 +152,37 @@ def features(clip: np.ndarray) -> dict[str, dict[str, float]]:
 # ----------------------------------------------------------------------------- voice-free
 
 
-def _quiet(spec: np.ndarray) -> dict[str, float]:
+def _quiet_samples(pcm: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The samples of the quiet frames: the 10 ms frames within ``QUIET_DB`` of the final stage's
+    noise floor, with both neighbours too (what the gate left of the pauses and pads, away from
+    its ramps: the floor and the dither alone), at
+    least ``QUIET_MIN_FRAMES`` of them (the quietest, where a clip has fewer), in clip order."""
+    frames = np.pad(pcm, (0, -pcm.size % FRAME)).reshape(-1, FRAME)
+    near = levels[: len(frames)] <= FLOOR_DBFS + QUIET_DB
+    quiet = np.flatnonzero(near & np.roll(near, 1) & np.roll(near, -1))  # and both neighbours: no speech's tail
+    if quiet.size < QUIET_MIN_FRAMES:
+        quiet = np.sort(np.argsort(levels[: len(frames)], kind="stable")[:QUIET_MIN_FRAMES])
+    return frames[quiet]
+
+
+def _quiet(pcm: np.ndarray, levels: np.ndarray) -> dict[str, float]:
     """The quiet frames' level (dBFS) and the shares of their energy in ``QUIET_BANDS``."""
-    energy = spec.sum(axis=1)
-    quiet = spec[energy <= np.percentile(energy, QUIET_PERCENTILE)]
-    freqs = np.arange(spec.shape[1]) * SR / 512
-    total = quiet.sum()
-    shares = {f"quiet_share_{lo / 1000:g}_{hi / 1000:g}_khz": float(quiet[:, (freqs >= lo) & (freqs < hi)].sum() / total)
+    frames = _quiet_samples(pcm, levels).astype(np.float64) / 32768
+    power = np.abs(np.fft.rfft(frames * np.hanning(FRAME), axis=1)) ** 2 + 1e-20
+    freqs = np.fft.rfftfreq(FRAME, 1 / SR)
+    total = power.sum()
+    shares = {f"quiet_share_{lo / 1000:g}_{hi / 1000:g}_khz": float(power[:, (freqs >= lo) & (freqs < hi)].sum() / total)
               for lo, hi in QUIET_BANDS}
-    return {"quiet_level_db": float(_db(quiet.sum(axis=1).mean() / (np.hanning(512) ** 2).sum() / 256))} | shares
+    return {"quiet_level_db": float(_db(np.mean(frames**2)))} | shares
 
 
-def _quantisation(pcm: np.ndarray) -> dict[str, float]:
-    values = pcm.astype(np.int64)
-    return {"odd_sample_share": float(np.mean(values % 2 != 0)), "distinct_value_share": np.unique(pcm).size / pcm.size,
+def _quantisation(pcm: np.ndarray, levels: np.ndarray) -> dict[str, float]:
+    """The 16-bit grid as the quiet frames use it (no speech there: the dither and the floor):
+    the share of odd values, of distinct values among the first ``QUIET_SAMPLES`` quiet samples,
+    of values within ``TINY_STEPS`` of zero."""
+    values = _quiet_samples(pcm, levels).ravel().astype(np.int64)
+    return {"odd_sample_share": float(np.mean(values % 2 != 0)),
+            "distinct_value_share": np.unique(values[:QUIET_SAMPLES]).size / min(values.size, QUIET_SAMPLES),
             "tiny_value_share": float(np.mean(np.abs(values) <= TINY_STEPS))}
 
 
@@ -175,28 +200,30 @@ def _mel_dct() -> np.ndarray:
     return dct(np.eye(40), type=2, norm="ortho", axis=0)[:MFCC_COEFFICIENTS] @ librosa.filters.mel(sr=SR, n_fft=512, n_mels=40)
 
 
-def _voice(x: np.ndarray, spec: np.ndarray) -> dict[str, float]:
-    """The voice's descriptors (median F0, MFCC means): not features, what ``net_of_voice`` fits on."""
+def _voice(x: np.ndarray, spec: np.ndarray, levels: np.ndarray) -> dict[str, float]:
+    """What the voice sets of a clip (median F0, MFCC means, length, share of speech frames): no
+    features, what ``net_of_voice`` fits the FLAC rate on."""
     from .verification import median_f0
 
     mfcc = np.log(spec) @ _mel_dct().T
-    return {"median_f0": median_f0(x.astype(np.float32)), **{f"mfcc_{i}": float(v) for i, v in enumerate(mfcc.mean(axis=0))}}
+    return {"median_f0": median_f0(x.astype(np.float32)), **{f"mfcc_{i}": float(v) for i, v in enumerate(mfcc.mean(axis=0))},
+            "duration_seconds": x.size / SR, "speech_share": float(np.mean(levels > FLOOR_DBFS + QUIET_DB))}
 
 
 _VOICE_FREE_FAMILIES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, float]]] = {
-    "quiet frames": lambda pcm, x, spec, levels: _quiet(spec),
+    "quiet frames": lambda pcm, x, spec, levels: _quiet(pcm, levels),
     "DC": lambda pcm, x, spec, levels: {"dc_offset": dc_offset(x)},
-    "quantisation": lambda pcm, x, spec, levels: _quantisation(pcm),
+    "quantisation": lambda pcm, x, spec, levels: _quantisation(pcm, levels),
     "above the low-pass": lambda pcm, x, spec, levels: _above_low_pass(spec),
     "compressibility net of the voice": lambda pcm, x, spec, levels: _flac_rate(pcm),
-    "voice": lambda pcm, x, spec, levels: _voice(x, spec),
+    "voice": lambda pcm, x, spec, levels: _voice(x, spec, levels),
 }
 
 
 def net_of_voice(vectors: np.ndarray, names: list[str]) -> np.ndarray:
     """``vectors`` (clips x ``names``) with the FLAC rate replaced by its residual from a ridge fit
-    on the voice's descriptors (median F0, unvoiced clips at the median of the others; MFCC means)
-    over these clips, and the descriptors dropped. Blind to the labels.
+    on what the voice sets (``_voice``: median F0, unvoiced clips at the median of the others; MFCC
+    means; length and speech share) over these clips, and those descriptors dropped. Blind to the labels.
 
     >>> names = ["flac_bytes_per_second", "median_f0", "mfcc_0"]
     >>> rate = np.array([[100.0 + 2 * f, f, 0.0] for f in (100, 150, 200, 250)])
@@ -206,10 +233,10 @@ def net_of_voice(vectors: np.ndarray, names: list[str]) -> np.ndarray:
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
 
-    voice = [i for i, n in enumerate(names) if n == "median_f0" or n.startswith("mfcc_")]
+    voice = [i for i, n in enumerate(names) if n in VOICE_DESCRIPTORS or n.startswith("mfcc_")]
     rate = names.index("flac_bytes_per_second")
     descriptors = vectors[:, voice].copy()
-    f0 = descriptors[:, 0]
+    f0 = descriptors[:, [names[i] for i in voice].index("median_f0")]
     f0[~(f0 > 0)] = np.median(f0[f0 > 0]) if np.any(f0 > 0) else 0.0
     scaled = StandardScaler().fit_transform(descriptors)
     residual = vectors[:, rate] - Ridge(alpha=1e-3).fit(scaled, vectors[:, rate]).predict(scaled)

@@ -82,7 +82,7 @@ def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
 
 def vc_mix(root: Path) -> str:
     """Share of each backend among the test split's converted clips, per variant."""
-    lines = ["| variant | voice-conversion backend | share of inconsistent clips |", "|---|---|---|"]
+    lines = ["| variant | generation method | share of inconsistent clips |", "|---|---|---|"]
     for variant in ssd.VARIANTS:
         models = Counter(r["vc_model"] for r in _rows(root, "discrimination", variant, ["vc_model"]))
         total = sum(models.values())

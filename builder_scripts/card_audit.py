@@ -3,7 +3,7 @@
 Per variant (test and validation splits together), three readings of ``shortcuts.ShortcutAudit``:
 
 - **voice-free** (``audit_features.VOICE_FREE``: quiet frames, DC, quantisation, the band above the
-  low-pass, the FLAC rate net of the voice): no voice can carry these features, so every cell must
+  low-pass, the FLAC rate net of the voice): no voice should carry these features, so every cell must
   sit at chance, under the card's classifier and gradient boosting, on all the variant's units and
   on each generation method's alone. A cell above chance is a processing difference: a warning.
 - **non-speaker** (``audit_features.NON_SPEAKER``: every feature; the card's classifier): these carry
@@ -95,20 +95,26 @@ class BuildAudit:
 
     def warnings(self) -> list[str]:
         """One line per voice-free cell above chance and per converted-minus-re-spoken interval above
-        0; a variant with no re-spoken units to compare with (a recorded corpus) also warns of its
-        non-speaker cells above chance (``ShortcutAudit.warnings``)."""
-        lines = [line for variant, audit in self.non_speaker.items() if RESPEAK not in audit.methods()
-                 and RESPEAK not in self.non_speaker.get(RESPOKEN_VARIANT, audit).methods() for line in audit.warnings(variant)]
+        0. A method with no re-spoken counterpart to compare with (a recorded corpus's conversions,
+        a 4vc built without main) warns of its non-speaker cells above chance instead
+        (``ShortcutAudit.warnings``)."""
+        lines = []
         for (variant, method, model), result in self.voice_free_cells().items():
             for task, r in result.items():
                 if r["all"]["low"] > r["chance"]:
                     lines.append(f"voice-free audit {variant} ({method}, {model}): {TASK_LABELS[task]} {cell_text(r['all'])} "
                                  f"is above chance ({r['chance']:.1f} %): a processing difference tells the altered turn")
-        for (variant, method), cells in self.respoken_differences().items():
+        differences = self.respoken_differences()
+        for (variant, method), cells in differences.items():
             for task, cell in cells.items():
                 if cell["low"] > 0:
                     lines.append(f"converted minus re-spoken {variant} ({method}): {TASK_LABELS.get(task, task)} "
                                  f"{_points(cell)}: the conversion is found beyond what a real other voice gives")
+        for variant, audit in self.non_speaker.items():
+            for method in audit.methods() or [None]:
+                if method != RESPEAK and (variant, method) not in differences:
+                    part = audit if method is None else audit.subset(method=method)
+                    lines += part.warnings(f"{variant} ({method or 'unnamed'}; no re-spoken counterpart: against chance)")
         return lines
 
     def tables(self) -> str:

@@ -43,7 +43,7 @@ from .scenarios import SubstitutePoolError, check_pool
 from .sources import CorpusLayoutError, get_source_class
 from .sources.base import DialogueSource
 from .speaker_bank import SpeakerBank, one_thread, pool_name
-from .units import Clock, UnitMaker, UnitStore
+from .units import Clock, UnitMaker, UnitStore, generation_key
 from .verification import get_text_filter, read_review_decisions
 
 #: Names ``BuildOptions.substitute_pool`` accepts besides the registry's: the embedded TTS voices.
@@ -95,6 +95,10 @@ class BuildOptions:
         unknown = [v for v in self.variants if v not in ssd.VARIANTS]
         if unknown:
             raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
+        if self.vc_recorded == "respeak":
+            raise ValueError("vc_recorded respeak: a recorded corpus's speakers cannot re-speak a turn; name a conversion backend")
+        if not self.vc_4vc and "4vc" in self.variants:
+            raise ValueError("vc_4vc is empty: 4vc draws its generation method among them; name one or more")
         if self.until not in ("units", "publish"):
             raise ValueError(f"until must be units or publish, got {self.until!r}")
         if self.num_shards < 1:
@@ -162,7 +166,7 @@ def build_shard(opts: BuildOptions, sources: dict[str, DialogueSource] | None = 
     plan = make_plan(opts, built, get_text_filter(opts.text_filter))
     bank, pool = substitute_bank(opts, list(opened.values()), clock)
     review = read_review_decisions(opts.review_decisions) if opts.review_decisions else {}
-    store = UnitStore(opts.cache, bank.key, review)
+    store = UnitStore(opts.cache, bank.key, review, generation_key(opts))
     maker = UnitMaker(opts, opened, bank, pool, store, clock)
     maker.make_all(_shard_jobs(opts, plan, built, store))
     report = {"options": {k: str(v) for k, v in asdict(opts).items()}, "skipped": dict(plan.skipped)}

@@ -205,20 +205,20 @@ def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = 
     ``engine`` names the TTS engine of a bank voice (None for a recorded speaker). Where the target
     has one, S3 is the most similar voice of the target's engine and gender and S2 is drawn among
     the target's engine's voices of the other gender, each wherever the engine has such a voice
-    (``same_engine``), so that an engine's signature does not tell the altered turn; else from the
-    whole pool as above."""
+    (``same_engine``), so that an engine's signature does not tell the altered turn; else among the
+    pool's other bank voices (a recorded speaker cannot re-speak the turn), else the whole pool."""
     rng = unit_rng(seed, "choice", segment.source, segment.dialogue_id)
     k = rng.randrange(len(segment.target_turns)) + 1
     target = target or segment.target_speaker
     others = [n for n in bank.names if n != target]
     avoided = set(exclude) - {target}
     similar = [n for n in others if n not in avoided] or others
-    similar = same_engine(similar, engine, target, bank.gender(target), bank) or similar
+    similar = same_engine(similar, engine, target, bank.gender(target), bank) or voiced(similar, engine, target) or similar
     s3, s3_cos = bank.most_similar(target, exclude=[n for n in others if n not in similar])
     opposite = [n for n in others if bank.gender(n) != bank.gender(target)]
     if not opposite:
         raise ValueError(f"the speaker pool has no speaker of the opposite gender to {target!r}")
-    opposite = same_engine(opposite, engine, target, bank.gender(opposite[0]), bank) or opposite
+    opposite = same_engine(opposite, engine, target, bank.gender(opposite[0]), bank) or voiced(opposite, engine, target) or opposite
     preferred = ([n for n in opposite if n != s3 and n not in avoided], [n for n in opposite if n != s3], opposite)
     s2 = rng.choice(next(names for names in preferred if names))
     return Choice(
@@ -233,6 +233,12 @@ def same_engine(names: list[str], engine: Callable[[str], str | None], target: s
     target has no engine or the engine has no such voice)."""
     wanted = engine(target)
     return [n for n in names if wanted is not None and engine(n) == wanted and bank.gender(n) == gender]
+
+
+def voiced(names: list[str], engine: Callable[[str], str | None], target: str) -> list[str]:
+    """For a target voiced by a TTS engine, the voices among ``names`` that an engine voices (a
+    re-spoken turn needs one; a recorded speaker cannot say it); empty for a recorded target."""
+    return [n for n in names if engine(target) is not None and engine(n) is not None]
 
 
 #: Besides the target, S2 needs a speaker of the other gender and S3 a second one (S3 must be more

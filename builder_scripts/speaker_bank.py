@@ -236,12 +236,12 @@ class SpeakerBank:
         >>> round(bank.centroid_threshold(), 3)  # separable: between 0.99 / 1.01 (same) and 0.1 / 1.005 (different)
         0.54
         """
-        same, different = self.centroid_trials()
-        if same.min() > different.max():  # separable: the middle of the gap
-            return float((same.min() + different.max()) / 2)
+        same, different = (np.sort(t) for t in self.centroid_trials())
+        if same[0] > different[-1]:  # separable: the middle of the gap
+            return float((same[0] + different[-1]) / 2)
         candidates = np.unique(np.concatenate([same, different]))
-        false_reject = (same[None, :] < candidates[:, None]).mean(axis=1)
-        false_accept = (different[None, :] >= candidates[:, None]).mean(axis=1)
+        false_reject = np.searchsorted(same, candidates, side="left") / same.size  # own voice under the line
+        false_accept = 1 - np.searchsorted(different, candidates, side="left") / different.size  # another's at or over it
         return float(candidates[int(np.argmin(np.abs(false_reject - false_accept)))])
 
     # ---------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Stage 3 of the build, the units: one file per (variant, dialogue) with its converted,
 resynthesised and checked clips, cached.
 
-``units/pool-<bank key>/code-<UNIT_CODE>/<variant>/<source>/<dialogue>.npz`` (another
-substitute pool, e.g. one more source, makes new units, and so does a change to the code that
-makes them: a warm cache never mixes units of old code into a build); a unit dropped before
+``units/pool-<bank key>/code-<UNIT_CODE>-<generation key>/<variant>/<source>/<dialogue>.npz`` (another
+substitute pool, e.g. one more source, makes new units, and so do other generation methods and a
+change to the code that makes them: a warm cache never mixes units of old code into a build); a unit dropped before
 conversion leaves a small ``.dropped.json`` marker instead. A unit depends only on the seed and
 its dialogue, so whichever process or machine makes it, the file is the same, and a killed build
 resumes here.
@@ -40,7 +40,7 @@ from .vc import get_converter
 UNIT_CODE = hashlib.sha256(b"".join(
     path.read_bytes() for path in sorted([
         *Path(__file__).parent.joinpath("vc").glob("*.py"),
-        *(Path(__file__).with_name(name) for name in ("units.py", "scenarios.py", "verification.py", "audio.py")),
+        *(Path(__file__).with_name(name) for name in ("units.py", "scenarios.py", "verification.py", "audio.py", "speaker_bank.py")),
         Path(__file__).parents[1] / "speech" / "audio.py",
     ])
 )).hexdigest()[:12]
@@ -65,11 +65,18 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
+def generation_key(opts) -> str:
+    """A short digest of the options that choose a unit's generation method (``plan.backend_for``)."""
+    return hashlib.sha256(json.dumps([opts.vc, list(opts.vc_4vc), opts.vc_recorded]).encode()).hexdigest()[:8]
+
+
 class UnitStore:
     """The unit files of one substitute pool, and their verdicts (review decisions included)."""
 
-    def __init__(self, cache: Path, bank_key: str, review: dict[tuple[str, str], str] | None = None):
-        self.root = Path(cache) / "units" / f"pool-{bank_key}" / f"code-{UNIT_CODE}"
+    def __init__(self, cache: Path, bank_key: str, review: dict[tuple[str, str], str] | None = None, methods: str = ""):
+        """``methods``: the build's generation methods (``generation_key``), so that units made by
+        other methods are never taken for this build's."""
+        self.root = Path(cache) / "units" / f"pool-{bank_key}" / f"code-{UNIT_CODE}{'-' + methods if methods else ''}"
         self.review = review or {}
 
     def path(self, variant: str, segment: Segment) -> Path:
@@ -167,10 +174,10 @@ class UnitMaker:
         reach the bank's EER threshold (``SpeakerBank.centroid_threshold``); else the unit is
         dropped (a bank voice speaks a text the same way every time, so there is nothing to draw
         again) and a replacement is made."""
-        if self._threshold is None:
-            self._threshold = self.bank.centroid_threshold()
-            self._encoder = get_encoder(self.bank.encoder_name or self.opts.encoder)
         with self.clock("encoder"), one_thread():
+            if self._threshold is None:
+                self._threshold = self.bank.centroid_threshold()
+                self._encoder = get_encoder(self.opts.encoder)  # the bank's (it chose S3)
             embeddings = self._encoder.encode([unit.raw_converted[s] for s in ("S2", "S3")])
         for scenario, substitute, embedding in zip(("S2", "S3"), (unit.s2, unit.s3), embeddings):
             cosine = round(float(embedding @ self.bank.embedding(substitute.speaker) / np.linalg.norm(embedding)), 4)

@@ -87,7 +87,7 @@ def test_a_dsp_method_is_compared_with_the_same_dialogues_respoken_and_split_by_
     for i in range(24):
         audit.add("main", unit(i, rng), artifacts=False)
         method = "praat" if i % 2 else "respeak"
-        audit.add("4vc", unit(i, rng, planted_db=3.0 if method == "praat" else 0.0, method=method), artifacts=False)
+        audit.add("4vc", unit(i, rng, planted_db=6.0 if method == "praat" else 0.0, method=method), artifacts=False)
     assert {key[:2] for key in audit.voice_free_cells()} == {("main", "all"), ("4vc", "all"), ("4vc", "praat"), ("4vc", "respeak")}
     differences = audit.respoken_differences()
     assert list(differences) == [("4vc", "praat")]
@@ -117,6 +117,18 @@ def test_the_voice_free_columns_are_features_no_voice_carries():
     assert list(families) == ["quiet frames", "DC", "quantisation", "above the low-pass", "compressibility net of the voice"]
     assert "median_f0" not in VOICE_FREE.names and not any(n.startswith("mfcc") for n in VOICE_FREE.names)
     clip = np.zeros(SR, dtype=np.float32)
-    clip[::2] = 3 / 32768  # every other sample 3 steps: half odd, two values, none tiny but the zeros
+    clip[::2] = 3 / 32768  # every other sample 3 steps (far under the floor: all quiet): half odd, two values, half tiny
     values = VOICE_FREE.measure(clip)["quantisation"]
-    assert values == {"odd_sample_share": 0.5, "distinct_value_share": 2 / SR, "tiny_value_share": 0.5}
+    assert values == {"odd_sample_share": 0.5, "distinct_value_share": 2 / 1600, "tiny_value_share": 0.5}
+
+
+def test_a_conversion_without_a_respoken_counterpart_is_judged_against_chance():
+    """A 4vc built without main (or a recorded corpus's conversions) has nothing re-spoken to be
+    compared with: its non-speaker cells above chance are warned of, naming why."""
+    rng = np.random.default_rng(4)
+    audit = BuildAudit(control_draws=DRAWS)
+    for i in range(24):
+        audit.add("4vc", unit(i, rng, planted_db=6.0, method="world"), artifacts=False)
+    assert audit.respoken_differences() == {}
+    assert any(line.startswith("shortcut audit 4vc (world; no re-spoken counterpart: against chance): localization, S2")
+               for line in audit.warnings()), audit.warnings()

@@ -110,3 +110,55 @@ def test_the_voice_threshold_is_where_refusals_of_the_own_voice_meet_acceptances
     refused, accepted = np.mean(np.array(same) < threshold), np.mean(np.array(different) >= threshold)
     gaps = [abs(np.mean(np.array(same) < t) - np.mean(np.array(different) >= t)) for t in np.concatenate([same, different])]
     assert abs(refused - accepted) == pytest.approx(min(gaps))
+
+
+def test_a_bank_voiced_target_never_gets_a_recorded_substitute_in_a_mixed_pool():
+    """A Piper man's S2 cannot be of his engine (it has no woman): it is the bank's woman, never the
+    recorded woman nearer to him (she could not re-speak the turn)."""
+    bank = SpeakerBank.from_embeddings({
+        "chitchat_tts/pm_joe": ("male", [1.0, 0.0, 0.0]), "chitchat_tts/pm_joe_deep": ("male", [0.8, 0.6, 0.0]),
+        "chitchat_tts/kf_alpha": ("female", [0.0, 0.0, 1.0]), "dailytalk/spk0": ("female", [0.9, 0.0, 0.4]),
+    })
+    segment = Segment("0", "chitchat_tts", "pm_joe", "male", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
+    for seed in range(10):
+        choice = choose(segment, bank, seed, target="chitchat_tts/pm_joe", engine=voice_engine)
+        assert choice.s2.speaker == "chitchat_tts/kf_alpha" and choice.s3.speaker == "chitchat_tts/pm_joe_deep"
+
+
+def _axes_bank() -> SpeakerBank:
+    """Three voices on three axes, three clips each, a little apart: threshold well between 0 and 1."""
+    speakers = []
+    for i, axis in enumerate(np.eye(4)[:3]):
+        clips = np.stack([axis + 0.1 * np.eye(4)[3] * s for s in (-1, 0, 1)])
+        clips /= np.linalg.norm(clips, axis=1, keepdims=True)
+        speakers.append(BankSpeaker(f"chitchat_tts/v{i}", "female", axis, clip_embeddings=clips))
+    return SpeakerBank(speakers)
+
+
+@pytest.mark.parametrize(("s2", "s3", "dropped"), [
+    ([1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], None),  # each says its turn in its own voice
+    ([1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], "S3"),  # S3's turn sounds like another voice
+    ([0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], "S2"),
+])
+def test_a_respoken_turn_must_sound_like_its_voice_by_the_banks_threshold(monkeypatch, s2, s3, dropped):
+    from types import SimpleNamespace
+
+    from builder_scripts import units
+
+    class Encoder:  # what the bank's encoder hears in the two re-spoken turns
+        def encode(self, clips):
+            assert len(clips) == 2
+            return np.array([s2, s3], dtype=np.float32)
+
+    monkeypatch.setattr(units, "get_encoder", lambda spec: Encoder())
+    bank = _axes_bank()
+    maker = units.UnitMaker(SimpleNamespace(encoder="campplus"), {}, bank, {}, None, units.Clock())
+    unit = SimpleNamespace(raw_converted={"S2": np.zeros(8), "S3": np.zeros(8)}, checks={}, dropped=None,
+                           s2=SimpleNamespace(speaker="chitchat_tts/v0"), s3=SimpleNamespace(speaker="chitchat_tts/v1"))
+    maker._verify_voices(unit)
+    assert 0.0 < unit.checks["voice_threshold"] < 1.0 and unit.checks["voice_threshold"] == round(bank.centroid_threshold(), 4)
+    assert unit.checks["s2_voice_similarity"] == pytest.approx(float(np.dot(s2, bank.embedding("chitchat_tts/v0"))), abs=1e-4)
+    if dropped is None:
+        assert unit.dropped is None
+    else:
+        assert unit.dropped == f"voice: a re-spoken {dropped} turn under the bank's EER threshold of similarity to its voice"

@@ -3,9 +3,9 @@
 A backend turns a source turn into the same words, with the same timing, in a target speaker's
 voice: ``convert(source, target_clips, source_clips=None, text=..., speaker=...)``. A method that
 re-speaks the turn instead (``respeak``: ``respeaks = True``) says ``text`` again in ``speaker``'s
-own voice, at that voice's rate; the conversions use the audio alone. All audio is 16 kHz mono float32;
-the output has exactly the source's length and the source's RMS loudness, so duration and level
-never reveal which turn was converted. ``resynthesize(audio)`` passes audio through the same
+own voice, at that voice's rate (its own length); the conversions use the audio alone. All audio
+is 16 kHz mono float32; a conversion's output has exactly the source's length and the source's RMS
+loudness, so duration and level never reveal which turn was converted. ``resynthesize(audio)`` passes audio through the same
 analysis-resynthesis path without changing the speaker, so every turn and every candidate of an
 instance can carry the same processing artefacts (the shortcut audit).
 

@@ -4,9 +4,11 @@ Where a source is voiced by the TTS voice bank (the embedded corpus), S2's and S
 are bank voices too, so nothing needs converting: the turn's text is voiced by the substitute the
 way every original turn is voiced (``Voicer.synthesize``: the engine, the voice's recipe, the
 trim, the loudness, the 16-bit wav cache), at the substitute's own speaking rate. No clip of the
-unit goes through an analysis-resynthesis pass, the originals included (``resynthesize`` returns
-its input), so the original and the altered turns leave one path and only the voice tells them
-apart. This is how the HEAR benchmark makes its counterfactual turns: the same transcript in
+unit goes through an analysis-resynthesis pass after its voicing, the originals included
+(``resynthesize`` returns its input), so the original and the altered turns leave one path and
+only the voice tells them apart. (A bank voice's recipe can include a PSOLA change of pitch and
+formants, as for the voices made male: that is part of how the voice sounds, applied to every
+turn the voice says, original or re-spoken.) This is how the HEAR benchmark makes its counterfactual turns: the same transcript in
 another speaker's voice. A re-spoken turn is verified (``units.UnitMaker``) by its similarity to the
 voice it was meant to have, against a threshold from the speaker bank's EER.
 
