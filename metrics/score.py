@@ -39,7 +39,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 from threadpoolctl import ThreadpoolController
 
 from metrics.core import (
@@ -235,6 +234,21 @@ def _threshold_free(scores: list[float | None], gold: dict[str, Any], counts: np
     return _pct(auroc), _pct(eer), intervals
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values``, ties sharing the mean of the ranks they span (scipy's
+    ``rankdata`` default, without scipy in the core install).
+
+    Example:
+        >>> average_ranks(np.array([0.5, 0.1, 0.5, 0.9])).tolist()
+        [2.5, 1.0, 2.5, 4.0]
+    """
+    order = np.argsort(values, kind="stable")
+    _, first, counts = np.unique(values[order], return_index=True, return_counts=True)
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)
+    return ranks
+
+
 def _ranked_scores(scores: list[float | None], labels: np.ndarray) -> np.ndarray | None:
     """The detection scores as ranks (ties share one), an instance without a score placed wrong:
     an inconsistent one below every score, a consistent one above; None when nothing is scored."""
@@ -242,7 +256,7 @@ def _ranked_scores(scores: list[float | None], labels: np.ndarray) -> np.ndarray
     if not given.any():
         return None
     ranks = np.empty(given.size)
-    ranks[given] = rankdata([s for s in scores if s is not None])
+    ranks[given] = average_ranks(np.array([s for s in scores if s is not None], dtype=float))
     ranks[~given] = np.where(labels[~given] == 1, 0.0, given.sum() + 1.0)
     return ranks
 

@@ -1,4 +1,5 @@
-"""``python -m publishing``: write the Hub trees of a release (``--dry-run DIR``) or push them."""
+"""``python -m publishing`` (in a clone: it is not part of the installed package): write the Hub
+trees of a release (``--trees-out DIR``) or push them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from publishing.closure import require_checkout
 from publishing.release import Release, push, write_trees
 
 
@@ -25,7 +25,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", action="store_true", help="publish the four metric Spaces")
     p.add_argument("--space", action="store_true", help="publish the leaderboard Space (reads the dataset and gold repos)")
     p.add_argument("--results-repo", help="a private Hub dataset repo where the Space keeps its results")
-    p.add_argument("--dry-run", type=Path, metavar="DIR", help="write the trees to DIR (a new folder) and push nothing")
+    p.add_argument("--trees-out", type=Path, metavar="DIR", help="write the trees to DIR (a new folder) and push nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
@@ -38,11 +38,10 @@ def main(argv: list[str] | None = None) -> int:
 
         disable_progress_bars()
     try:
-        require_checkout()
-        if args.dry_run is not None:
-            repos = write_trees(release, args.dry_run, progress=not args.no_progress)
+        if args.trees_out is not None:
+            repos = write_trees(release, args.trees_out, progress=not args.no_progress)
             print(json.dumps([r.plan() for r in repos], indent=2))
-            print(f"dry run: the trees are in {args.dry_run} (plan.json); nothing was pushed")
+            print(f"the trees are in {args.trees_out} (plan.json); nothing was pushed")
             return 0
         with tempfile.TemporaryDirectory(prefix="speakersleuth-publish-") as out:
             repos = write_trees(release, Path(out) / "trees", copy_data=False)

@@ -1,4 +1,4 @@
-"""The Hub trees ``python -m publishing --dry-run`` writes, each run the way the Hub runs it: in a
+"""The Hub trees ``python -m publishing --trees-out`` writes, each run the way the Hub runs it: in a
 fresh virtual environment made here with only that tree's ``requirements.txt`` (uv, from PyPI;
 trees with the same requirements share one), from a copy of the tree as the working folder, with
 no repository on the path and empty caches.
@@ -67,7 +67,7 @@ def make_release(root: Path) -> dict[str, Path]:
     ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
     ssd.write_blind(full, root / "public", root / "gold")
     args = ["--org", "acme", "--dataset", str(root / "public"), "--gold", str(root / "gold"), "--metrics", "--space",
-            "--dry-run", str(root / "trees")]
+            "--trees-out", str(root / "trees")]
     assert publish_main(args) == 0
     return {"full": full, "public": root / "public", "gold": root / "gold", "trees": root / "trees", "root": root}
 
@@ -154,14 +154,14 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
 def test_what_must_not_be_published_is_refused_in_one_line(release, tmp_path, capsys, args, message):
     args = [a.format(**{k: str(v) for k, v in release.items()}) for a in args]
     out = tmp_path / "trees"
-    assert publish_main(["--org", "acme", *args, "--dry-run", str(out)]) == 2
+    assert publish_main(["--org", "acme", *args, "--trees-out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
     assert not out.exists()
 
 
 def test_a_labelled_test_split_goes_to_a_private_repo(release, tmp_path):
-    assert publish_main(["--org", "acme", "--dataset", str(release["full"]), "--private", "--space", "--dry-run", str(tmp_path / "t")]) == 0
+    assert publish_main(["--org", "acme", "--dataset", str(release["full"]), "--private", "--space", "--trees-out", str(tmp_path / "t")]) == 0
     plan = {r["repo_id"]: r for r in json.loads((tmp_path / "t" / "plan.json").read_text())}
     assert plan["acme/speakersleuth"]["private"] and plan["acme/speakersleuth-leaderboard"]["space_secrets"] == ["HF_TOKEN"]
 
