@@ -9,13 +9,12 @@ from __future__ import annotations
 import configparser
 import json
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.fresh_machine import ROOT, fresh_env
+from tests.fresh_machine import build_wheel, fresh_env
 from tests.hub_envs import make_env
 from tests.lalm_http_double import serve
 from tests.synthetic import build_synthetic_dataset
@@ -28,9 +27,7 @@ CORE_BUDGET_MB = 500
 def core(tmp_path_factory) -> dict:
     """The wheel, the environment it went into, and a user's folder holding a small built dataset."""
     tmp = tmp_path_factory.mktemp("core")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "wheels"), str(ROOT)],
-                   check=True, timeout=300, cwd=tmp)
-    wheel = next((tmp / "wheels").glob("speakersleuth-*.whl"))
+    wheel = build_wheel(tmp)
     python = make_env([str(wheel)], tmp / "env")
     user = tmp / "user"
     build_synthetic_dataset(user / "speakersleuth", dialogues=2)

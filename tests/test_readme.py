@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import speakersleuth_dataset as ssd
-from tests.fresh_machine import ROOT
+from tests.fresh_machine import ROOT, build_wheel
 from tests.readme_blocks import blocks, commands
 from tests.synthetic import build_synthetic_dataset
 
@@ -73,16 +73,14 @@ def installed(tmp_path_factory) -> dict[str, str]:
     """The environment of a user who installed the wheel: PATH to the new environment first, a
     fresh HOME, offline, no PYTHONPATH."""
     tmp = tmp_path_factory.mktemp("readme")
-    wheels, env_dir = tmp / "wheels", tmp / "env"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
-                   check=True, timeout=300, cwd=tmp)
+    wheel, env_dir = build_wheel(tmp), tmp / "env"
     subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
     python = env_dir / "bin" / "python"
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "speakersleuth-deps.pth").write_text(f"{SITE_PACKAGES}\n")  # a plain path: .venv's own .pth files stay off
     subprocess.run([Path(sys.executable).with_name("uv"), "pip", "install", "-q", "--no-deps", "--python", python,
-                    *wheels.glob("speakersleuth-*.whl")], check=True, timeout=300)
+                    wheel], check=True, timeout=300)
     env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(tmp / "home"), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "MPLBACKEND": "Agg", "LANG": "C.UTF-8"}
     where = subprocess.run(["python", "-c", "import speakersleuth_dataset, builder_scripts.card as c; "
