@@ -19,11 +19,19 @@ def launch(target: str, extra: str, prog: str) -> int:
     return main()
 
 
+#: Modules that another extra than the command's brings (the Gemini judge's client).
+EXTRA_OF_MODULE = {"google": "gemini"}
+
+
 def missing_extra(err: ModuleNotFoundError, extra: str, prog: str) -> str:
-    """The one line for a command that met a module its install lacks.
+    """The one line for a command that met a module its install lacks: ``extra`` names what
+    installs it, unless ``EXTRA_OF_MODULE`` names another.
 
     Example:
         >>> missing_extra(ModuleNotFoundError("No module named 'torch'", name="torch"), "builder", "judges")
         "judges: needs torch, which the 'builder' extra installs: pip install 'speakersleuth[builder]'"
+        >>> missing_extra(ModuleNotFoundError(name="google.genai"), "builder", "judges").split(": ", 1)[1]
+        "needs google.genai, which the 'gemini' extra installs: pip install 'speakersleuth[gemini]'"
     """
+    extra = EXTRA_OF_MODULE.get((err.name or "").split(".")[0], extra)
     return f"{prog}: needs {err.name}, which the '{extra}' extra installs: pip install 'speakersleuth[{extra}]'"
