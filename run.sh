@@ -15,7 +15,7 @@ case "${1:-}" in
     $py -m speakersleuth_dataset validate --dataset speakersleuth
     $py -m judges baselines --dataset speakersleuth --results-out results/baselines --cache cache/embeddings
     $py -m judges sweep --dataset speakersleuth --variant main --sweep-out results/sweep --cache cache/embeddings
-    $py -m space.seed --dataset speakersleuth --results results/baselines --data-dir data
+    $py -m space.seed --dataset speakersleuth --predictions results/baselines --data-dir data
     exec $py -m space.app --dataset speakersleuth --data-dir data --host 127.0.0.1 --port 7860
     ;;
   test)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import importlib.util
 import io
 import os
 import random
@@ -1211,6 +1212,9 @@ def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_er
     root = Path(root)
     if not root.is_dir():
         raise DatasetValidationError([f"{root}: no such folder"])
+    if check_audio and importlib.util.find_spec("torchcodec") is None:
+        raise DatasetValidationError([f"{root}: decoding every clip as datasets does needs torchcodec: "
+                                      f"pip install 'speakersleuth[audio]', or check the rest with --skip-audio (check_audio=False)"])
     blind = is_blind(root)
     errors = _check_card(root, blind) + check_digests(root)
     ids_by_split: dict[str, list[str]] = {}

@@ -1,6 +1,6 @@
 """The Hub trees' environments and the leaderboard Space's start, as ``tests/test_hub_trees.py`` runs them.
 
-Writes a synthetic blind release with ``python -m publishing --dry-run``, then prints:
+Writes a synthetic blind release with ``python -m publishing --trees-out``, then prints:
 
 - the time to make each tree's fresh environment (uv; the Space's requirements plus what a Gradio
   Space's image adds, the metrics' shared requirements) with an empty uv cache (cold: everything

@@ -35,6 +35,7 @@ from judges.run import run_baselines, run_judge
 from judges.sweep import THRESHOLDS, run_sweep
 from speakersleuth_dataset import local_folder
 from speech.encoders import folder_encoders, offline_encoders
+from speech.extras import missing_extra
 from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 
 #: ``--model-dir`` names: the encoders that load from a local folder
@@ -171,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.results_out}")
     except (ValueError, FileNotFoundError, BackendError) as err:  # BackendError: a key missing, a server not there
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:  # the core install: API judges only; the encoders come with the builder extra
+        print(missing_extra(err, "builder", "python -m judges"), file=sys.stderr)
         return 2
     return 0
 

@@ -39,7 +39,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 from threadpoolctl import ThreadpoolController
 
 from metrics.core import (
@@ -123,14 +122,37 @@ def score_predictions(predictions, dataset, *, variant: str | None = None, split
     """Score predictions held in memory: the dict that ``python -m metrics.score --json`` prints
     for the same predictions written as a file (``leaderboard_row`` of it is the Table-2 row).
 
-    ``predictions``: a list of dicts, each a line of a predictions file (``task``, ``id``,
-    ``prediction``, and ``ranking`` / ``score`` where the line has one), or a pandas DataFrame
-    with those columns (a missing value leaves the key out; a missing ``prediction`` is null, no
-    answer). ``dataset``: what ``--dataset`` or ``--gold`` takes (a built folder, a blind copy's
-    private gold, a Hub dataset id of either) or a loaded ``Gold``. ``variant``: None takes the
-    one the ids belong to. Rows are validated as the file's lines are: a bad row raises
-    ``SubmissionError`` naming it as ``line N`` (the N-th row, from 1), with the file's message;
-    the result's ``sha256`` is that of the rows written one ``json.dumps`` line each.
+    Arguments
+    ---------
+    predictions : list of dict, pandas.DataFrame or datasets.Dataset
+        One row per line of a predictions file (``task``, ``id``, ``prediction``, and ``ranking`` /
+        ``score`` where the line has one). In a table a missing cell leaves its key out (a missing
+        ``prediction`` is null, no answer). Scores may be floats, numpy or torch scalars.
+    dataset : str, os.PathLike or Gold
+        What ``--dataset`` or ``--gold`` takes (a built folder, a blind copy's private gold, a Hub
+        dataset id of either), or a loaded ``Gold``.
+    variant : str, optional
+        None takes the one the ids belong to.
+    split : str
+        "test" (default) or "validation"; ids of the other split are refused with a hint to it.
+    n_bootstrap, seed : int
+        Resamples of the 95 % intervals (0: none) and their seed.
+
+    Returns
+    -------
+    dict
+        The breakdowns per task, as the file's scores have them; ``sha256`` is that of the rows
+        written one ``json.dumps`` line each.
+
+    Raises ``SubmissionError`` for a bad row, naming it as ``line N`` (the N-th row, from 1) with
+    the file's message, and ``IdMismatch`` for ids of another variant, split or copy.
+
+    Example
+    -------
+    >>> from metrics.score import leaderboard_row, score_predictions   # doctest: +SKIP
+    >>> rows = [{"task": "detection", "id": i, "prediction": "consistent"} for i in ids]   # doctest: +SKIP
+    >>> leaderboard_row(score_predictions(rows, "speakersleuth"))["det_bal_acc"]   # doctest: +SKIP
+    50.0
     """
     data = predictions_jsonl(predictions)
     if not isinstance(dataset, Gold):
@@ -148,23 +170,30 @@ def predictions_jsonl(predictions) -> bytes:
     b'{"task": "detection", "id": "d1", "prediction": "consistent"}\\n'
     """
     if hasattr(predictions, "to_dict") and hasattr(predictions, "columns"):  # a pandas DataFrame
+        rows = predictions.to_dict("records")
+    elif hasattr(predictions, "to_list") and hasattr(predictions, "features"):  # a datasets.Dataset
+        rows = predictions.to_list()
+    elif isinstance(predictions, (list, tuple)):
+        rows = None
+    else:
+        raise TypeError(f"predictions: a list of dicts, a pandas DataFrame or a datasets.Dataset, got {type(predictions).__name__}")
+    if rows is not None:  # table rows: a missing cell leaves its key out (a missing prediction is no answer)
         predictions = [{k: (None if _missing(v) else v) for k, v in row.items() if k == "prediction" or not _missing(v)}
-                       for row in predictions.to_dict("records")]
-    elif not isinstance(predictions, (list, tuple)):
-        raise TypeError(f"predictions: a list of dicts or a pandas DataFrame, got {type(predictions).__name__}")
+                       for row in rows]
     return "".join(json.dumps(row, default=_plain) + "\n" for row in predictions).encode("utf-8")
 
 
 def _missing(value) -> bool:
-    """Whether a DataFrame cell is a missing value (None, NaN, pandas' NA); a list never is."""
+    """Whether a table cell is a missing value (None, NaN, pandas' NA); a list or an array never is."""
     import pandas as pd
 
-    return not isinstance(value, (list, tuple, np.ndarray)) and bool(pd.isna(value))
+    return not isinstance(value, (list, tuple)) and not hasattr(value, "tolist") and bool(pd.isna(value))
 
 
 def _plain(value):
-    """numpy arrays and scalars (a DataFrame's cells) as the JSON values they hold."""
-    if isinstance(value, (np.ndarray, np.generic)):
+    """Arrays and scalars of numpy or torch (a table's cells, a model's scores: anything with
+    ``tolist``) as the JSON values they hold."""
+    if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"a {type(value).__name__} is not a JSON value")
 
@@ -235,6 +264,21 @@ def _threshold_free(scores: list[float | None], gold: dict[str, Any], counts: np
     return _pct(auroc), _pct(eer), intervals
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values``, ties sharing the mean of the ranks they span (scipy's
+    ``rankdata`` default, without scipy in the core install).
+
+    Example:
+        >>> average_ranks(np.array([0.5, 0.1, 0.5, 0.9])).tolist()
+        [2.5, 1.0, 2.5, 4.0]
+    """
+    order = np.argsort(values, kind="stable")
+    _, first, counts = np.unique(values[order], return_index=True, return_counts=True)
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)
+    return ranks
+
+
 def _ranked_scores(scores: list[float | None], labels: np.ndarray) -> np.ndarray | None:
     """The detection scores as ranks (ties share one), an instance without a score placed wrong:
     an inconsistent one below every score, a consistent one above; None when nothing is scored."""
@@ -242,7 +286,7 @@ def _ranked_scores(scores: list[float | None], labels: np.ndarray) -> np.ndarray
     if not given.any():
         return None
     ranks = np.empty(given.size)
-    ranks[given] = rankdata([s for s in scores if s is not None])
+    ranks[given] = average_ranks(np.array([s for s in scores if s is not None], dtype=float))
     ranks[~given] = np.where(labels[~given] == 1, 0.0, given.sum() + 1.0)
     return ranks
 

@@ -136,6 +136,10 @@ def _no_variant_holds(ids: set[str], root, split: str, present: list[str]) -> st
     if all(len(i) == 32 and all(c in "0123456789abcdef" for c in i) for i in ids):
         return (f"the ids (e.g. {example}) are a blind copy's, not {root}'s: score them against the copy's private "
                 "gold (--gold <gold folder>)")
+    for other in (s for s in ssd.SPLITS if s != split):
+        if ids & set().union(*(_gold_ids(root, v, other) for v in ssd.variants_present(root, other))):
+            return (f"the ids (e.g. {example}) are in the {other} split of {root}, not in its {split} split: score them "
+                    f'with --split {other} (in Python, split="{other}")')
     return f"none of the file's {len(ids)} ids (e.g. {example}) is in the {split} split of {root} (variants {', '.join(present)})"
 
 

@@ -2,6 +2,6 @@
 four metric Spaces and the leaderboard Space, each as the repository tree the Hub runs.
 
 ``python -m publishing --org <org> --dataset <folder> [--gold <gold_dir>] --metrics --space
-[--dry-run <dir>]``; the trees are made by ``publishing.trees``, the release planned, written and
+[--trees-out <dir>]``; the trees are made by ``publishing.trees``, the release planned, written and
 pushed by ``publishing.release``.
 """

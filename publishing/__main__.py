@@ -1,4 +1,5 @@
-"""``python -m publishing``: write the Hub trees of a release (``--dry-run DIR``) or push them."""
+"""``python -m publishing`` (in a clone: it is not part of the installed package): write the Hub
+trees of a release (``--trees-out DIR``) or push them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from publishing.closure import require_checkout
 from publishing.release import Release, push, write_trees
 
 
@@ -27,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true", help="publish a blind copy of a build whose seed is known (its cards "
                    "say so): its gold can be recomputed from the seed, so it is a demo, never a ranking")
     p.add_argument("--results-repo", help="a private Hub dataset repo where the Space keeps its results")
-    p.add_argument("--dry-run", type=Path, metavar="DIR", help="write the trees to DIR (a new folder) and push nothing")
+    p.add_argument("--trees-out", type=Path, metavar="DIR", help="write the trees to DIR (a new folder) and push nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
@@ -41,11 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 
         disable_progress_bars()
     try:
-        require_checkout()
-        if args.dry_run is not None:
-            repos = write_trees(release, args.dry_run, progress=not args.no_progress)
+        if args.trees_out is not None:
+            repos = write_trees(release, args.trees_out, progress=not args.no_progress)
             print(json.dumps([r.plan() for r in repos], indent=2))
-            print(f"dry run: the trees are in {args.dry_run} (plan.json); nothing was pushed")
+            print(f"the trees are in {args.trees_out} (plan.json); nothing was pushed")
             return 0
         with tempfile.TemporaryDirectory(prefix="speakersleuth-publish-") as out:
             repos = write_trees(release, Path(out) / "trees", copy_data=False)

@@ -21,15 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements.txt"
 
 
-def require_checkout(root: Path = ROOT) -> None:
-    """Refuse to publish from anything but a source checkout: the trees are pinned from its
-    ``requirements.txt`` and carry its ``LICENSE``, which an installed wheel does not have."""
-    missing = [name for name in ("requirements.txt", "LICENSE") if not (root / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"python -m publishing writes the Hub trees from a SpeakerSleuth source checkout; {root} "
-                                f"has no {' or '.join(missing)} (an installed package): run it in a clone")
-
-
 @dataclass(frozen=True)
 class Closure:
     """``files``: the project files (relative to the root) an entry file needs; ``modules``: the

@@ -2,7 +2,7 @@
 
 ``plan_release`` decides the repositories (names, visibility, the Space's variables) and checks
 the dataset before anything is written; ``write_trees`` writes every tree as it is pushed (what
-``--dry-run`` leaves to read); ``push`` creates each repo and uploads its tree with
+``--trees-out`` leaves to read); ``push`` creates each repo and uploads its tree with
 ``huggingface_hub`` (``upload_folder``: batched commits for a folder of any size, resumed by
 running it again; files no longer in the tree are deleted from the repo).
 """

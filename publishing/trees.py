@@ -36,6 +36,9 @@ SPACE_UNREACHED = {
     "parselmouth": "speech.audio.seeded_praat, the builder's Praat conversion",
     "torch": "speakersleuth_dataset.collate, batches for a torch DataLoader",
 }
+#: The Python every Space of the release runs on (its card's ``python_version``; Spaces default to
+#: 3.10, older than the pinned numpy allows). ``tests/test_hub_trees.py`` installs each tree under it.
+SPACE_PYTHON = "3.11"
 #: What a Gradio Space installs itself at the card's ``sdk_version``.
 SDK_PROVIDED = ("gradio",)
 #: Front matter a Space card must carry; ``sdk``, ``sdk_version`` and ``app_file`` are written here.
@@ -138,14 +141,16 @@ def copy_files(folder: Path, files: tuple[str, ...], out: Path, *, progress: boo
 
 def write_space_card(source: Path, out: Path, *, app_file: str, required: tuple[str, ...], **extra) -> None:
     """``source``'s card with the Spaces keys a Gradio Space needs (``sdk``, the pinned Gradio as
-    ``sdk_version``, ``app_file``); a card missing one of ``required`` is refused, naming them."""
+    ``sdk_version``, ``python_version``, ``app_file``); a card missing one of ``required`` is
+    refused, naming them."""
     from huggingface_hub import RepoCard
 
     card = RepoCard.load(source)
     missing = [key for key in required if card.data.get(key) in (None, "", [])]
     if missing:
         raise ValueError(f"{source}: the front matter has no {', '.join(missing)} (a Space card needs them)")
-    for key, value in {"sdk": "gradio", "sdk_version": gradio_version(), "app_file": app_file, **extra}.items():
+    for key, value in {"sdk": "gradio", "sdk_version": gradio_version(), "python_version": SPACE_PYTHON, "app_file": app_file,
+                       **extra}.items():
         setattr(card.data, key, value)
     card.save(out / "README.md")
 

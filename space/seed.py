@@ -1,8 +1,9 @@
 """Seed the leaderboard store with baseline predictions (e.g. the judges' JSONL files).
 
-    python -m space.seed --results results/ --dataset speakersleuth [--gold gold_dir] [--data-dir data/space]
+    python -m space.seed --predictions results/ --dataset speakersleuth [--gold gold_dir] [--data-dir data/space]
 
-Every ``*.jsonl`` under ``--results`` is validated, scored and stored exactly like an upload
+Every ``*.jsonl`` under ``--predictions`` (a folder, e.g. what ``python -m judges baselines
+--results-out`` wrote) is validated, scored and stored exactly like an upload
 (identical files are recognised, so seeding twice adds nothing), counted against the identity
 ``seed`` without a rate limit. What a file is comes from, in order:
 
@@ -94,14 +95,15 @@ def seed(submitter: Submitter, results: Path, *, progress: bool = True) -> dict[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m space.seed", description=__doc__.split("\n")[0])
-    parser.add_argument("--results", type=Path, required=True, help="folder of predictions JSONL files")
+    parser.add_argument("--predictions", type=Path, required=True, metavar="DIR",
+                        help="a folder of predictions JSONL files (searched recursively)")
     parser.add_argument("--dataset", help="built dataset folder or Hub id (env SPEAKERSLEUTH_DATASET)")
     parser.add_argument("--gold", help="private test gold of a blind dataset (env SPEAKERSLEUTH_GOLD)")
     parser.add_argument("--data-dir", type=Path, help="the Space's data folder (env SPEAKERSLEUTH_DATA_DIR)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    if not args.results.is_dir():
-        print(f"error: {args.results}: no such folder", file=sys.stderr)
+    if not args.predictions.is_dir():
+        print(f"error: {args.predictions}: no such folder", file=sys.stderr)
         return 2
     try:
         config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir)
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with open_store(config) as store:
         submitter = Submitter(config, store, dataset, variants=ssd.variants_present(dataset, every_task=True), gold=gold)
-        counts = seed(submitter, args.results, progress=not args.no_progress)
+        counts = seed(submitter, args.predictions, progress=not args.no_progress)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
     return 0 if not set(counts) - {"accepted", "duplicate"} else 1
 

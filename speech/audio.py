@@ -33,7 +33,11 @@ def resample(wav: np.ndarray, orig_sr: int, target_sr: int = SAMPLING_RATE) -> n
         wav = wav.astype(np.float32, copy=False)
     if orig_sr == target_sr:
         return wav.astype(np.float32, copy=False)
-    from scipy.signal import resample_poly
+    try:
+        from scipy.signal import resample_poly
+    except ImportError:
+        raise ImportError(f"resampling {orig_sr} Hz audio to {target_sr} Hz needs scipy: "
+                          "pip install 'speakersleuth[audio]'") from None
 
     g = gcd(int(orig_sr), int(target_sr))
     return resample_poly(wav, int(target_sr) // g, int(orig_sr) // g).astype(np.float32)

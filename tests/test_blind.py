@@ -372,7 +372,7 @@ def test_app_and_seed_take_the_gold_from_a_private_folder(built, tmp_path, capsy
     assert app.submitter.gold_root == gold.resolve() and app.dataset == public.resolve() and app.submitter.policy.paired
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "example.jsonl").write_bytes(Path(app.public_dir / "examples" / "example-predictions-main.jsonl").read_bytes())
-    args = ["--results", str(tmp_path / "results"), "--dataset", str(public), "--data-dir", str(tmp_path / "c")]
+    args = ["--predictions", str(tmp_path / "results"), "--dataset", str(public), "--data-dir", str(tmp_path / "c")]
     assert seed.main(args) == 2 and "blind copy without test gold" in capsys.readouterr().err
     assert seed.main([*args, "--gold", str(gold)]) == 0 and "1 accepted" in capsys.readouterr().out
 

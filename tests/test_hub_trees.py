@@ -1,4 +1,4 @@
-"""The Hub trees ``python -m publishing --dry-run`` writes, each run the way the Hub runs it: in a
+"""The Hub trees ``python -m publishing --trees-out`` writes, each run the way the Hub runs it: in a
 fresh virtual environment made here with only that tree's ``requirements.txt`` (uv, from PyPI;
 trees with the same requirements share one), from a copy of the tree as the working folder, with
 no repository on the path and empty caches.
@@ -40,7 +40,7 @@ from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
 from space.leaderboard import GROUPS
 from tests.scoring_fixtures import synthetic_gold
-from tests.hub_envs import hub_env
+from tests.hub_envs import UV, hub_env
 from tests.space_support import free_port, wait_served
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 from tests.test_metrics_standalone import _module_inputs, _scorer_values, _submission
@@ -68,7 +68,7 @@ def make_release(root: Path) -> dict[str, Path]:
     ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
     ssd.write_blind(full, root / "public", root / "gold")
     args = ["--org", "acme", "--dataset", str(root / "public"), "--gold", str(root / "gold"), "--metrics", "--space",
-            "--dry-run", str(root / "trees")]
+            "--trees-out", str(root / "trees")]
     assert publish_main(args) == 0
     return {"full": full, "public": root / "public", "gold": root / "gold", "trees": root / "trees", "root": root}
 
@@ -87,6 +87,18 @@ def space_variables(release: dict[str, Path], port: int) -> dict[str, str]:
 
 def tree_requirements(tree: Path) -> list[str]:
     return [line for line in (tree / "requirements.txt").read_text().splitlines() if line.strip()]
+
+
+def card_python(tree: Path) -> str:
+    """The Python a Space tree's card names (``python_version``), which the Hub builds it on."""
+    version = RepoCard.load(tree / "README.md").data.get("python_version")
+    assert isinstance(version, str) and re.fullmatch(r"3\.\d+", version), f"{tree}: python_version {version!r}"
+    return version
+
+
+def assert_runs_on(python: Path, version: str) -> None:
+    done = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True)
+    assert done.stdout.strip() == version, (python, done.stdout, done.stderr)
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -145,6 +157,26 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
     assert not [line for line in tree_requirements(trees / "space") if line.split("=")[0].split("[")[0] in ("torch", "torchcodec", "torchaudio", "transformers")]
 
 
+def test_the_space_extra_resolves_to_the_space_trees_releases(release):
+    """``pip install speakersleuth[space]`` and the Space tree agree: every package the tree pins that
+    the extra also resolves (uv, from PyPI, under the card's Python) comes in the same major release,
+    e.g. altair 5 (Gradio bundles Vega-Lite 5; altair 6 writes Vega-Lite 6)."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    tree = release["trees"] / "space"
+    done = subprocess.run([str(UV), "pip", "compile", "-q", "--python-version", card_python(tree), "--extra", "space",
+                           str(ROOT / "pyproject.toml")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    resolved = {r.name.lower(): r for r in map(Requirement, re.findall(r"^[A-Za-z0-9_.-]+==\S+", done.stdout, re.M))}
+    pinned = {r.name.lower(): r for r in map(Requirement, tree_requirements(tree))}
+    shared = sorted(set(resolved) & set(pinned))
+    assert {"altair", "gradio", "numpy", "pandas"} <= set(shared), shared
+    for name in shared:
+        pin, got = (Version(next(iter(r.specifier)).version) for r in (pinned[name], resolved[name]))
+        assert pin.major == got.major, f"{name}: the Space tree pins {pin}, speakersleuth[space] resolves {got}"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--dataset", "{full}"], "its test split is labelled and the repo would be public"),
     (["--dataset", "{full}", "--gold", "{gold}"], "is not a blind copy"),
@@ -155,7 +187,7 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
 def test_what_must_not_be_published_is_refused_in_one_line(release, tmp_path, capsys, args, message):
     args = [a.format(**{k: str(v) for k, v in release.items()}) for a in args]
     out = tmp_path / "trees"
-    assert publish_main(["--org", "acme", *args, "--dry-run", str(out)]) == 2
+    assert publish_main(["--org", "acme", *args, "--trees-out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
     assert not out.exists()
@@ -176,7 +208,7 @@ def test_a_known_seed_blind_copy_is_published_only_as_a_demo(release, tmp_path, 
 
 
 def test_a_labelled_test_split_goes_to_a_private_repo(release, tmp_path):
-    assert publish_main(["--org", "acme", "--dataset", str(release["full"]), "--private", "--space", "--dry-run", str(tmp_path / "t")]) == 0
+    assert publish_main(["--org", "acme", "--dataset", str(release["full"]), "--private", "--space", "--trees-out", str(tmp_path / "t")]) == 0
     plan = {r["repo_id"]: r for r in json.loads((tmp_path / "t" / "plan.json").read_text())}
     assert plan["acme/speakersleuth"]["private"] and plan["acme/speakersleuth-leaderboard"]["space_secrets"] == ["HF_TOKEN"]
 
@@ -212,7 +244,8 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     tree = shutil.copytree(release["trees"] / "space", work / "app")
     requirements = tree_requirements(tree)
     assert not [r for r in requirements if r.lower().startswith("torch")], requirements  # before gigabytes of CUDA wheels
-    python = hub_env([*requirements, *SPACES_IMAGE], tmp_path_factory.getbasetemp())
+    python = hub_env([*requirements, *SPACES_IMAGE], tmp_path_factory.getbasetemp(), card_python(tree))
+    assert_runs_on(python, card_python(tree))
     env = clean_env(work / "home")
     no_torch = run_in(python, "import torch", tree, env)
     assert no_torch.returncode != 0 and "No module named 'torch'" in no_torch.stderr
@@ -290,8 +323,9 @@ def test_metric_trees_load_alone_with_evaluate_and_compute_the_scorers_values(re
     inputs, expected = metric_case
     trees = {m: shutil.copytree(release["trees"] / "metrics" / f"speakersleuth_{m}", tmp_path / "hub" / f"speakersleuth_{m}") for m in METRICS}
     requirements = {tuple(tree_requirements(tree)) for tree in trees.values()}
-    assert len(requirements) == 1  # the four share one environment, made with exactly these
-    python = hub_env(list(requirements.pop()), tmp_path_factory.getbasetemp())
+    pythons = {card_python(tree) for tree in trees.values()}
+    assert len(requirements) == len(pythons) == 1  # the four share one environment, made with exactly these
+    python = hub_env(list(requirements.pop()), tmp_path_factory.getbasetemp(), pythons.pop())
     (tmp_path / "calls.json").write_text(json.dumps({m: (str(trees[m]), inputs[m]) for m in METRICS}))
     (tmp_path / "cwd").mkdir()
     done = run_in(python, COMPUTE, tmp_path / "cwd", clean_env(tmp_path / "home"), str(tmp_path / "calls.json"))
@@ -306,7 +340,8 @@ def test_metric_tree_app_builds_its_widget_on_the_cards_gradio(release, metric_c
     inputs, expected = metric_case
     tree = shutil.copytree(release["trees"] / "metrics" / f"speakersleuth_{metric}", tmp_path / f"speakersleuth_{metric}")
     sdk = RepoCard.load(tree / "README.md").data.sdk_version
-    python = hub_env([*tree_requirements(tree), f"gradio=={sdk}"], tmp_path_factory.getbasetemp())  # what Spaces installs
+    python = hub_env([*tree_requirements(tree), f"gradio=={sdk}"], tmp_path_factory.getbasetemp(), card_python(tree))  # what Spaces installs
+    assert_runs_on(python, card_python(tree))
     (tmp_path / "inputs.json").write_text(json.dumps(inputs[metric]))
     done = run_in(python, WIDGET, tree, clean_env(tmp_path / "home"), str(tmp_path / "inputs.json"))
     assert done.returncode == 0, done.stderr[-3000:]

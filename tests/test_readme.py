@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import speakersleuth_dataset as ssd
-from tests.fresh_machine import ROOT
+from tests.fresh_machine import ROOT, build_wheel
 from tests.readme_blocks import blocks, commands
 from tests.synthetic import build_synthetic_dataset
 
@@ -43,9 +43,9 @@ RULES = [
     (r"^python -m judges baselines ", "narrow --encoder campplus", "every method x four encoders: minutes on 2 cores; one encoder here"),
     (r"^python -m judges sweep ", "narrow --judge centroid-campplus", "twelve judges: minutes on 2 cores; one here"),
     (r"^python -m space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
-    (r"^python -m publishing .*--dry-run ", "parse", "a maintainer's tool that reads the checkout's requirements.txt, not "
-                                                      "in a wheel (tests/test_hub_trees.py runs it from the checkout)"),
-    (r"^python -m publishing ", "parse", "pushes to the Hub"),
+    (r"^python -m publishing .*--trees-out ", "parse in the checkout", "a maintainer's tool run in a clone (not in the "
+                                                                       "wheel); tests/test_hub_trees.py runs it"),
+    (r"^python -m publishing ", "parse in the checkout", "pushes to the Hub, from a clone"),
 ]
 
 
@@ -73,16 +73,14 @@ def installed(tmp_path_factory) -> dict[str, str]:
     """The environment of a user who installed the wheel: PATH to the new environment first, a
     fresh HOME, offline, no PYTHONPATH."""
     tmp = tmp_path_factory.mktemp("readme")
-    wheels, env_dir = tmp / "wheels", tmp / "env"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
-                   check=True, timeout=300, cwd=tmp)
+    wheel, env_dir = build_wheel(tmp), tmp / "env"
     subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
     python = env_dir / "bin" / "python"
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "speakersleuth-deps.pth").write_text(f"{SITE_PACKAGES}\n")  # a plain path: .venv's own .pth files stay off
     subprocess.run([Path(sys.executable).with_name("uv"), "pip", "install", "-q", "--no-deps", "--python", python,
-                    *wheels.glob("speakersleuth-*.whl")], check=True, timeout=300)
+                    wheel], check=True, timeout=300)
     env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(tmp / "home"), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "MPLBACKEND": "Agg", "LANG": "C.UTF-8"}
     where = subprocess.run(["python", "-c", "import speakersleuth_dataset, builder_scripts.card as c; "
@@ -135,9 +133,10 @@ def test_readme_command_block_runs(block, installed, datasets_here, tmp_path):
             print(f"run narrowed ({why}): {typed}")
         else:
             typed = command if mode == "run" else re.sub(r"^python -m ", f"python {PARSE_ONLY} ", command)
-        done = _bash(typed, prelude, work, installed)
+        env = dict(installed, PYTHONPATH=str(ROOT)) if mode == "parse in the checkout" else installed
+        done = _bash(typed, prelude, work, env)
         assert done.returncode == 0, f"README line {block.line}: {command}\nexited {done.returncode}:\n{done.stderr[-3000:]}"
-        if mode == "parse":
+        if mode.startswith("parse"):
             assert done.stdout.startswith("parsed: Namespace("), done.stdout
             print(f"parsed, not run ({why}): {command}")
 
@@ -162,10 +161,9 @@ def test_readme_python_block_runs(block, installed, datasets_here, tmp_path):
 
 
 
-def test_publishing_from_the_installed_wheel_refuses_in_one_line(installed, tmp_path):
-    """The trees are copied from a checkout's files; an installed wheel says so instead of a traceback."""
-    done = subprocess.run(["python", "-m", "publishing", "--org", "acme", "--metrics", "--dry-run", str(tmp_path / "trees")],
+def test_publishing_is_not_in_the_installed_wheel(installed, tmp_path):
+    """The trees are copied from a clone's files, so the wheel ships neither the module nor a script."""
+    done = subprocess.run(["python", "-m", "publishing", "--org", "acme", "--metrics", "--trees-out", str(tmp_path / "trees")],
                           cwd=tmp_path, env=installed, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2, done.stderr
-    assert "from a SpeakerSleuth source checkout" in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    assert not (tmp_path / "trees").exists()
+    assert done.returncode == 1 and "No module named publishing" in done.stderr, done.stderr
+    assert shutil.which("speakersleuth-publish", path=installed["PATH"]) is None

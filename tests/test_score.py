@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from metrics import core
 from metrics.report import format_report, main
-from metrics.score import INTERVAL_KEYS, TABLE2_KEYS, leaderboard_row, score_submission
+from metrics.score import INTERVAL_KEYS, TABLE2_KEYS, average_ranks, leaderboard_row, score_submission
 from metrics.submission import Gold, load_gold, parse_submission
 from tests.scoring_fixtures import synthetic_gold
 from tests.synthetic import build_synthetic_dataset
@@ -446,3 +446,12 @@ def test_cli_refuses_a_file_mixing_variants_or_of_another_dataset_in_one_line(tw
     assert main(["--predictions", str(other), "--dataset", str(folder)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "none of the file's 12 ids" in err and "is in the test split of" in err, err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-3, 3).map(lambda x: x / 2), min_size=1, max_size=30))
+def test_average_ranks_are_scipys_rankdata(values):
+    """The core install has no scipy; its ranks (ties share their mean rank) equal scipy's."""
+    from scipy.stats import rankdata
+
+    assert average_ranks(np.array(values, dtype=float)).tolist() == rankdata(values).tolist()

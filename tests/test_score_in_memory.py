@@ -13,7 +13,8 @@ import pytest
 from metrics.report import main
 from metrics.score import leaderboard_row, score_predictions
 from metrics.submission import SubmissionError, load_gold
-from tests.synthetic import build_synthetic_dataset
+import speakersleuth_dataset as ssd
+from tests.synthetic import build_synthetic_dataset, dialogue_records
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,37 @@ def test_bad_rows_give_the_files_errors(folder, tmp_path, capsys):
     with pytest.raises(SubmissionError) as framed:
         score_predictions(pd.DataFrame(lines), folder)
     assert [e.split(":")[0] for e in framed.value.errors] == ["line 3", "line 5"]
-    with pytest.raises(TypeError, match="a list of dicts or a pandas DataFrame, got str"):
+    with pytest.raises(TypeError, match="a list of dicts, a pandas DataFrame or a datasets.Dataset, got str"):
         score_predictions(str(path), folder)
     with pytest.raises(ValueError, match="the gold is of variant main, not 4vc"):
         score_predictions(lines, load_gold(folder, "main"), variant="4vc")
+
+
+def test_a_datasets_dataset_and_torch_scores_score_as_the_list_does(folder):
+    """Scores given as torch scalars, and a ``datasets.Dataset`` of the lines (a null cell where a
+    line has no such key), give what the plain list gives (the table's rows hash differently: their
+    keys come in the table's column order)."""
+    import datasets
+    import torch
+
+    lines = [line for line in judged(load_gold(folder, "main"), seed=3) if line["task"] != "localization"]
+    expected = score_predictions(lines, folder, n_bootstrap=0)
+    as_tensors = [dict(line, score=torch.tensor(line["score"], dtype=torch.float64)) if "score" in line else line for line in lines]
+    assert score_predictions(as_tensors, folder, n_bootstrap=0) == expected
+    table = datasets.Dataset.from_list([{"ranking": None, "score": None, **line} for line in lines])
+    assert table.column_names == ["ranking", "score", "task", "id", "prediction"]
+    scored = score_predictions(table, folder, n_bootstrap=0)
+    assert {k: v for k, v in scored.items() if k != "sha256"} == {k: v for k, v in expected.items() if k != "sha256"}
+
+
+def test_validation_ids_scored_as_test_point_to_the_validation_split(tmp_path):
+    """Ids of the validation split, scored as the default test split, are refused with the split to use."""
+    folder = build_synthetic_dataset(tmp_path / "ds", dialogues=2, variants=("main",))
+    with ssd.DatasetWriter(folder, "detection", "validation") as writer:
+        writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
+    ssd.write_card(folder, "# SpeakerSleuth (synthetic)\n\nFor tests only.")
+    ids = load_gold(folder, "main", "validation").tasks["detection"]
+    lines = [{"task": "detection", "id": rid, "prediction": "consistent"} for rid in ids]
+    with pytest.raises(ValueError, match=r'are in the validation split of .*split="validation"'):
+        score_predictions(lines, folder)
+    assert score_predictions(lines, folder, split="validation", n_bootstrap=0)["split"] == "validation"
