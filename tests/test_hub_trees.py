@@ -200,11 +200,11 @@ def test_a_known_seed_blind_copy_is_published_only_as_a_demo(release, tmp_path, 
     ssd.write_blind(release["full"], tmp_path / "public", tmp_path / "gold", allow_known_seed=True)
     ssd.write_card(release["full"], "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
     args = ["--org", "acme", "--dataset", str(tmp_path / "public"), "--gold", str(tmp_path / "gold")]
-    assert publish_main([*args, "--dry-run", str(tmp_path / "refused")]) == 2
+    assert publish_main([*args, "--trees-out", str(tmp_path / "refused")]) == 2
     err = capsys.readouterr().err
     assert "whose seed is known" in err and "--demo" in err and err.count("\n") == 1, err
     assert not (tmp_path / "refused").exists()
-    assert publish_main([*args, "--demo", "--dry-run", str(tmp_path / "demo")]) == 0
+    assert publish_main([*args, "--demo", "--trees-out", str(tmp_path / "demo")]) == 0
 
 
 def test_a_labelled_test_split_goes_to_a_private_repo(release, tmp_path):
@@ -253,7 +253,8 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     assert all("score" in json.loads(line) for line in predictions.read_text().splitlines() if '"detection"' in line)
 
     port = free_port()
-    env = clean_env(work / "home", **space_variables(release, port))
+    # the release's synthetic blind copy is paired (six dialogues): served as a demo that says what it leaks
+    env = clean_env(work / "home", **space_variables(release, port), SPEAKERSLEUTH_ALLOW_PAIRED="1")
     log = work / "app.log"
     with log.open("w") as out:
         process = subprocess.Popen([str(python), "space/app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -456,7 +457,7 @@ def test_a_labelled_test_split_is_refused_public_with_no_validation_split_beside
     """The refusal looks at the test split itself: a build with a labelled test split and nothing else."""
     full = build_synthetic_dataset(tmp_path / "full", dialogues=2, variants=("main",))
     assert not list(full.rglob("validation-*.parquet")) and list(full.rglob("test-*.parquet"))
-    assert publish_main(["--org", "acme", "--dataset", str(full), "--dry-run", str(tmp_path / "trees")]) == 2
+    assert publish_main(["--org", "acme", "--dataset", str(full), "--trees-out", str(tmp_path / "trees")]) == 2
     assert "its test split is labelled and the repo would be public" in capsys.readouterr().err
     assert not (tmp_path / "trees").exists()
 
