@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .audit_features import NON_SPEAKER, VOICE_FREE
 from . import shortcuts
-from .shortcuts import TASK_LABELS, ShortcutAudit, cell_text
+from .shortcuts import TASK_LABELS, MeasuredUnit, ShortcutAudit, cell_text, measure_unit
 from .vc.respeak import RESPEAK
 
 #: the classifiers of the voice-free family: the card's and an independent one
@@ -50,9 +50,14 @@ class BuildAudit:
     def add(self, variant: str, unit, artifacts: bool = True) -> None:
         """Measure one published unit (``finished``) of ``variant``; ``artifacts=False`` leaves out
         the card's resynthesis-artefact counts."""
+        self.add_measured(variant, measure(unit, artifacts))
+
+    def add_measured(self, variant: str, measured: tuple[MeasuredUnit, MeasuredUnit]) -> None:
+        """Add one unit of ``variant`` measured by ``measure`` (in any process)."""
         draws = self.control_draws["logistic"]
-        self.non_speaker.setdefault(variant, ShortcutAudit(control_draws=draws)).add(unit, artifacts=artifacts)
-        self.voice_free.setdefault(variant, ShortcutAudit(families=False, control_draws=draws, features=VOICE_FREE)).add(unit, artifacts=False)
+        non_speaker, voice_free = measured
+        self.non_speaker.setdefault(variant, ShortcutAudit(control_draws=draws)).add_measured(non_speaker)
+        self.voice_free.setdefault(variant, ShortcutAudit(families=False, control_draws=draws, features=VOICE_FREE)).add_measured(voice_free)
         self._cells = self._differences = None
 
     def voice_free_cells(self) -> dict[tuple[str, str, str], dict]:
@@ -151,6 +156,12 @@ class BuildAudit:
             "non_speaker": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in self.non_speaker.items()},
             "warnings": self.warnings(),
         }
+
+
+def measure(unit, artifacts: bool = True) -> tuple[MeasuredUnit, MeasuredUnit]:
+    """What ``BuildAudit.add_measured`` takes of one published unit: its non-speaker features (and
+    artefact counts, with ``artifacts``) and its voice-free features."""
+    return measure_unit(unit, NON_SPEAKER, artifacts), measure_unit(unit, VOICE_FREE, artifacts=False)
 
 
 def _published(audit: ShortcutAudit) -> dict:

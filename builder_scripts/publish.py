@@ -25,8 +25,8 @@ from speech.files import write_text_atomic
 from .card import TEMPLATE, write_dataset_card
 from .final_stage import finished
 from .plan import Part, Plan, Selection
-from .scenarios import unit_rng
-from .card_audit import BuildAudit
+from .scenarios import Unit, unit_rng
+from .card_audit import BuildAudit, measure
 from .units import UnitStore
 
 log = logging.getLogger(__name__)
@@ -73,19 +73,23 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
 
 
 def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit: BuildAudit) -> int:
-    """The selected units of one (variant, split) into its three configs; returns how many."""
+    """The selected units of one (variant, split) into its three configs; returns how many. The
+    units are finished and measured for the audit in ``audit.jobs`` processes, written here in order."""
+    from joblib import Parallel, delayed
+
     variant, split = part
     order = unit_rng(opts.seed, "rows", variant, split)
     writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant), split) for task in ssd.TASKS}
+    paths = [store.path(variant, segment) for segment, _ in selection.kept]
+    prepared = Parallel(n_jobs=min(audit.jobs, len(paths) or 1), return_as="generator")(delayed(_finished_and_measured)(p) for p in paths)
     try:
-        for segment, _ in tqdm(selection.kept, desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress):
-            unit = finished(store.load(variant, segment))
+        for unit, measured in tqdm(prepared, total=len(paths), desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress):
             rows, discrimination = unit.records(opts.seed)
             order.shuffle(rows)
             for task in ("detection", "localization"):
                 writers[task].write_all(rows)
             writers["discrimination"].write(discrimination)
-            audit.add(variant, unit)
+            audit.add_measured(variant, measured)
         for writer in writers.values():
             writer.close()
     except BaseException:
@@ -93,6 +97,12 @@ def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit:
             writer.abort()
         raise
     return len(selection.kept)
+
+
+def _finished_and_measured(path: Path) -> tuple[Unit, tuple]:
+    """The unit stored at ``path`` through the final stage, and its audit measures (``card_audit.measure``)."""
+    unit = finished(Unit.load(path))
+    return unit, measure(unit)
 
 
 def build_fingerprint(opts, plan: Plan, store: UnitStore) -> str:

@@ -37,6 +37,8 @@ the original (issue 16: S2's impulse rate within 1.5 x of S1's).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from threadpoolctl import threadpool_limits
 
@@ -218,6 +220,38 @@ def permuted(task: str, instances: list[tuple[np.ndarray, int]], rng: np.random.
     return [(rows, int(t)) for (rows, _), t in zip(instances, shuffled)]
 
 
+@dataclass(frozen=True)
+class MeasuredUnit:
+    """One unit's clips measured (``measure_unit``): what ``ShortcutAudit.add_measured`` collects.
+    Plain data, so that units can be measured in other processes than the one that fits."""
+
+    group: str  # the unit's dialogue
+    backend: str | None  # the generation method that altered it, when known
+    k: int  # the altered turn's index
+    #: stage -> (the target turns' feature vectors, {"S2": vector, "S3": vector})
+    stages: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
+    #: (stage, scenario, gender, ``ArtifactRates.measure``) per clip counted; empty without artefacts
+    artifacts: tuple = ()
+
+
+def measure_unit(unit, features: FeatureSet = NON_SPEAKER, artifacts: bool = True) -> MeasuredUnit:
+    """``features`` of a unit's published clips (``unit.targets``, ``unit.converted``) and of its raw
+    ones when it has them (``raw_targets``, ``raw_converted``); with ``artifacts``, the S1/S2/S3
+    clips' artefact measures too (``ArtifactRates.measure``)."""
+    k = unit.converted_turn - 1
+    stages = {"published": (unit.targets, unit.converted)}
+    if unit.raw_targets and unit.raw_converted:
+        stages = {"raw": (unit.raw_targets, unit.raw_converted), **stages}
+    counted = []
+    for stage, (originals, conversions) in stages.items():
+        voices = (("S1", originals[k], unit.segment.target_gender), ("S2", conversions["S2"], unit.s2.gender),
+                  ("S3", conversions["S3"], unit.s3.gender))
+        counted += [(stage, scenario, gender, ArtifactRates.measure(stage, clip)) for scenario, clip, gender in voices if artifacts]
+    vectors = {stage: (np.stack([features.vector(c) for c in originals]), {s: features.vector(conversions[s]) for s in ("S2", "S3")})
+               for stage, (originals, conversions) in stages.items()}
+    return MeasuredUnit(f"{unit.segment.source}/{unit.segment.dialogue_id}", getattr(unit, "vc_model", None), k, vectors, tuple(counted))
+
+
 class ArtifactRates:
     """Per stage and scenario: clips, % with an impulse, % with an exact-zero run; on the published
     stage also the median HNR (dB) per gender of the voice heard (a male voice is less periodic
@@ -234,13 +268,23 @@ class ArtifactRates:
 
     def add(self, stage: str, scenario: str, clip: np.ndarray, gender: str) -> None:
         """Measure one clip of ``scenario`` (S1/S2/S3) at ``stage`` (raw/published), voiced as ``gender``."""
+        self.add_measured(stage, scenario, gender, self.measure(stage, clip))
+
+    @staticmethod
+    def measure(stage: str, clip: np.ndarray) -> tuple[bool, bool, float | None]:
+        """What ``add`` counts of one clip: an impulse, an exact-zero run, and (published) its HNR."""
+        return impulse_windows(clip) > 0, zero_runs(clip) > 0, harmonicity(clip) if stage == "published" else None
+
+    def add_measured(self, stage: str, scenario: str, gender: str, measured: tuple[bool, bool, float | None]) -> None:
+        """Count one clip already measured (``measure``)."""
         if (stage, scenario) not in self._clips or gender not in self.GENDERS:
             raise ValueError(
                 f"unknown stage/scenario/gender {stage!r}/{scenario!r}/{gender!r}; use {self.STAGES} x {self.SCENARIOS} x {self.GENDERS}"
             )
-        self._clips[(stage, scenario)].append((impulse_windows(clip) > 0, zero_runs(clip) > 0))
+        impulse, zero_run, hnr = measured
+        self._clips[(stage, scenario)].append((impulse, zero_run))
         if stage == "published":
-            self._hnr[(scenario, gender)].append(harmonicity(clip))
+            self._hnr[(scenario, gender)].append(hnr)
 
     def _median_hnr(self, scenario: str, gender: str) -> float:
         values = np.array(self._hnr[(scenario, gender)], dtype=np.float64)
@@ -306,20 +350,14 @@ class ShortcutAudit:
     def add(self, unit, artifacts: bool = True) -> None:
         """Measure one unit's clips; ``artifacts=False`` leaves out the resynthesis-artefact counts
         (``self.artifacts``, the card's table: per clip their HNR costs about four times the features)."""
-        k = unit.converted_turn - 1
-        group = f"{unit.segment.source}/{unit.segment.dialogue_id}"
-        stages = [("published", unit.targets, unit.converted)]
-        if unit.raw_targets and unit.raw_converted:
-            stages.insert(0, ("raw", unit.raw_targets, unit.raw_converted))
-        for stage, originals, conversions in stages:
-            voices = (("S1", originals[k], unit.segment.target_gender), ("S2", conversions["S2"], unit.s2.gender),
-                      ("S3", conversions["S3"], unit.s3.gender))
-            for scenario, clip, gender in voices if artifacts else ():
-                self.artifacts.add(stage, scenario, clip, gender)
-            vector = self.features.vector
-            turns = np.stack([vector(c) for c in originals])
-            self.add_features(stage, turns, k, {s: vector(conversions[s]) for s in ("S2", "S3")}, group,
-                              getattr(unit, "vc_model", None))
+        self.add_measured(measure_unit(unit, self.features, artifacts))
+
+    def add_measured(self, measured: MeasuredUnit) -> None:
+        """Add one unit measured by ``measure_unit`` (in any process) with this audit's features."""
+        for stage, scenario, gender, clip in measured.artifacts:
+            self.artifacts.add_measured(stage, scenario, gender, clip)
+        for stage, (turns, converted) in measured.stages.items():
+            self.add_features(stage, turns, measured.k, converted, measured.group, measured.backend)
 
     def add_features(self, stage: str, turns: np.ndarray, k: int, converted: dict[str, np.ndarray], group: str,
                      backend: str | None = None) -> None:
