@@ -2,8 +2,8 @@
 
 What padded duplicate uploads cost is measured in the store and in Gradio's upload cache.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_space.py [--dataset FOLDER] [--parts latency,load,duplicates]
-        [--files judge|plain] [--judge pairwise-resemblyzer]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_space.py [--dataset FOLDER [--gold FOLDER]]
+        [--parts latency,load,duplicates] [--files judge|plain] [--judge pairwise-resemblyzer]
 
 Each part serves the real app over a fresh SQLite store, with the rate limit raised out of the way;
 other settings come from the ``SPEAKERSLEUTH_*`` environment as in the Space. Offline: nothing
@@ -131,13 +131,14 @@ def forwarded_for(k: int) -> str:
 class Bench:
     """The dataset, its gold, and how to serve the app and talk to it."""
 
-    def __init__(self, dataset: Path, work: Path, timeout_s: float):
+    def __init__(self, dataset: Path, work: Path, timeout_s: float, gold: Path | None = None):
         from metrics.submission import load_gold
 
         self.dataset = dataset
         self.work = work
         self.timeout_s = timeout_s
-        self.gold = load_gold(dataset, "main")
+        self.gold_dir = gold  # a blind dataset's private gold: the app serves its round
+        self.gold = load_gold(gold or dataset, "main")
         self.files = work / "files"
         self.files.mkdir(parents=True, exist_ok=True)
 
@@ -151,7 +152,8 @@ class Bench:
         data_dir = self.work / part
         shutil.rmtree(data_dir, ignore_errors=True)
         settings = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
-        config = replace(SpaceConfig.from_env(settings, dataset=str(self.dataset), data_dir=data_dir),
+        blind = {"gold": str(self.gold_dir)} if self.gold_dir else {}
+        config = replace(SpaceConfig.from_env(settings, dataset=str(self.dataset), data_dir=data_dir, **blind),
                          host="127.0.0.1", port=free_port(), rate_limit=1_000_000, space_id=None,
                          upload_budget_bytes=10**12)
         started = time.perf_counter()
@@ -175,6 +177,8 @@ class Bench:
         port = free_port()
         env = dict(os.environ, **{ENV_PREFIX + k: v for k, v in SERVER_ENV.items()})
         env.pop("SPACE_ID", None)  # identity = client address, as off Spaces
+        if self.gold_dir:
+            env[ENV_PREFIX + "GOLD"] = str(self.gold_dir)
         env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
         command = [sys.executable, "-m", "space.app", "--dataset", str(self.dataset), "--data-dir", str(data_dir),
                    "--host", "127.0.0.1", "--port", str(port)]
@@ -472,7 +476,11 @@ def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "jud
     print(f"[latency] {files} files: {len(sample)} lines each, {scored} with a detection score")
     with bench.serve_process("latency") as (server, url):
         client = bench.client(url, "10.76.0.1")
-        timings = [bench.round_trip(client, paths[name], name) for name in tqdm(alone_names, desc="alone", unit="submission")]
+        timings = []
+        for k, name in enumerate(tqdm(alone_names, desc="alone", unit="submission")):
+            if bench.gold_dir:  # a blind round releases an identity's later files only when they beat its best
+                client = bench.client(url, f"10.77.{k // 250}.{k % 250 + 1}")
+            timings.append(bench.round_trip(client, paths[name], name))
         print_round_trips("one submitter at a time", timings)
         if not names:
             return
@@ -745,6 +753,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--dataset", type=Path, help="a built dataset folder (default: a synthetic one)")
+    parser.add_argument("--gold", type=Path, help="the private test gold of a blind --dataset (python -m speakersleuth_dataset "
+                        "blind): the app serves its blind round, and each timed submission alone comes from its own "
+                        "address (an identity's later files are shown only when they beat its best)")
     parser.add_argument("--dialogues", type=at_least(1), default=60, help="dialogues of the synthetic folder")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "speakersleuth-bench-space",
                         help="folder for the synthetic dataset (kept) and the stores, files and Gradio cache of a run (removed)")
@@ -791,7 +802,7 @@ def main() -> None:
             print(f"building a synthetic folder of {args.dialogues} dialogues (main) in {dataset} ...")
             shutil.rmtree(dataset, ignore_errors=True)
             build_synthetic_dataset(dataset, dialogues=args.dialogues, variants=("main",))
-    bench = Bench(dataset, args.work, args.timeout)
+    bench = Bench(dataset, args.work, args.timeout, args.gold)
     print(f"dataset {dataset}: main gold {({task: len(rows) for task, rows in bench.gold.tasks.items()})}")
 
     started = time.perf_counter()
