@@ -19,8 +19,10 @@ case "${1:-}" in
     exec $py -m space.app --dataset speakersleuth --data-dir data --host 127.0.0.1 --port 7860
     ;;
   test)
+    # One worker per core (pytest-xdist), each running whole test modules, so that a module's
+    # fixtures (its builds) are made once.
     shift
-    $py -m pytest -q "$@"
+    $py -m pytest -q -n "$(nproc)" --dist loadfile "$@"
     ;;
   *)
     echo "usage: ./run.sh demo|test [args]" >&2
