@@ -115,7 +115,9 @@ class VariantSpec:
     max_window_turns: int = MAX_SEGMENT_TURNS
 
 
-VARIANT_SPECS = {s.name: s for s in (VariantSpec("main", 5), VariantSpec("4vc", 5, draws_backend=True), VariantSpec("10turn", 10))}
+VARIANT_SPECS = {
+    s.name: s for s in (VariantSpec("main", 5), VariantSpec("4vc", 5, draws_backend=True), VariantSpec("10turn", 10))
+}
 VARIANTS = tuple(VARIANT_SPECS)
 #: The columns of a human-review sheet (``review.csv``): the builder exports and reads it
 #: (``--review-decisions``), the Space's Review tab writes it. The builder reads variant,
@@ -192,9 +194,9 @@ COLUMN_DESCRIPTIONS = {
     "target_speaker": "The corpus's id of the speaker whose turns are judged.",
     "target_gender": "`female` or `male`.",
     "turns": "The dialogue window as text, every speaker's turns in order: `speaker`, `text`, and `is_target` "
-             "(a turn of the target speaker).",
+    "(a turn of the target speaker).",
     "target_turn_positions": "Where the target turns are in `turns` (0-based): the k-th target turn (k = 1..N) is "
-                             "`turns[target_turn_positions[k - 1]]`.",
+    "`turns[target_turn_positions[k - 1]]`.",
     "reference_audio": "One clip of the target speaker from outside the window (at least 3 s).",
     "vc_model": "The voice-conversion backend of the converted clip(s) (null for the S1 rows of the turn tasks).",
     "scenario": "Gold: `S1` (consistent), `S2` (turn k converted to the other gender) or `S3` (to the most similar speaker).",
@@ -203,7 +205,7 @@ COLUMN_DESCRIPTIONS = {
     "inconsistent_turns": "Gold (localization): the 1-based target turns that were converted: `[k]` for S2/S3, `[]` for S1.",
     "converted_turn": "Provenance: k, the 1-based target turn converted in S2/S3 (null for S1).",
     "substitute_speaker": "Provenance: whose voice turn k was converted to (`<source>/<speaker>` when from another "
-                          "corpus; null for S1).",
+    "corpus; null for S1).",
     "substitute_gender": "Provenance: the substitute's gender (null for S1).",
     "substitute_similarity": "Provenance: cosine of the substitute's and the target's mean speaker embeddings (null for S1).",
     "context_audio": "The N - 1 target turns other than the masked one, in dialogue order (list of clips).",
@@ -216,6 +218,7 @@ COLUMN_DESCRIPTIONS = {
     "answer": "Gold (discrimination): the label of the original candidate.",
     "gold_ranking": "Gold (ranking): the labels best first, original > similar speaker (S3) > gender switch (S2).",
 }
+
 
 @dataclass(frozen=True)
 class ConfigSpec:
@@ -572,11 +575,17 @@ def data_fields_section(configs: Iterable[str], features_of: Callable[[str], Fea
     features_of = features_of or (lambda name: get_config(name).features)
     groups: dict[tuple, tuple[list[str], list[str]]] = {}
     for name in configs:
-        rows = [f"| `{column}` | {feature_type(feature)} | {COLUMN_DESCRIPTIONS[column]} |"
-                for column, feature in features_of(name).items()]
+        rows = [
+            f"| `{column}` | {feature_type(feature)} | {COLUMN_DESCRIPTIONS[column]} |"
+            for column, feature in features_of(name).items()
+        ]
         groups.setdefault(tuple(rows), ([], rows))[0].append(name)
-    return "\n\n".join("\n".join([f"### {', '.join(f'`{n}`' for n in names)}", "", "| column | type | meaning |", "|---|---|---|", *rows])
-                       for names, rows in groups.values())
+    return "\n\n".join(
+        "\n".join(
+            [f"### {', '.join(f'`{n}`' for n in names)}", "", "| column | type | meaning |", "|---|---|---|", *rows]
+        )
+        for names, rows in groups.values()
+    )
 
 
 def size_category(rows: int) -> str:
@@ -588,7 +597,9 @@ def size_category(rows: int) -> str:
     import importlib.resources
     import json
 
-    names = json.loads(importlib.resources.files("datasets.utils.resources").joinpath("size_categories.json").read_text())
+    names = json.loads(
+        importlib.resources.files("datasets.utils.resources").joinpath("size_categories.json").read_text()
+    )
     buckets = [name for name in names if name != "unknown"]  # n<1K, 1K<n<10K, ... n>1T: one per power of ten
     return buckets[min(max(len(str(rows)) - 3, 0), len(buckets) - 1)]
 
@@ -609,14 +620,24 @@ def shard_metadata(out_dir: str | os.PathLike, configs: list[dict[str, Any]]) ->
             found = sorted(root.glob(files["path"]))
             metas = [pq.ParquetFile(path).metadata for path in found]
             schemas |= {meta.schema.to_arrow_schema() for meta in metas}
-            splits.add(SplitInfo(name=files["split"], num_examples=sum(m.num_rows for m in metas),
-                                 num_bytes=sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))))
+            splits.add(
+                SplitInfo(
+                    name=files["split"],
+                    num_examples=sum(m.num_rows for m in metas),
+                    num_bytes=sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups)),
+                )
+            )
             paths += found
         if len(schemas) != 1:
-            raise ValueError(f"{root}: config {entry['config_name']!r}: its splits' shards have {len(schemas)} different schemas")
+            raise ValueError(
+                f"{root}: config {entry['config_name']!r}: its splits' shards have {len(schemas)} different schemas"
+            )
         infos[entry["config_name"]] = DatasetInfo(
-            features=Features.from_arrow_schema(schemas.pop()), splits=splits,
-            download_size=sum(p.stat().st_size for p in paths), dataset_size=sum(s.num_bytes for s in splits.values()))
+            features=Features.from_arrow_schema(schemas.pop()),
+            splits=splits,
+            download_size=sum(p.stat().st_size for p in paths),
+            dataset_size=sum(s.num_bytes for s in splits.values()),
+        )
     card = DatasetCardData()
     infos.to_dataset_card_data(card)
     rows = sum(split.num_examples for info in infos.values() for split in info.splits.values())
@@ -673,22 +694,28 @@ def collate(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
             batch[column] = values
             continue
         single = not isinstance(values[0], (list, tuple))
-        decoded = [[_samples(c, f"row {i} column {column}") for c in ([v] if single else v)] for i, v in enumerate(values)]
+        decoded = [
+            [_samples(c, f"row {i} column {column}") for c in ([v] if single else v)] for i, v in enumerate(values)
+        ]
         rates = {rate for clips in decoded for _, rate in clips}
         if len(rates) > 1:
             raise ValueError(f"collate: column {column} mixes sampling rates {sorted(rates)}; cast it to one")
         lengths = torch.zeros(len(rows), max(len(clips) for clips in decoded), dtype=torch.int64)
         for i, clips in enumerate(decoded):
-            lengths[i, :len(clips)] = torch.tensor([wave.numel() for wave, _ in clips], dtype=torch.int64)
+            lengths[i, : len(clips)] = torch.tensor([wave.numel() for wave, _ in clips], dtype=torch.int64)
         audio = torch.zeros(*lengths.shape, int(lengths.max()) if lengths.numel() else 0)
         for i, clips in enumerate(decoded):
             for j, (wave, _) in enumerate(clips):
-                audio[i, j, :wave.numel()] = wave
+                audio[i, j, : wave.numel()] = wave
         mask = torch.arange(audio.shape[-1]) < lengths[..., None]
         if single:
             audio, lengths, mask = audio[:, 0], lengths[:, 0], mask[:, 0]
-        batch |= {column: audio, f"{column}_lengths": lengths, f"{column}_mask": mask,
-                  f"{column}_sampling_rate": rates.pop() if rates else None}
+        batch |= {
+            column: audio,
+            f"{column}_lengths": lengths,
+            f"{column}_mask": mask,
+            f"{column}_sampling_rate": rates.pop() if rates else None,
+        }
     return batch
 
 
@@ -708,8 +735,13 @@ def _samples(clip: Any, where: str):
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
-def local_folder(value: str | os.PathLike, what: str = "dataset", *, token: str | None = None,
-                 local_dir: str | os.PathLike | None = None) -> Path:
+def local_folder(
+    value: str | os.PathLike,
+    what: str = "dataset",
+    *,
+    token: str | None = None,
+    local_dir: str | os.PathLike | None = None,
+) -> Path:
     """A dataset (or gold) given as a folder or a Hub dataset id (``owner/name``) as a local folder:
     the folder itself, or a snapshot of the Hub repository (into ``local_dir``, else the Hub cache).
     Raises ValueError, one line naming ``what`` and ``value``, for anything else or a failed download.
@@ -724,8 +756,11 @@ def local_folder(value: str | os.PathLike, what: str = "dataset", *, token: str 
     if path.is_dir():
         return path.resolve()
     if path.exists() or not HUB_ID.fullmatch(text):
-        raise ValueError(f"{what} {text}: " + ("not a folder" if path.exists() else "no such folder")
-                         + ", and not a Hub dataset id (owner/name)")
+        raise ValueError(
+            f"{what} {text}: "
+            + ("not a folder" if path.exists() else "no such folder")
+            + ", and not a Hub dataset id (owner/name)"
+        )
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
@@ -733,7 +768,9 @@ def local_folder(value: str | os.PathLike, what: str = "dataset", *, token: str 
         return Path(snapshot_download(text, repo_type="dataset", token=token, local_dir=local_dir)).resolve()
     except (HfHubHTTPError, LocalEntryNotFoundError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{what} {text}: no such folder here, and the Hub dataset could not be fetched ({reason})") from None
+        raise ValueError(
+            f"{what} {text}: no such folder here, and the Hub dataset could not be fetched ({reason})"
+        ) from None
 
 
 def shard_paths(root: str | os.PathLike, config: str, split: str = "test") -> list[Path]:
@@ -801,8 +838,10 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
         if not paths:
             continue
         if not set(GOLD_COLUMNS[task]) <= set(pq.read_schema(paths[0]).names):
-            raise ValueError(f"{root}: the {split} split of {name!r} holds no gold: this is a blind copy's public "
-                             "folder; its gold is the folder that `blind --gold-out` wrote (python -m metrics.score --gold <gold_dir>)")
+            raise ValueError(
+                f"{root}: the {split} split of {name!r} holds no gold: this is a blind copy's public "
+                "folder; its gold is the folder that `blind --gold-out` wrote (python -m metrics.score --gold <gold_dir>)"
+            )
         rows = read_rows(root, name, split, columns=GOLD_COLUMNS[task]).to_pylist()
         for row in rows:
             if "target_turn_positions" in row:
@@ -818,9 +857,20 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
 #: Columns of a test row that give away its gold, how it was made, or its dialogue (and so the
 #: S1/S2/S3 rows that belong together): a blind copy's test split leaves them out.
 BLIND_COLUMNS = (
-    "dialogue_id", "label", "inconsistent_turns", "scenario", "converted_turn", "vc_model", "substitute_speaker",
-    "substitute_gender", "substitute_similarity", "candidate_scenarios", "candidate_substitute_speakers",
-    "candidate_similarities", "answer", "gold_ranking",
+    "dialogue_id",
+    "label",
+    "inconsistent_turns",
+    "scenario",
+    "converted_turn",
+    "vc_model",
+    "substitute_speaker",
+    "substitute_gender",
+    "substitute_similarity",
+    "candidate_scenarios",
+    "candidate_substitute_speakers",
+    "candidate_similarities",
+    "answer",
+    "gold_ranking",
 )
 BLIND_NOTE = """## Blind test split
 
@@ -836,12 +886,12 @@ BUILD_CARD_PUBLIC_SECTIONS = ("Data fields", "Using the data in a training loop"
 #: What the blind card says of the rows that share clips: paired (every row kept) or unpaired.
 BLIND_PAIRING_NOTE = {
     False: "A dialogue's S1, S2 and S3 rows (and its discrimination row) share every clip but the "
-           "altered one, so rows can be regrouped by their audio and compared; this copy keeps them "
-           "all (paired accuracy can be scored). A leaderboard that must not leak the altered turn "
-           "publishes the `--unpaired` copy.",
+    "altered one, so rows can be regrouped by their audio and compared; this copy keeps them "
+    "all (paired accuracy can be scored). A leaderboard that must not leak the altered turn "
+    "publishes the `--unpaired` copy.",
     True: "This copy is unpaired: it keeps one test instance per dialogue, and no two of its test "
-          "rows share a dialogue or hold the same audio, so rows cannot be regrouped to find the "
-          "altered turn. Paired accuracy needs a dialogue's three scenarios and is not scored on it.",
+    "rows share a dialogue or hold the same audio, so rows cannot be regrouped to find the "
+    "altered turn. Paired accuracy needs a dialogue's three scenarios and is not scored on it.",
 }
 
 
@@ -887,7 +937,9 @@ def instance_groups(folder: str | os.PathLike, split: str = "test") -> dict[str,
     digests: dict[bytes, bytes] = {}  # encoded bytes digest -> samples digest (decode each clip once)
     for spec in CONFIGS.values():
         for path in shard_paths(folder, spec.name, split):
-            columns = ["id", *spec.audio_columns] + (["dialogue_id"] if "dialogue_id" in pq.read_schema(path).names else [])
+            columns = ["id", *spec.audio_columns] + (
+                ["dialogue_id"] if "dialogue_id" in pq.read_schema(path).names else []
+            )
             for row in pq.read_table(path, columns=columns).to_pylist():
                 rid = row["id"]
                 parent.setdefault(rid, rid)
@@ -949,11 +1001,15 @@ def _check_blind_paths(folder: Path, public: Path, gold: Path) -> None:
             raise ValueError(f"{path}: exists and is not an empty folder; blind writes a new one")
     paths = [p.resolve() for p in (folder, public, gold)]
     if any(a == b or a in b.parents for a in paths for b in paths if a is not b):
-        raise ValueError("the build, the public copy and the gold folder must be three separate folders, none inside another")
+        raise ValueError(
+            "the build, the public copy and the gold folder must be three separate folders, none inside another"
+        )
     cwd = Path.cwd().resolve()
     for path in (public, gold):
         if path.resolve() == cwd or path.resolve() in cwd.parents:
-            raise ValueError(f"{path}: the current folder or one above it; blind writes a new folder (e.g. {path / 'public'})")
+            raise ValueError(
+                f"{path}: the current folder or one above it; blind writes a new folder (e.g. {path / 'public'})"
+            )
     if is_blind(folder):
         raise ValueError(f"{folder}: already a blind copy; blind a full build")
     test = [p for spec in CONFIGS.values() for p in shard_paths(folder, spec.name, "test")]
@@ -978,11 +1034,15 @@ def _check_build_seed(folder: Path, header: Mapping[str, Any]) -> None:
     """Refuse a build whose seed is unknown or guessable (``GUESSABLE_SEEDS``)."""
     seed = header.get("build_seed")
     if not isinstance(seed, int):
-        raise ValueError(f"{folder}/README.md: the card does not record the build's seed (build_seed), so it may be "
-                         f"guessable; {SECRET_SEED_HINT}, or pass --allow-known-seed")
+        raise ValueError(
+            f"{folder}/README.md: the card does not record the build's seed (build_seed), so it may be "
+            f"guessable; {SECRET_SEED_HINT}, or pass --allow-known-seed"
+        )
     if seed < GUESSABLE_SEEDS:
-        raise ValueError(f"{folder}: built with seed {seed}, which anyone can try: the altered turns and candidate "
-                         f"orders would follow from it and the public text; {SECRET_SEED_HINT}, or pass --allow-known-seed")
+        raise ValueError(
+            f"{folder}: built with seed {seed}, which anyone can try: the altered turns and candidate "
+            f"orders would follow from it and the public text; {SECRET_SEED_HINT}, or pass --allow-known-seed"
+        )
 
 
 def _read_card(folder: Path) -> tuple[dict[str, Any], str]:
@@ -997,8 +1057,12 @@ def _read_card(folder: Path) -> tuple[dict[str, Any], str]:
 
 
 def write_blind(
-    folder: str | os.PathLike, public: str | os.PathLike, gold: str | os.PathLike, *,
-    unpaired: bool = False, allow_known_seed: bool = False,
+    folder: str | os.PathLike,
+    public: str | os.PathLike,
+    gold: str | os.PathLike,
+    *,
+    unpaired: bool = False,
+    allow_known_seed: bool = False,
 ) -> dict[str, int]:
     """Write the blind copy of the built ``folder`` to ``public`` and its test gold to ``gold``
     (see the module docstring); returns ``{config/split: rows}``. Both are written beside their
@@ -1062,7 +1126,9 @@ def _umask() -> int:
     return mask
 
 
-def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path, keep: set[str] | None) -> int:
+def _blind_config(
+    folder: Path, spec: ConfigSpec, secret: bytes, public: Path, gold: Path, keep: set[str] | None
+) -> int:
     """One config's test split: the public shards (blind columns out, ids hashed, rows in id order)
     and the gold table (every column but audio, under the public id, with the build's ``source_id``);
     only the instances in ``keep`` when given. Returns the rows written: none, and no test split,
@@ -1084,7 +1150,9 @@ def _blind_config(folder: Path, spec: ConfigSpec, secret: bytes, public: Path, g
     n = max(1, -(-visible.nbytes // MAX_SHARD_BYTES))
     (public / spec.data_dir).mkdir(parents=True, exist_ok=True)  # the validation shards may be there
     for i, rows in enumerate(np.array_split(np.arange(visible.num_rows), n)):
-        pq.write_table(visible.take(rows), public / spec.data_dir / f"test-{i:05d}-of-{n:05d}.parquet", row_group_size=32)
+        pq.write_table(
+            visible.take(rows), public / spec.data_dir / f"test-{i:05d}-of-{n:05d}.parquet", row_group_size=32
+        )
     return table.num_rows
 
 
@@ -1096,11 +1164,15 @@ def _clips_named_by_id(table: pa.Table, spec: ConfigSpec) -> pa.Table:
         if pa.types.is_list(values.type):
             lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
             names = [f"{rid}-{column}-{i}.flac" for rid, n in zip(ids, lengths) for i in range(n)]
-            clips = pa.StructArray.from_arrays([values.flatten().field("bytes"), pa.array(names, pa.string())], ["bytes", "path"])
+            clips = pa.StructArray.from_arrays(
+                [values.flatten().field("bytes"), pa.array(names, pa.string())], ["bytes", "path"]
+            )
             values = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32()), clips)
         else:
             names = [f"{rid}-{column}.flac" for rid in ids]
-            values = pa.StructArray.from_arrays([values.field("bytes"), pa.array(names, pa.string())], ["bytes", "path"])
+            values = pa.StructArray.from_arrays(
+                [values.field("bytes"), pa.array(names, pa.string())], ["bytes", "path"]
+            )
         table = table.set_column(table.schema.get_field_index(column), column, values)
     return table
 
@@ -1150,7 +1222,10 @@ def blind_card_body(body: str, counts: Mapping[str, int], unpaired: bool, data_f
     """
     intro, *sections = re.split(r"(?m)^(?=## )", body.strip())
     kept_intro = [p for p in intro.strip().split("\n\n") if not p.startswith(BUILD_CARD_TEST_PARAGRAPHS)]
-    table = "\n".join(["| config | split | rows |", "|---|---|---|"] + [f"| {k.split('/')[0]} | {k.split('/')[1]} | {n} |" for k, n in counts.items()])
+    table = "\n".join(
+        ["| config | split | rows |", "|---|---|---|"]
+        + [f"| {k.split('/')[0]} | {k.split('/')[1]} | {n} |" for k, n in counts.items()]
+    )
     kept = [s.strip() for s in sections if s.split("\n", 1)[0][3:].strip() in BUILD_CARD_PUBLIC_SECTIONS]
     kept = [_with_field_tables(s, data_fields) if s.startswith("## Data fields") else s for s in kept]
     return "\n\n".join([*kept_intro, BLIND_NOTE, BLIND_PAIRING_NOTE[unpaired], "## Rows\n\n" + table, *kept])
@@ -1166,24 +1241,43 @@ def _with_field_tables(section: str, tables: str) -> str:
 def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold: Path, unpaired: bool) -> None:
     """The public card (``blind_card_body``; configs as ``blind_card_configs``, no ``build_seed``)
     and the gold folder's README, which says it must stay private."""
-    counts = {f"{spec.name}/{split}": sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(public, spec.name, split))
-              for spec in CONFIGS.values() for split in SPLITS if shard_paths(public, spec.name, split)}
+    counts = {
+        f"{spec.name}/{split}": sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(public, spec.name, split))
+        for spec in CONFIGS.values()
+        for split in SPLITS
+        if shard_paths(public, spec.name, split)
+    }
     known = build_seed_known(header)
-    header = {k: v for k, v in header.items() if k not in ("build_seed", DIGESTS_KEY)} | {"configs": blind_card_configs(public),
-                                                                                       SEED_KNOWN_KEY: known}
+    header = {k: v for k, v in header.items() if k not in ("build_seed", DIGESTS_KEY)} | {
+        "configs": blind_card_configs(public),
+        SEED_KNOWN_KEY: known,
+    }
     names = [entry["config_name"] for entry in header["configs"]]
-    fields = data_fields_section(names, lambda name: get_config(name.removesuffix("-validation")).features
-                                 if name.endswith("-validation") else blind_features(name))
+    fields = data_fields_section(
+        names,
+        lambda name: (
+            get_config(name.removesuffix("-validation")).features
+            if name.endswith("-validation")
+            else blind_features(name)
+        ),
+    )
     write_card(public, blind_card_body(body, counts, unpaired, fields), **header)
-    write_text_atomic(gold / "README.md", (
-        f"---\n{SEED_KNOWN_KEY}: {'true' if known else 'false'}\n---\n"
-        "# SpeakerSleuth test gold (private)\n\n"
-        + ("The build's seed is known (a demo): this gold can be recomputed from the seed and the public text. "
-           if known else "")
-        + "The gold of a blind copy's test split, under its public ids "
-        "(`source_id` is the build's id). Keep this folder private: score with "
-        "`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <this folder>` or give it to the Space "
-        "(`--gold` / `SPEAKERSLEUTH_GOLD`).\n"))
+    write_text_atomic(
+        gold / "README.md",
+        (
+            f"---\n{SEED_KNOWN_KEY}: {'true' if known else 'false'}\n---\n"
+            "# SpeakerSleuth test gold (private)\n\n"
+            + (
+                "The build's seed is known (a demo): this gold can be recomputed from the seed and the public text. "
+                if known
+                else ""
+            )
+            + "The gold of a blind copy's test split, under its public ids "
+            "(`source_id` is the build's id). Keep this folder private: score with "
+            "`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <this folder>` or give it to the Space "
+            "(`--gold` / `SPEAKERSLEUTH_GOLD`).\n"
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------------- validator
@@ -1213,8 +1307,12 @@ def validate_folder(root: str | os.PathLike, *, check_audio: bool = True, max_er
     if not root.is_dir():
         raise DatasetValidationError([f"{root}: no such folder"])
     if check_audio and importlib.util.find_spec("torchcodec") is None:
-        raise DatasetValidationError([f"{root}: decoding every clip as datasets does needs torchcodec: "
-                                      f"pip install 'speakersleuth[audio]', or check the rest with --skip-audio (check_audio=False)"])
+        raise DatasetValidationError(
+            [
+                f"{root}: decoding every clip as datasets does needs torchcodec: "
+                f"pip install 'speakersleuth[audio]', or check the rest with --skip-audio (check_audio=False)"
+            ]
+        )
     blind = is_blind(root)
     errors = _check_card(root, blind) + check_digests(root)
     ids_by_split: dict[str, list[str]] = {}
@@ -1250,8 +1348,10 @@ def check_digests(root: str | os.PathLike) -> list[str]:
         elif path not in expected:
             errors.append(f"{path}: a shard the card's {DIGESTS_KEY} does not list")
         elif actual[path] != expected[path]:
-            errors.append(f"{path}: SHA-256 {actual[path]} differs from the card's {expected[path]} "
-                          "(changed since the card was written, or a rebuild that differs)")
+            errors.append(
+                f"{path}: SHA-256 {actual[path]} differs from the card's {expected[path]} "
+                "(changed since the card was written, or a rebuild that differs)"
+            )
     return errors
 
 
@@ -1316,13 +1416,18 @@ def _schema_diff(schema: pa.Schema, features: Features) -> str:
         for n in expected.names
         if n in schema.names and not schema.field(n).type.equals(expected.field(n).type)
     ]
-    return "; ".join(
-        p for p in (
-            f"missing {missing}" if missing else "",
-            f"unexpected {extra}" if extra else "",
-            ", ".join(wrong),
-        ) if p
-    ) or "column order differs"
+    return (
+        "; ".join(
+            p
+            for p in (
+                f"missing {missing}" if missing else "",
+                f"unexpected {extra}" if extra else "",
+                ", ".join(wrong),
+            )
+            if p
+        )
+        or "column order differs"
+    )
 
 
 def _check_card(root: Path, blind: bool) -> list[str]:
@@ -1348,7 +1453,9 @@ def _check_card(root: Path, blind: bool) -> list[str]:
             continue
         for files in entry.get("data_files", []):
             if not list(root.glob(files["path"])):
-                errors.append(f"README.md: config {name!r} split {files['split']!r}: no file matches {files['path']!r}")
+                errors.append(
+                    f"README.md: config {name!r} split {files['split']!r}: no file matches {files['path']!r}"
+                )
     if not errors:
         errors += _check_shard_metadata(root, card.data.to_dict(), configs)
     return errors
@@ -1358,14 +1465,18 @@ def _check_shard_metadata(root: Path, header: dict, configs: list[dict]) -> list
     """The card's ``dataset_info`` and ``size_categories`` against the shards (``shard_metadata``)."""
     actual = shard_metadata(root, configs)
     if header.get("size_categories") != actual["size_categories"]:
-        return [f"README.md: size_categories is {header.get('size_categories')}, the shards make {actual['size_categories']}"]
+        return [
+            f"README.md: size_categories is {header.get('size_categories')}, the shards make {actual['size_categories']}"
+        ]
     card_infos = {i.get("config_name"): i for i in _as_list(header.get("dataset_info"))}
     errors = []
     for info in _as_list(actual["dataset_info"]):
         name = info["config_name"]
         if card_infos.get(name) != info:
-            errors.append(f"README.md: dataset_info of config {name!r} does not describe its shards "
-                          f"(card: {_split_counts(card_infos.get(name))}, shards: {_split_counts(info)})")
+            errors.append(
+                f"README.md: dataset_info of config {name!r} does not describe its shards "
+                f"(card: {_split_counts(card_infos.get(name))}, shards: {_split_counts(info)})"
+            )
     return errors
 
 
@@ -1374,7 +1485,11 @@ def _as_list(value: Any) -> list:
 
 
 def _split_counts(info: dict | None) -> str:
-    return "missing" if info is None else ", ".join(f"{s['name']} {s['num_examples']} rows" for s in info.get("splits", []))
+    return (
+        "missing"
+        if info is None
+        else ", ".join(f"{s['name']} {s['num_examples']} rows" for s in info.get("splits", []))
+    )
 
 
 def _check_row(spec: ConfigSpec, row: dict, where: str, check_audio: bool, *, gold: bool = True) -> list[str]:
@@ -1500,12 +1615,22 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("configs", help="list the configs and their folders")
     blind = sub.add_parser("blind", help="write a public copy without test gold, and the gold apart")
     blind.add_argument("--dataset", required=True, help="the build to blind: a built folder or a Hub dataset id")
-    blind.add_argument("--public-out", required=True, metavar="DIR", help="new folder for the public copy (to publish)")
-    blind.add_argument("--gold-out", required=True, metavar="DIR", help="new folder for the test gold (keep it private)")
-    blind.add_argument("--unpaired", action="store_true",
-                       help="keep one test instance per dialogue (rows cannot be regrouped to find the altered turn)")
-    blind.add_argument("--allow-known-seed", action="store_true",
-                       help="blind a build made with a guessable seed (a demo: its gold can be recomputed)")
+    blind.add_argument(
+        "--public-out", required=True, metavar="DIR", help="new folder for the public copy (to publish)"
+    )
+    blind.add_argument(
+        "--gold-out", required=True, metavar="DIR", help="new folder for the test gold (keep it private)"
+    )
+    blind.add_argument(
+        "--unpaired",
+        action="store_true",
+        help="keep one test instance per dialogue (rows cannot be regrouped to find the altered turn)",
+    )
+    blind.add_argument(
+        "--allow-known-seed",
+        action="store_true",
+        help="blind a build made with a guessable seed (a demo: its gold can be recomputed)",
+    )
     args = parser.parse_args(argv)
     if args.command == "configs":
         for spec in CONFIGS.values():
@@ -1518,16 +1643,30 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "blind":
         try:
-            counts = write_blind(folder, args.public_out, args.gold_out, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed)
+            counts = write_blind(
+                folder, args.public_out, args.gold_out, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed
+            )
         except (OSError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        print("\n".join(f"{key:<30} {n:>6} rows" + ("  (no test split: every dialogue's one instance went to another "
-                                                   "config; build more dialogues)" if not n else "") for key, n in counts.items()))
+        print(
+            "\n".join(
+                f"{key:<30} {n:>6} rows"
+                + (
+                    "  (no test split: every dialogue's one instance went to another config; build more dialogues)"
+                    if not n
+                    else ""
+                )
+                for key, n in counts.items()
+            )
+        )
         print(f"public copy: {args.public_out}\ngold (keep private): {args.gold_out}")
         if not args.unpaired:
-            print("note: paired copy: a dialogue's test rows share clips, so they can be regrouped to find the altered "
-                  "turn; a leaderboard publishes the --unpaired copy", file=sys.stderr)
+            print(
+                "note: paired copy: a dialogue's test rows share clips, so they can be regrouped to find the altered "
+                "turn; a leaderboard publishes the --unpaired copy",
+                file=sys.stderr,
+            )
         return 0
     try:
         counts = validate_folder(folder, check_audio=not args.skip_audio)
@@ -1537,8 +1676,11 @@ def main(argv: list[str] | None = None) -> int:
     for key, n in counts.items():
         print(f"{key:<30} {n:>6} rows  ok")
     digests = card_digests(folder)
-    print(f"{len(digests)} shards match the card's SHA-256 digests" if digests is not None
-          else f"the card records no shard digests ({DIGESTS_KEY}): nothing to check the shards against")
+    print(
+        f"{len(digests)} shards match the card's SHA-256 digests"
+        if digests is not None
+        else f"the card records no shard digests ({DIGESTS_KEY}): nothing to check the shards against"
+    )
     print(f"{args.dataset}: valid")
     return 0
 

@@ -38,7 +38,11 @@ def candidates(root: Path, variant: str) -> dict[tuple[str, str], tuple[str, str
         other = next(g for g in ssd.GENDERS if g != row["target_gender"])
         for clip, scenario in zip(row["candidates"], row["candidate_scenarios"]):
             gender = other if scenario == "S2" else row["target_gender"]
-            out[(row["id"], scenario)] = (row["vc_model"], gender, sf.read(io.BytesIO(clip["bytes"]), dtype="float32")[0])
+            out[(row["id"], scenario)] = (
+                row["vc_model"],
+                gender,
+                sf.read(io.BytesIO(clip["bytes"]), dtype="float32")[0],
+            )
     return out
 
 
@@ -68,7 +72,12 @@ def figure(before: dict, after: dict, path: Path, backend: str) -> None:
     import matplotlib.pyplot as plt
 
     worst = max(
-        ((impulse_windows(clip), variant, key) for variant, clips in before.items() for key, (vc, _, clip) in clips.items() if key[1] != "S1" and vc == backend),
+        (
+            (impulse_windows(clip), variant, key)
+            for variant, clips in before.items()
+            for key, (vc, _, clip) in clips.items()
+            if key[1] != "S1" and vc == backend
+        ),
         key=lambda t: t[0],
     )
     _, variant, key = worst
@@ -79,7 +88,9 @@ def figure(before: dict, after: dict, path: Path, backend: str) -> None:
     for ax, clip, label in ((axes[0], clip_before, "before"), (axes[1], clip_after, "after")):
         t = np.arange(clip.size)[span] / ssd.SAMPLING_RATE
         ax.plot(t, clip[span], lw=0.8)
-        ax.set_title(f"{label}: {variant} {key[0]} candidate {key[1]} ({impulse_windows(clip)} impulse windows in the clip)")
+        ax.set_title(
+            f"{label}: {variant} {key[0]} candidate {key[1]} ({impulse_windows(clip)} impulse windows in the clip)"
+        )
     axes[1].set_xlabel("time (s)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -89,10 +100,14 @@ def figure(before: dict, after: dict, path: Path, backend: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dataset", type=Path, help="a built dataset folder (python -m builder_scripts build --dataset-out DIR)")
+    parser.add_argument(
+        "dataset", type=Path, help="a built dataset folder (python -m builder_scripts build --dataset-out DIR)"
+    )
     parser.add_argument("after", type=Path, nargs="?", help="a second build of the same plan to compare with")
     parser.add_argument("--figure", type=Path, help="PNG of the worst converted candidate, before (and after)")
-    parser.add_argument("--backend", default="world", help="voice-conversion backend of the figure's candidate (default world)")
+    parser.add_argument(
+        "--backend", default="world", help="voice-conversion backend of the figure's candidate (default world)"
+    )
     args = parser.parse_args()
     before = report(args.dataset)
     if not before:

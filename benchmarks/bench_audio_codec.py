@@ -76,7 +76,13 @@ def realistic_clips(count: int, seed: int) -> list[np.ndarray]:
     while len(clips) < count:
         kind = len(clips) % 3
         seconds = rng.uniform(1, 6)
-        clips.append(fixture_crop(rng, fixture) if kind == 0 else speech_like(rng, seconds) if kind == 1 else shaped_noise(rng, seconds))
+        clips.append(
+            fixture_crop(rng, fixture)
+            if kind == 0
+            else speech_like(rng, seconds)
+            if kind == 1
+            else shaped_noise(rng, seconds)
+        )
     return clips
 
 
@@ -105,7 +111,10 @@ def _timed(fn, items) -> tuple[list, float]:
 def _parquet_bytes(clips: list[bytes], folder: Path, name: str) -> int:
     """Size of a parquet file holding the clips as the writer stores them (audio structs, 8 a row)."""
     audio = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    rows = [[{"bytes": b, "path": f"c{i + j}.flac"} for j, b in enumerate(clips[i : i + 8])] for i in range(0, len(clips), 8)]
+    rows = [
+        [{"bytes": b, "path": f"c{i + j}.flac"} for j, b in enumerate(clips[i : i + 8])]
+        for i in range(0, len(clips), 8)
+    ]
     path = folder / f"{name}.parquet"
     pq.write_table(pa.table({"clips": pa.array(rows, pa.list_(audio))}), path)
     return path.stat().st_size
@@ -127,20 +136,34 @@ def main() -> None:
         encoded, took = (old, old_time) if level is None else _timed(_flac, [(c, level) for c in clips])
         rejects = sum(not _reads_back(b, c) for b, c in zip(encoded, clips))
         name = "default (0.6)" if level is None else f"{level}"
-        print(f"{name:<19} {1000 * took / n:>14.2f} {1000 * took / seconds:>10.2f} {sum(map(len, encoded)) / old_bytes:>17.4f} {rejects:>15}")
+        print(
+            f"{name:<19} {1000 * took / n:>14.2f} {1000 * took / seconds:>10.2f} {sum(map(len, encoded)) / old_bytes:>17.4f} {rejects:>15}"
+        )
     first, _ = _timed(_flac, [(c, ssd.FLAC_LEVELS[0]) for c in clips])
     _, verify_time = _timed(_reads_back, list(zip(first, clips)))
     ssd._RECENT_FLAC.clear()
-    published, writer_time = _timed(lambda i, c: ssd.encode_audio(c / np.float32(32768), f"c{i}")["bytes"], list(enumerate(clips)))
-    problems, validate_time = _timed(lambda i, b: ssd._check_clip({"bytes": b}, f"clip {i}"), list(enumerate(published)))
+    published, writer_time = _timed(
+        lambda i, c: ssd.encode_audio(c / np.float32(32768), f"c{i}")["bytes"], list(enumerate(clips))
+    )
+    problems, validate_time = _timed(
+        lambda i, b: ssd._check_clip({"bytes": b}, f"clip {i}"), list(enumerate(published))
+    )
     with tempfile.TemporaryDirectory() as tmp:
         parquet_old, parquet_new = _parquet_bytes(old, Path(tmp), "old"), _parquet_bytes(published, Path(tmp), "new")
-    print(f"verify (torchcodec decode + exact compare): {1000 * verify_time / n:.2f} ms/clip, {1000 * verify_time / seconds:.2f} ms per clip-second")
-    print(f"encode_audio (waveform -> verified FLAC, cache cleared): {1000 * writer_time / n:.2f} ms/clip "
-          f"(old encode {1000 * old_time / n:.2f}); {sum(a != b for a, b in zip(first, published))} clips took a fallback level")
-    print(f"parquet bytes published/old: {parquet_new / parquet_old:.4f} ({parquet_old / 1e6:.2f} -> {parquet_new / 1e6:.2f} MB)")
-    print(f"validator decode (_check_clip): {1000 * validate_time / n:.2f} ms/clip, {1000 * validate_time / seconds:.2f} ms per clip-second; "
-          f"problems {sum(map(len, problems))}")
+    print(
+        f"verify (torchcodec decode + exact compare): {1000 * verify_time / n:.2f} ms/clip, {1000 * verify_time / seconds:.2f} ms per clip-second"
+    )
+    print(
+        f"encode_audio (waveform -> verified FLAC, cache cleared): {1000 * writer_time / n:.2f} ms/clip "
+        f"(old encode {1000 * old_time / n:.2f}); {sum(a != b for a, b in zip(first, published))} clips took a fallback level"
+    )
+    print(
+        f"parquet bytes published/old: {parquet_new / parquet_old:.4f} ({parquet_old / 1e6:.2f} -> {parquet_new / 1e6:.2f} MB)"
+    )
+    print(
+        f"validator decode (_check_clip): {1000 * validate_time / n:.2f} ms/clip, {1000 * validate_time / seconds:.2f} ms per clip-second; "
+        f"problems {sum(map(len, problems))}"
+    )
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ import argparse
 import time
 from pathlib import Path
 
+from bench_shortcuts import units
 from tqdm.auto import tqdm
 
 import speakersleuth_dataset as ssd
-from bench_shortcuts import units
 from builder_scripts.card_audit import BuildAudit
 
 

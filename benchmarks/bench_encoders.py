@@ -35,8 +35,12 @@ def random_full_size(kind: str, device: str) -> SpeakerEncoder:
         return EcapaEncoder.from_modules(Fbank(n_mels=80), norm, model, name="ecapa (random weights)", device=device)
     from transformers import Wav2Vec2FeatureExtractor, WavLMConfig, WavLMForXVector
 
-    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, do_normalize=False, return_attention_mask=True)
-    return WavLMEncoder.from_model(WavLMForXVector(WavLMConfig()), extractor, name="wavlm-base-plus (random weights)", device=device)
+    extractor = Wav2Vec2FeatureExtractor(
+        feature_size=1, sampling_rate=16000, do_normalize=False, return_attention_mask=True
+    )
+    return WavLMEncoder.from_model(
+        WavLMForXVector(WavLMConfig()), extractor, name="wavlm-base-plus (random weights)", device=device
+    )
 
 
 def bench(encoder: SpeakerEncoder, clips: list[np.ndarray], batch_sizes: list[int], seconds: float) -> None:
@@ -55,8 +59,16 @@ def bench(encoder: SpeakerEncoder, clips: list[np.ndarray], batch_sizes: list[in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", action="append", default=None, help="an encoder spec (default: resemblyzer); repeatable")
-    parser.add_argument("--random-size", nargs="*", default=[], choices=["ecapa", "wavlm"], help="also time these architectures with random weights")
+    parser.add_argument(
+        "--encoder", action="append", default=None, help="an encoder spec (default: resemblyzer); repeatable"
+    )
+    parser.add_argument(
+        "--random-size",
+        nargs="*",
+        default=[],
+        choices=["ecapa", "wavlm"],
+        help="also time these architectures with random weights",
+    )
     parser.add_argument("--clips", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 64])
@@ -65,7 +77,9 @@ def main() -> None:
 
     clips = [voice(100 + 3 * (i % 40), 1.0 + 0.005 * (i % 40), args.seconds, i) for i in range(args.clips)]
     load = os.getloadavg()[0]
-    print(f"{args.clips} synthetic clips of {args.seconds} s at 16 kHz; device {args.device}; torch threads {torch.get_num_threads()}; load {load:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"{args.clips} synthetic clips of {args.seconds} s at 16 kHz; device {args.device}; torch threads {torch.get_num_threads()}; load {load:.1f} on {os.cpu_count()} CPUs"
+    )
     encoders = [get_encoder(spec, device=args.device) for spec in args.encoder or ["resemblyzer"]]
     encoders += [random_full_size(kind, args.device) for kind in args.random_size]
     for encoder in encoders:

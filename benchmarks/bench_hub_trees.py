@@ -29,7 +29,10 @@ from tests.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_va
 
 
 def size_mb(path: Path) -> float:
-    return int(subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]) / 1e6
+    return (
+        int(subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True).stdout.split()[0])
+        / 1e6
+    )
 
 
 def timed_envs(root: Path, wanted: dict[str, list[str]], cache: str) -> dict[str, tuple[float, Path]]:
@@ -49,8 +52,13 @@ def space_start(python: Path, release: dict[str, Path], work: Path) -> float:
     log = work / "app.log"
     start = time.perf_counter()
     with log.open("w") as out:
-        process = subprocess.Popen([str(python), "space/app.py"], cwd=tree, env=clean_env(work / "home", **space_variables(release, port)),
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [str(python), "space/app.py"],
+            cwd=tree,
+            env=clean_env(work / "home", **space_variables(release, port)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_served(f"http://127.0.0.1:{port}/", process, log)
         return time.perf_counter() - start
@@ -65,17 +73,23 @@ def main() -> None:
         root = Path(tmp)
         release = make_release(root / "release")
         trees = release["trees"]
-        wanted = {"space": [*tree_requirements(trees / "space"), *SPACES_IMAGE],
-                  "metrics": tree_requirements(trees / "metrics" / "speakersleuth_ndcg")}
+        wanted = {
+            "space": [*tree_requirements(trees / "space"), *SPACES_IMAGE],
+            "metrics": tree_requirements(trees / "metrics" / "speakersleuth_ndcg"),
+        }
         os.environ["UV_CACHE_DIR"] = str(root / "uv-cache")  # empty: the cold case downloads everything
         cold = timed_envs(root, wanted, "cold")
         warm = timed_envs(root, wanted, "warm")
         print("| environment | cold (empty uv cache) | warm | size |\n|---|---|---|---|")
         for name in wanted:
-            print(f"| {name} | {cold[name][0]:.1f} s | {warm[name][0]:.1f} s | {size_mb(cold[name][1].parents[1]):.0f} MB |")
+            print(
+                f"| {name} | {cold[name][0]:.1f} s | {warm[name][0]:.1f} s | {size_mb(cold[name][1].parents[1]):.0f} MB |"
+            )
         first = space_start(cold["space"][1], release, root / "space-run")
         second = space_start(cold["space"][1], release, root / "space-run")
-        print(f"\nSpace start to the first page (python space/app.py, fresh environment): first {first:.1f} s, second {second:.1f} s")
+        print(
+            f"\nSpace start to the first page (python space/app.py, fresh environment): first {first:.1f} s, second {second:.1f} s"
+        )
 
 
 if __name__ == "__main__":

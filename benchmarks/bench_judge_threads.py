@@ -44,14 +44,20 @@ def main() -> int:
     parser.add_argument("folder", nargs="?", default="speakersleuth")
     parser.add_argument("--clips", type=int, default=200)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--encoder", default=",".join(offline_encoders()), help="comma-separated encoders (default: every wheel encoder)")
+    parser.add_argument(
+        "--encoder",
+        default=",".join(offline_encoders()),
+        help="comma-separated encoders (default: every wheel encoder)",
+    )
     args = parser.parse_args()
     import torch
 
     clips = unique_clips(args.folder, args.clips)
     seconds = sum(len(c) for c in clips) / ssd.SAMPLING_RATE
-    print(f"{len(clips)} clips, {seconds:.0f} s of audio from {args.folder}; CPUs {os.cpu_count()}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{len(clips)} clips, {seconds:.0f} s of audio from {args.folder}; CPUs {os.cpu_count()}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     print(f"{'encoder':>12} {'threads':>7} {'load s':>7} {'embed s':>8} {'clips/s':>8}")
     for name in args.encoder.split(","):
         for threads in (int(t) for t in args.threads.split(",")):

@@ -63,8 +63,11 @@ def clip_census(folder, variant: str, tasks: list[str], with_reference: bool) ->
     instances = slots = 0
     unique: set[str] = set()
     for task in tasks:
-        columns = [c for c in (DISCRIMINATION_COLUMNS if task == "discrimination" else TURN_COLUMNS)
-                   if c.endswith("audio") or c == "candidates"]
+        columns = [
+            c
+            for c in (DISCRIMINATION_COLUMNS if task == "discrimination" else TURN_COLUMNS)
+            if c.endswith("audio") or c == "candidates"
+        ]
         columns = [c for c in columns if with_reference or c != "reference_audio"]
         for path in ssd.shard_paths(folder, ssd.config_name(task, variant)):
             for batch in pq.ParquetFile(path).iter_batches(batch_size=64, columns=columns):
@@ -81,7 +84,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", default=None)
     parser.add_argument("--variant", default="main")
-    parser.add_argument("--method", default="reference", choices=METHODS, help="reference reads every clip, incl. the reference")
+    parser.add_argument(
+        "--method", default="reference", choices=METHODS, help="reference reads every clip, incl. the reference"
+    )
     parser.add_argument("--encoder", default="resemblyzer")
     parser.add_argument("--dialogues", type=int, default=6, help="dialogues of the synthetic folder (default: 6)")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -94,8 +99,11 @@ def main() -> int:
     if folder is None:
         from tests.synthetic import build_synthetic_dataset
 
-        folder = build_synthetic_dataset(Path(tempfile.mkdtemp(prefix="bench-judges-")) / "speakersleuth",
-                                         dialogues=args.dialogues, variants=(args.variant,))
+        folder = build_synthetic_dataset(
+            Path(tempfile.mkdtemp(prefix="bench-judges-")) / "speakersleuth",
+            dialogues=args.dialogues,
+            variants=(args.variant,),
+        )
         print(f"folder: synthetic, {args.dialogues} dialogues ({folder})")
     else:
         print(f"folder: {folder}")
@@ -111,28 +119,40 @@ def main() -> int:
     start = time.perf_counter()
     encoder = get_encoder(args.encoder)
     encoder.encode([np.zeros(ssd.SAMPLING_RATE, np.float32) + 1e-3])  # first forward pass is slow: warm up
-    print(f"encoder {encoder.name}: loaded and warmed up in {time.perf_counter() - start:.1f} s; "
-          f"torch threads {torch.get_num_threads()}, CPUs {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"encoder {encoder.name}: loaded and warmed up in {time.perf_counter() - start:.1f} s; "
+        f"torch threads {torch.get_num_threads()}, CPUs {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}"
+    )
     instances, slots, unique = clip_census(folder, args.variant, tasks, args.method == "reference")
-    print(f"variant {args.variant}, tasks {', '.join(tasks)}: {instances} instances, {slots} clip slots, {unique} unique clips")
+    print(
+        f"variant {args.variant}, tasks {', '.join(tasks)}: {instances} instances, {slots} clip slots, {unique} unique clips"
+    )
 
     out = Path(tempfile.mkdtemp(prefix="bench-judges-out-"))
     results = {}
-    for label, cache in (("cached", EmbeddingCache(encoder, batch_size=args.batch_size)),
-                         ("naive", NaiveCache(encoder, batch_size=args.batch_size))):
+    for label, cache in (
+        ("cached", EmbeddingCache(encoder, batch_size=args.batch_size)),
+        ("naive", NaiveCache(encoder, batch_size=args.batch_size)),
+    ):
         judge = EmbeddingJudge(args.method, cache=cache, progress=False)
         start, cpu = time.perf_counter(), time.process_time()
         judge.run(folder, args.variant, tasks, out / f"{label}.jsonl")
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         results[label] = (seconds, cpu, cache.encoded)
-        print(f"{label:>6}: {seconds:7.2f} s wall {cpu:7.2f} s CPU  encoder calls {cache.encoded:5d}  "
-              f"{instances / seconds:7.2f} instances/s  {slots / seconds:7.2f} clip slots/s")
+        print(
+            f"{label:>6}: {seconds:7.2f} s wall {cpu:7.2f} s CPU  encoder calls {cache.encoded:5d}  "
+            f"{instances / seconds:7.2f} instances/s  {slots / seconds:7.2f} clip slots/s"
+        )
     (cached_s, cached_cpu, cached_calls), (naive_s, naive_cpu, naive_calls) = results["cached"], results["naive"]
     same = (out / "cached.jsonl").read_text() == (out / "naive.jsonl").read_text()
-    print(f"encoder calls == unique clips: {cached_calls == unique} ({cached_calls} == {unique}); "
-          f"naive encoder calls == clip slots: {naive_calls == slots} ({naive_calls} == {slots})")
-    print(f"speed-up cached vs naive: {naive_s / cached_s:.1f}x wall, {naive_cpu / cached_cpu:.1f}x CPU time "
-          f"(target >= 3x); identical predictions: {same}")
+    print(
+        f"encoder calls == unique clips: {cached_calls == unique} ({cached_calls} == {unique}); "
+        f"naive encoder calls == clip slots: {naive_calls == slots} ({naive_calls} == {slots})"
+    )
+    print(
+        f"speed-up cached vs naive: {naive_s / cached_s:.1f}x wall, {naive_cpu / cached_cpu:.1f}x CPU time "
+        f"(target >= 3x); identical predictions: {same}"
+    )
 
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
     start = time.perf_counter()
@@ -140,8 +160,10 @@ def main() -> int:
     embedded = time.perf_counter() - start
     lines = [predictions(score_variant(m, embeddings), DEFAULT_THRESHOLDS[m]) for m in METHODS]
     total = time.perf_counter() - start
-    print(f"all three methods sharing one embedding pass: {total:.2f} s ({embedded:.2f} s embedding, "
-          f"{total - embedded:.3f} s scoring {sum(map(len, lines))} predictions); encoder calls {cache.encoded}")
+    print(
+        f"all three methods sharing one embedding pass: {total:.2f} s ({embedded:.2f} s embedding, "
+        f"{total - embedded:.3f} s scoring {sum(map(len, lines))} predictions); encoder calls {cache.encoded}"
+    )
     return 0
 
 

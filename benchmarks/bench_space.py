@@ -60,11 +60,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
+import queue
 import random
 import shutil
-import multiprocessing
-import queue
 import signal
 import statistics
 import subprocess
@@ -82,8 +82,14 @@ from tqdm import tqdm
 
 PARTS = ("latency", "load", "duplicates")
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 STATUS_CLASSES = {"ss-ok": "accepted", "ss-info": "duplicate", "ss-bad": "refused"}
 REPO = Path(__file__).resolve().parents[1]
 SERVER_ENV = {"RATE_LIMIT": "100000", "BLIND_RATE_LIMIT": "100000", "UPLOAD_BUDGET": str(10**12)}
@@ -97,17 +103,21 @@ def summary(label: str, seconds: list[float], failures: int = 0) -> str:
     if not seconds:
         return f"{label}: n=0 failures={failures}"
     p95 = statistics.quantiles(seconds, n=100, method="inclusive")[94] if len(seconds) > 1 else seconds[0]
-    return (f"{label}: n={len(seconds)} p50={1000 * statistics.median(seconds):.0f} ms p95={1000 * p95:.0f} ms "
-            f"max={1000 * max(seconds):.0f} ms failures={failures}")
+    return (
+        f"{label}: n={len(seconds)} p50={1000 * statistics.median(seconds):.0f} ms p95={1000 * p95:.0f} ms "
+        f"max={1000 * max(seconds):.0f} ms failures={failures}"
+    )
 
 
 def at_least(minimum: int):
     """An argparse type: an integer of at least ``minimum``."""
+
     def parse(text: str) -> int:
         value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
         return value
+
     return parse
 
 
@@ -116,8 +126,12 @@ def megabytes(n: int) -> str:
 
 
 def print_load(when: str) -> None:
-    print("load average {}: {:.2f} {:.2f} {:.2f} (1, 5, 15 min) on {} CPUs".format(when, *os.getloadavg(), os.cpu_count()),
-          flush=True)
+    print(
+        "load average {}: {:.2f} {:.2f} {:.2f} (1, 5, 15 min) on {} CPUs".format(
+            when, *os.getloadavg(), os.cpu_count()
+        ),
+        flush=True,
+    )
 
 
 def forwarded_for(k: int) -> str:
@@ -153,9 +167,14 @@ class Bench:
         shutil.rmtree(data_dir, ignore_errors=True)
         settings = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
         blind = {"gold": str(self.gold_dir)} if self.gold_dir else {}
-        config = replace(SpaceConfig.from_env(settings, dataset=str(self.dataset), data_dir=data_dir, **blind),
-                         host="127.0.0.1", port=free_port(), rate_limit=1_000_000, space_id=None,
-                         upload_budget_bytes=10**12)
+        config = replace(
+            SpaceConfig.from_env(settings, dataset=str(self.dataset), data_dir=data_dir, **blind),
+            host="127.0.0.1",
+            port=free_port(),
+            rate_limit=1_000_000,
+            space_id=None,
+            upload_budget_bytes=10**12,
+        )
         started = time.perf_counter()
         try:
             with running_app(config) as (app, url):
@@ -180,8 +199,19 @@ class Bench:
         if self.gold_dir:
             env[ENV_PREFIX + "GOLD"] = str(self.gold_dir)
         env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
-        command = [sys.executable, "-m", "space.app", "--dataset", str(self.dataset), "--data-dir", str(data_dir),
-                   "--host", "127.0.0.1", "--port", str(port)]
+        command = [
+            sys.executable,
+            "-m",
+            "space.app",
+            "--dataset",
+            str(self.dataset),
+            "--data-dir",
+            str(data_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
         log_path = self.work / f"space-{part}.log"
         url = f"http://127.0.0.1:{port}/"
         started = time.perf_counter()
@@ -189,8 +219,11 @@ class Bench:
             process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_served(url, process, log_path, max(self.timeout_s, 300))
-            print(f"[{part}] server process {process.pid} built and serving in {time.perf_counter() - started:.1f} s "
-                  f"at {url} (log {log_path})", flush=True)
+            print(
+                f"[{part}] server process {process.pid} built and serving in {time.perf_counter() - started:.1f} s "
+                f"at {url} (log {log_path})",
+                flush=True,
+            )
             yield process, url
         finally:
             if process.poll() is None:
@@ -223,16 +256,31 @@ def make_client(url: str, timeout_s: float, address: str | None = None):
     identity off Spaces is the client address uvicorn reports)."""
     from gradio_client import Client
 
-    return Client(url, verbose=False, httpx_kwargs={"timeout": timeout_s}, download_files=False,
-                  analytics_enabled=False, headers={"X-Forwarded-For": address} if address else None)
+    return Client(
+        url,
+        verbose=False,
+        httpx_kwargs={"timeout": timeout_s},
+        download_files=False,
+        analytics_enabled=False,
+        headers={"X-Forwarded-For": address} if address else None,
+    )
 
 
 def submit(client, path: Path, name: str) -> str:
     """Submit ``path`` as model ``name`` on the main variant; the outcome's class (see STATUS_CLASSES)."""
     from gradio_client import handle_file
 
-    status = client.predict(file_path=handle_file(str(path)), variant_value="main", name=name, org="bench",
-                            mtype="other", acc="open", url="", date="", api_name="/submit")[0]
+    status = client.predict(
+        file_path=handle_file(str(path)),
+        variant_value="main",
+        name=name,
+        org="bench",
+        mtype="other",
+        acc="open",
+        url="",
+        date="",
+        api_name="/submit",
+    )[0]
     return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
 
 
@@ -261,7 +309,9 @@ def round_trip(client, path: Path, name: str, timeout_s: float) -> tuple[float, 
     return acknowledged, time.perf_counter() - start, polls
 
 
-def crowd_member(url: str, name: str, path: str, address: str, timeout_s: float, niceness: int | str, ready, go, results) -> None:
+def crowd_member(
+    url: str, name: str, path: str, address: str, timeout_s: float, niceness: int | str, ready, go, results
+) -> None:
     """One concurrent submitter, in its own process: connect, say so on ``ready``, wait for ``go``,
     then time ``round_trip`` and put ``(name, timing or None, error or None, CPU seconds of this
     process during it)`` on ``results``. ``niceness``: added to this process's (so that on one
@@ -294,10 +344,14 @@ class HttpApi:
 
     def __init__(self, url: str, info: dict):
         self.url = url
-        self.defaults = {api: [p.get("parameter_default") for p in endpoint["parameters"]]
-                         for api, endpoint in info["named_endpoints"].items()}
-        self.names = {api: [p["parameter_name"] for p in endpoint["parameters"]]
-                      for api, endpoint in info["named_endpoints"].items()}
+        self.defaults = {
+            api: [p.get("parameter_default") for p in endpoint["parameters"]]
+            for api, endpoint in info["named_endpoints"].items()
+        }
+        self.names = {
+            api: [p["parameter_name"] for p in endpoint["parameters"]]
+            for api, endpoint in info["named_endpoints"].items()
+        }
 
     def data(self, api: str, **values) -> list:
         """The inputs of ``api`` in order: the endpoint's defaults, with ``values`` by parameter name."""
@@ -322,12 +376,27 @@ class HttpApi:
         raise RuntimeError(f"{api}: the stream ended without a result")
 
     async def submit(self, client, path: Path, name: str) -> str:
-        uploaded = await client.post(f"{self.url}gradio_api/upload",
-                                     files={"files": (path.name, path.read_bytes(), "application/octet-stream")})
+        uploaded = await client.post(
+            f"{self.url}gradio_api/upload", files={"files": (path.name, path.read_bytes(), "application/octet-stream")}
+        )
         uploaded.raise_for_status()
         file = {"path": uploaded.json()[0], "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
-        status = (await self.call(client, "/submit", self.data("/submit", file_path=file, variant_value="main", name=name,
-                                                               org="bench", mtype="other", url="", date="")))[0]
+        status = (
+            await self.call(
+                client,
+                "/submit",
+                self.data(
+                    "/submit",
+                    file_path=file,
+                    variant_value="main",
+                    name=name,
+                    org="bench",
+                    mtype="other",
+                    url="",
+                    date="",
+                ),
+            )
+        )[0]
         return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
 
     async def round_trip(self, client, path: Path, name: str, timeout_s: float) -> tuple[float, float, int] | None:
@@ -348,7 +417,9 @@ class HttpApi:
         return acknowledged, time.perf_counter() - start, polls
 
 
-def http_crowd(url: str, jobs: list[tuple[str, str, str]], timeout_s: float, niceness: int | str, ready, go, results) -> None:
+def http_crowd(
+    url: str, jobs: list[tuple[str, str, str]], timeout_s: float, niceness: int | str, ready, go, results
+) -> None:
     """All ``jobs`` (name, file, address) as concurrent submitters in this one process (asyncio, one
     HTTP client and X-Forwarded-For address each): connect, say so on ``ready``, wait for ``go``,
     then put ``(name, timing or None, error or None, None)`` for each, and this process's CPU seconds
@@ -364,8 +435,10 @@ def http_crowd(url: str, jobs: list[tuple[str, str, str]], timeout_s: float, nic
 
     async def run() -> None:
         limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
-        clients = [httpx.AsyncClient(timeout=timeout_s, limits=limits, headers={"X-Forwarded-For": address})
-                   for _, _, address in jobs]
+        clients = [
+            httpx.AsyncClient(timeout=timeout_s, limits=limits, headers={"X-Forwarded-For": address})
+            for _, _, address in jobs
+        ]
         try:
             try:
                 api = HttpApi(url, (await clients[0].get(f"{url}gradio_api/info")).raise_for_status().json())
@@ -407,12 +480,16 @@ def cpu_seconds(pid: int) -> float | None:
 
 def print_round_trips(label: str, timings: list[tuple[float, float, int] | None], suffix: str = "") -> None:
     done = [t for t in timings if t is not None]
-    print(summary(f"submit -> visible, {label}", [visible for _, visible, _ in done], len(timings) - len(done)) + suffix)
+    print(
+        summary(f"submit -> visible, {label}", [visible for _, visible, _ in done], len(timings) - len(done)) + suffix
+    )
     print(summary(f"  of which submit -> acknowledged, {label}", [ack for ack, _, _ in done]))
     if done:
         polls = [n for _, _, n in done]
-        print(f"  /leaderboard calls until visible, {label}: median {statistics.median(polls):g}, max {max(polls)}, "
-              f"{sum(polls)} in all")
+        print(
+            f"  /leaderboard calls until visible, {label}: median {statistics.median(polls):g}, max {max(polls)}, "
+            f"{sum(polls)} in all"
+        )
 
 
 # ------------------------------------------------------------------------------------- parts
@@ -440,8 +517,10 @@ def judge_scores(gold, judge: str | None, dataset: Path):
             s[[k - 1 for k in gold.tasks["localization"][rid]["inconsistent_turns"]]] -= 0.2
             items.append((rid, s))
         turn[task] = items
-    disc = [(rid, list(row["candidate_labels"]), rng.normal(0.5, 0.1, len(row["candidate_labels"])))
-            for rid, row in gold.tasks["discrimination"].items()]
+    disc = [
+        (rid, list(row["candidate_labels"]), rng.normal(0.5, 0.1, len(row["candidate_labels"])))
+        for rid, row in gold.tasks["discrimination"].items()
+    ]
     return VariantScores("pairwise", turn, disc)
 
 
@@ -451,15 +530,27 @@ def judge_file(scores, seed: int) -> bytes:
     from judges.embedding import DEFAULT_THRESHOLDS, VariantScores, predictions
 
     rng = np.random.default_rng(seed)
-    jitter = {task: [(rid, s + rng.normal(0, 0.02, s.shape)) for rid, s in items] for task, items in scores.turn.items()}
+    jitter = {
+        task: [(rid, s + rng.normal(0, 0.02, s.shape)) for rid, s in items] for task, items in scores.turn.items()
+    }
     disc = [(rid, labels, s + rng.normal(0, 0.02, s.shape)) for rid, labels, s in scores.discrimination]
     lines = predictions(VariantScores(scores.method, jitter, disc), DEFAULT_THRESHOLDS[scores.method])
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()  # judges.embedding.write_jsonl
+    return "".join(
+        json.dumps(line, ensure_ascii=False) + "\n" for line in lines
+    ).encode()  # judges.embedding.write_jsonl
 
 
-def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "judge", judge: str | None = None,
-                    profile_server: Path | None = None, py_spy: str | None = None, client_nice: int = 10,
-                    clients: str = "http") -> None:
+def measure_latency(
+    bench: Bench,
+    alone: int,
+    concurrent: int,
+    files: str = "judge",
+    judge: str | None = None,
+    profile_server: Path | None = None,
+    py_spy: str | None = None,
+    client_nice: int = 10,
+    clients: str = "http",
+) -> None:
     from tests.space_support import predictions
 
     alone_names = [f"alone-{i:04d}" for i in range(alone)]
@@ -469,8 +560,10 @@ def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "jud
         make = partial(judge_file, scores)
     else:
         make = partial(predictions, bench.gold)
-    paths = {name: bench.write(name, make(k))  # distinct files: none is a duplicate
-             for k, name in enumerate(alone_names + names, start=1)}
+    paths = {
+        name: bench.write(name, make(k))  # distinct files: none is a duplicate
+        for k, name in enumerate(alone_names + names, start=1)
+    }
     sample = paths[(alone_names + names)[0]].read_bytes().splitlines() if paths else []
     scored = sum(b'"score"' in line for line in sample)
     print(f"[latency] {files} files: {len(sample)} lines each, {scored} with a detection score")
@@ -492,8 +585,16 @@ def measure_latency(bench: Bench, alone: int, concurrent: int, files: str = "jud
             print_profile(profile_server)
 
 
-def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], server_pid: int, client_nice: int = 0,
-          profile: tuple[int, Path, str] | None = None, clients: str = "http") -> tuple[list, float]:
+def crowd(
+    bench: Bench,
+    url: str,
+    names: list[str],
+    paths: dict[str, Path],
+    server_pid: int,
+    client_nice: int = 0,
+    profile: tuple[int, Path, str] | None = None,
+    clients: str = "http",
+) -> tuple[list, float]:
     """``names`` submitters (each its own address and model name), connected first and then
     released together; their round trips (``None`` where one failed) and the wall time from the
     release until the last one is done. ``clients``: ``gradio``, one spawned process with a
@@ -504,13 +605,20 @@ def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], serv
     ready, results, go = context.Queue(), context.Queue(), context.Event()
     if clients == "http":
         jobs = [(name, str(paths[name]), forwarded_for(k)) for k, name in enumerate(names)]
-        processes = [context.Process(target=http_crowd, daemon=True,
-                                     args=(url, jobs, bench.timeout_s, client_nice, ready, go, results))]
+        processes = [
+            context.Process(
+                target=http_crowd, daemon=True, args=(url, jobs, bench.timeout_s, client_nice, ready, go, results)
+            )
+        ]
     else:
-        processes = [context.Process(target=crowd_member, daemon=True,
-                                     args=(url, name, str(paths[name]), forwarded_for(k), bench.timeout_s, client_nice,
-                                           ready, go, results))
-                     for k, name in enumerate(names)]
+        processes = [
+            context.Process(
+                target=crowd_member,
+                daemon=True,
+                args=(url, name, str(paths[name]), forwarded_for(k), bench.timeout_s, client_nice, ready, go, results),
+            )
+            for k, name in enumerate(names)
+        ]
     connected, profiler = 0, None
     try:
         for process in tqdm(processes, desc="client processes", unit="process"):
@@ -549,9 +657,11 @@ def crowd(bench: Bench, url: str, names: list[str], paths: dict[str, Path], serv
         wall = (done_at or time.perf_counter()) - wall
         end_cpu = cpu_seconds(server_pid)
         if server_cpu is not None and end_cpu is not None and client_cpu:
-            print(f"CPU from the release until the last result ({wall:.1f} s wall, {os.cpu_count()} CPUs): server process "
-                  f"{end_cpu - server_cpu:.1f} s ({(end_cpu - server_cpu) / wall:.2f} cores); the {len(client_cpu)} client "
-                  f"process(es) {sum(client_cpu):.1f} s in all ({1000 * sum(client_cpu) / max(connected, 1):.0f} ms per submitter)")
+            print(
+                f"CPU from the release until the last result ({wall:.1f} s wall, {os.cpu_count()} CPUs): server process "
+                f"{end_cpu - server_cpu:.1f} s ({(end_cpu - server_cpu) / wall:.2f} cores); the {len(client_cpu)} client "
+                f"process(es) {sum(client_cpu):.1f} s in all ({1000 * sum(client_cpu) / max(connected, 1):.0f} ms per submitter)"
+            )
     finally:
         if profiler is not None:
             stop_profile(profiler)
@@ -575,8 +685,22 @@ PROFILE_KINDS = (  # a sample's kind: the first whose marker is in its stack
 def start_profile(pid: int, out: Path, py_spy: str):
     """py-spy recording process ``pid`` into ``out`` (collapsed stacks, per thread): only the thread
     holding the GIL is sampled, so the shares are of the Python time the server spends."""
-    command = [py_spy, "record", "--pid", str(pid), "--output", str(out), "--format", "raw", "--rate", "200",
-               "--threads", "--gil", "--nonblocking", "--full-filenames"]
+    command = [
+        py_spy,
+        "record",
+        "--pid",
+        str(pid),
+        "--output",
+        str(out),
+        "--format",
+        "raw",
+        "--rate",
+        "200",
+        "--threads",
+        "--gil",
+        "--nonblocking",
+        "--full-filenames",
+    ]
     recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # attached before the release
     if recorder.poll() is not None:
@@ -611,10 +735,16 @@ def print_profile(path: Path, top: int = 25) -> None:
             inclusive[frame] += n
         if len(frames) > 1:
             own[frames[-1]] += n
-        kinds[next((kind for kind, markers in PROFILE_KINDS if any(m in f for f in frames for m in markers)), "other")] += n
-    print(f"[profile] {total} samples of the server process in {path}; by thread: "
-          + ", ".join(f"{name} {n}" for name, n in threads.most_common(8)))
-    print("[profile] by kind: " + ", ".join(f"{kind} {100 * n / max(total, 1):.1f} %" for kind, n in kinds.most_common()))
+        kinds[
+            next((kind for kind, markers in PROFILE_KINDS if any(m in f for f in frames for m in markers)), "other")
+        ] += n
+    print(
+        f"[profile] {total} samples of the server process in {path}; by thread: "
+        + ", ".join(f"{name} {n}" for name, n in threads.most_common(8))
+    )
+    print(
+        "[profile] by kind: " + ", ".join(f"{kind} {100 * n / max(total, 1):.1f} %" for kind, n in kinds.most_common())
+    )
     print(f"[profile] functions by inclusive share of samples (top {top}):")
     for frame, n in inclusive.most_common(top):
         print(f"  {100 * n / max(total, 1):5.1f} %  {frame[:160]}")
@@ -632,11 +762,17 @@ def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, relo
         kinds = Counter()
         rng = random.Random(0)
         for i in tqdm(range(rows), desc="filling the store", unit="row"):
-            form = {"model_name": f"{prefix}-{i:04d}", "organisation": f"org {i % 37}",
-                    "model_type": rng.choice(MODEL_TYPES), "access": rng.choice(ACCESS),
-                    "link": f"https://example.org/model/{i}", "model_date": f"20{20 + i % 6}-0{1 + i % 9}"}
-            result = app.submitter.submit(predictions(bench.gold, 100_000 + i), "main", form,
-                                          as_user=f"bench:{i % 50}", rate_limited=False)
+            form = {
+                "model_name": f"{prefix}-{i:04d}",
+                "organisation": f"org {i % 37}",
+                "model_type": rng.choice(MODEL_TYPES),
+                "access": rng.choice(ACCESS),
+                "link": f"https://example.org/model/{i}",
+                "model_date": f"20{20 + i % 6}-0{1 + i % 9}",
+            }
+            result = app.submitter.submit(
+                predictions(bench.gold, 100_000 + i), "main", form, as_user=f"bench:{i % 50}", rate_limited=False
+            )
             kinds[result.status] += 1
         stored = len(app.store.results("main"))
         print(f"[load] stored {stored} rows on main ({dict(kinds)})")
@@ -654,11 +790,17 @@ def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, relo
             print(f"[load] browser figures skipped: {CHROMIUM} is not installed")
             return
         firsts, again = browser_loads(url, prefix, first_loads, reloads, bench.timeout_s)
-        print(summary(f"browser, navigation -> main table shows rows ({stored} rows), first load (fresh context)", firsts))
+        print(
+            summary(
+                f"browser, navigation -> main table shows rows ({stored} rows), first load (fresh context)", firsts
+            )
+        )
         print(summary(f"browser, reload -> main table shows rows ({stored} rows), after the first load", again))
 
 
-def browser_loads(url: str, prefix: str, first_loads: int, reloads: int, timeout_s: float) -> tuple[list[float], list[float]]:
+def browser_loads(
+    url: str, prefix: str, first_loads: int, reloads: int, timeout_s: float
+) -> tuple[list[float], list[float]]:
     """Seconds until ``#ss-leaderboard-main`` shows a row whose text starts with ``prefix``: each of
     ``first_loads`` fresh browser contexts (empty cache), then ``reloads`` reloads of the last page."""
     from playwright.sync_api import sync_playwright
@@ -698,8 +840,9 @@ def padded_variants(data: bytes, count: int, pad_bytes: int) -> list[bytes]:
         separators = rng.choice([(", ", ": "), (",", ":"), ("  ,  ", " :\t")])
         keys_reversed = rng.random() < 0.3
         indent = rng.choice(["", "", "  ", "\t"])
-        lines = [indent + json.dumps(dict(reversed(r.items())) if keys_reversed else r, separators=separators)
-                 for r in rows]
+        lines = [
+            indent + json.dumps(dict(reversed(r.items())) if keys_reversed else r, separators=separators) for r in rows
+        ]
         newline = "\r\n" if rng.random() < 0.4 else "\n"
         separator = newline * rng.choice([1, 1, 2, 3])  # blank lines between records
         bom = b"\xef\xbb\xbf" if rng.random() < 0.3 else b""
@@ -731,18 +874,28 @@ def measure_duplicates(bench: Bench, count: int, pad_mb: float) -> None:
             kinds[bench.submit(client, path, path.stem)] += 1
             seconds.append(time.perf_counter() - start)
         rows = len(app.store.results("main"))
-        store_sizes = {suffix: Path(f"{app.store.path}{suffix}").stat().st_size
-                       if Path(f"{app.store.path}{suffix}").exists() else 0 for suffix in ("", "-wal")}
+        store_sizes = {
+            suffix: Path(f"{app.store.path}{suffix}").stat().st_size
+            if Path(f"{app.store.path}{suffix}").exists()
+            else 0
+            for suffix in ("", "-wal")
+        }
         leftovers = [p for p in Path(get_upload_folder()).rglob("dup-*.jsonl") if p.is_file()]
     uploaded = sum(p.stat().st_size for p in paths)
-    print(f"[duplicates] 1 valid file + {count} padded re-encodings of it ({megabytes(min(map(len, variants)))} to "
-          f"{megabytes(max(map(len, variants)))} each); outcomes {dict(kinds)}")
+    print(
+        f"[duplicates] 1 valid file + {count} padded re-encodings of it ({megabytes(min(map(len, variants)))} to "
+        f"{megabytes(max(map(len, variants)))} each); outcomes {dict(kinds)}"
+    )
     print(summary("submit round trip of a padded duplicate", seconds[1:]))
     print(f"rows stored: {rows}")
-    print(f"store on disk: {megabytes(sum(store_sizes.values()))} (SQLite file {megabytes(store_sizes[''])}, "
-          f"WAL {megabytes(store_sizes['-wal'])})")
-    print(f"upload cache leftovers: {len(leftovers)} files, {megabytes(sum(p.stat().st_size for p in leftovers))} "
-          f"in {get_upload_folder()}")
+    print(
+        f"store on disk: {megabytes(sum(store_sizes.values()))} (SQLite file {megabytes(store_sizes[''])}, "
+        f"WAL {megabytes(store_sizes['-wal'])})"
+    )
+    print(
+        f"upload cache leftovers: {len(leftovers)} files, {megabytes(sum(p.stat().st_size for p in leftovers))} "
+        f"in {get_upload_folder()}"
+    )
     print(f"bytes uploaded in total: {megabytes(uploaded)} ({len(paths)} files)")
 
 
@@ -750,33 +903,67 @@ def measure_duplicates(bench: Bench, count: int, pad_mb: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--dataset", type=Path, help="a built dataset folder (default: a synthetic one)")
-    parser.add_argument("--gold", type=Path, help="the private test gold of a blind --dataset (python -m speakersleuth_dataset "
-                        "blind): the app serves its blind round, and each timed submission alone comes from its own "
-                        "address (an identity's later files are shown only when they beat its best)")
+    parser.add_argument(
+        "--gold",
+        type=Path,
+        help="the private test gold of a blind --dataset (python -m speakersleuth_dataset "
+        "blind): the app serves its blind round, and each timed submission alone comes from its own "
+        "address (an identity's later files are shown only when they beat its best)",
+    )
     parser.add_argument("--dialogues", type=at_least(1), default=60, help="dialogues of the synthetic folder")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "speakersleuth-bench-space",
-                        help="folder for the synthetic dataset (kept) and the stores, files and Gradio cache of a run (removed)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "speakersleuth-bench-space",
+        help="folder for the synthetic dataset (kept) and the stores, files and Gradio cache of a run (removed)",
+    )
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--alone", type=at_least(0), default=20, help="sequential submissions timed")
     parser.add_argument("--concurrent", type=at_least(0), default=50, help="submitters at once (0: skip)")
-    parser.add_argument("--files", choices=("judge", "plain"), default="judge",
-                        help="latency files: as `python -m judges run` writes them (detection scores) or score-less")
-    parser.add_argument("--judge", help="latency files from this embedding judge's real scores (e.g. pairwise-resemblyzer)")
+    parser.add_argument(
+        "--files",
+        choices=("judge", "plain"),
+        default="judge",
+        help="latency files: as `python -m judges run` writes them (detection scores) or score-less",
+    )
+    parser.add_argument(
+        "--judge", help="latency files from this embedding judge's real scores (e.g. pairwise-resemblyzer)"
+    )
     parser.add_argument("--rows", type=at_least(1), default=1000, help="leaderboard rows for the load figures")
     parser.add_argument("--api-calls", type=at_least(1), default=10, help="/leaderboard round trips timed")
-    parser.add_argument("--first-loads", type=at_least(0), default=3, help="browser loads in fresh contexts (0 with --reloads 0: no browser)")
+    parser.add_argument(
+        "--first-loads",
+        type=at_least(0),
+        default=3,
+        help="browser loads in fresh contexts (0 with --reloads 0: no browser)",
+    )
     parser.add_argument("--reloads", type=at_least(0), default=5, help="browser reloads after the first load")
     parser.add_argument("--duplicates", type=at_least(1), default=100, help="padded duplicates submitted")
     parser.add_argument("--pad-mb", type=float, default=4.0, help="size of the largest padded duplicate (MB)")
-    parser.add_argument("--client-nice", type=lambda v: v if v == "idle" else at_least(0)(v), default=10,
-                        help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal; idle: SCHED_IDLE)")
-    parser.add_argument("--clients", choices=("http", "gradio"), default="http",
-                        help="latency, concurrent phase: raw HTTP submitters in one process, or one gradio_client process each")
-    parser.add_argument("--profile-server", type=Path, help="latency: record the server process with py-spy during the concurrent phase into this file (collapsed stacks) and print where its time goes")
-    parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy", help="the py-spy executable for --profile-server")
+    parser.add_argument(
+        "--client-nice",
+        type=lambda v: v if v == "idle" else at_least(0)(v),
+        default=10,
+        help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal; idle: SCHED_IDLE)",
+    )
+    parser.add_argument(
+        "--clients",
+        choices=("http", "gradio"),
+        default="http",
+        help="latency, concurrent phase: raw HTTP submitters in one process, or one gradio_client process each",
+    )
+    parser.add_argument(
+        "--profile-server",
+        type=Path,
+        help="latency: record the server process with py-spy during the concurrent phase into this file (collapsed stacks) and print where its time goes",
+    )
+    parser.add_argument(
+        "--py-spy", default=shutil.which("py-spy") or "py-spy", help="the py-spy executable for --profile-server"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one submission or page load may take")
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
@@ -803,14 +990,25 @@ def main() -> None:
             shutil.rmtree(dataset, ignore_errors=True)
             build_synthetic_dataset(dataset, dialogues=args.dialogues, variants=("main",))
     bench = Bench(dataset, args.work, args.timeout, args.gold)
-    print(f"dataset {dataset}: main gold {({task: len(rows) for task, rows in bench.gold.tasks.items()})}")
+    print(f"dataset {dataset}: main gold { ({task: len(rows) for task, rows in bench.gold.tasks.items()}) }")
 
     started = time.perf_counter()
     print_load("at start")
-    runs = {"latency": lambda: measure_latency(bench, args.alone, args.concurrent, args.files, args.judge,
-                                               args.profile_server, args.py_spy, args.client_nice, args.clients),
-            "load": lambda: measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads),
-            "duplicates": lambda: measure_duplicates(bench, args.duplicates, args.pad_mb)}
+    runs = {
+        "latency": lambda: measure_latency(
+            bench,
+            args.alone,
+            args.concurrent,
+            args.files,
+            args.judge,
+            args.profile_server,
+            args.py_spy,
+            args.client_nice,
+            args.clients,
+        ),
+        "load": lambda: measure_load(bench, args.rows, args.api_calls, args.first_loads, args.reloads),
+        "duplicates": lambda: measure_duplicates(bench, args.duplicates, args.pad_mb),
+    }
     for part in PARTS:
         if part in parts:
             print_load(f"before {part}")

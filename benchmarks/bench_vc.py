@@ -116,7 +116,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.conversions} clips of 2-3 s")
     print("per configuration, CPU time of one core:")
-    print(f"{'configuration':28s} {'profile s':>9s} {'conv/s':>7s} {'conv RTF':>8s} {'resyn/s':>8s} {'resyn RTF':>9s} {'peak MB':>8s}")
+    print(
+        f"{'configuration':28s} {'profile s':>9s} {'conv/s':>7s} {'conv RTF':>8s} {'resyn/s':>8s} {'resyn RTF':>9s} {'peak MB':>8s}"
+    )
     ctx = get_context("spawn")
     for label, (name, kwargs) in CONFIGS.items():
         with ProcessPoolExecutor(1, mp_context=ctx) as pool:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+from bench_voicing import chat_texts
 from tqdm.auto import tqdm
 
-from bench_voicing import chat_texts
 from builder_scripts.sources.chitchat_tts import ChitchatTTS
 from builder_scripts.speaker_bank import BankSpeaker, SpeakerBank, VerificationStats
 from builder_scripts.tts.voice_bank import VOICES, Voice, median_f0
@@ -48,12 +48,16 @@ def harmonicity(audio: np.ndarray, sr: int = SAMPLING_RATE) -> float:
     """Mean harmonics-to-noise ratio (dB) over voiced frames, Praat's cross-correlation method."""
     import parselmouth
 
-    hnr = parselmouth.Sound(audio.astype(np.float64), sampling_frequency=sr).to_harmonicity_cc(0.01, 75, 0.1, 1.0).values
+    hnr = (
+        parselmouth.Sound(audio.astype(np.float64), sampling_frequency=sr).to_harmonicity_cc(0.01, 75, 0.1, 1.0).values
+    )
     voiced = hnr[hnr > -100]
     return float(voiced.mean()) if voiced.size else float("nan")
 
 
-def voice_clips(source: ChitchatTTS, voices: list[Voice], texts: list[str], n: int, seed: int) -> dict[str, list[np.ndarray]]:
+def voice_clips(
+    source: ChitchatTTS, voices: list[Voice], texts: list[str], n: int, seed: int
+) -> dict[str, list[np.ndarray]]:
     """``n`` of ``texts`` per voice, drawn with a generator seeded by ``seed`` and the voice id."""
     clips = {}
     for voice in tqdm(voices, desc="voicing", unit="voice"):
@@ -83,23 +87,31 @@ def embed_banks(voices: list[Voice], clips: dict[str, list[np.ndarray]]) -> dict
 
 def report_encoder(name: str, stats: VerificationStats, worst: int) -> None:
     cos = np.array([c for _, c in stats.nearest.values()])
-    print(f"\n## {name}: EER {stats.eer:.2f} % over {stats.same_trials} same-voice and {stats.different_trials} "
-          f"different-voice clip pairs")
+    print(
+        f"\n## {name}: EER {stats.eer:.2f} % over {stats.same_trials} same-voice and {stats.different_trials} "
+        f"different-voice clip pairs"
+    )
     print(f"nearest-other cosine per voice: min {cos.min():.3f}  median {np.median(cos):.3f}  max {cos.max():.3f}")
     pairs = sorted({tuple(sorted((a, b))): c for a, (b, c) in stats.nearest.items()}.items(), key=lambda kv: -kv[1])
     for (a, b), c in pairs[:worst]:
         print(f"  {c:.3f}  {a} ~ {b}")
 
 
-def report_voices(voices: list[Voice], clips: dict[str, list[np.ndarray]], stats: dict[str, VerificationStats]) -> None:
-    print(f"\n## Voices ({sum(v.gender == 'female' for v in voices)} female, {sum(v.gender == 'male' for v in voices)} male)")
+def report_voices(
+    voices: list[Voice], clips: dict[str, list[np.ndarray]], stats: dict[str, VerificationStats]
+) -> None:
+    print(
+        f"\n## Voices ({sum(v.gender == 'female' for v in voices)} female, {sum(v.gender == 'male' for v in voices)} male)"
+    )
     head = "".join(f"  {'nearest (' + e + ')':34s} {'cos':>5s}" for e in stats)
     print(f"{'voice':34s} {'g':1s} {'engine':6s} {'part':4s} {'F0':>4s} {'HNR':>5s} {'imp/s':>5s}{head}")
     for v in voices:
         audio = np.concatenate(clips[v.id])
         row = "".join(f"  {s.nearest[v.id][0]:34s} {s.nearest[v.id][1]:5.3f}" for s in stats.values())
-        print(f"{v.id:34s} {v.gender[0]:1s} {v.engine:6s} {'yes' if v.participant else 'pool':4s} {median_f0(audio):4.0f} "
-              f"{harmonicity(audio):5.1f} {impulse_rate(audio):5.2f}{row}")
+        print(
+            f"{v.id:34s} {v.gender[0]:1s} {v.engine:6s} {'yes' if v.participant else 'pool':4s} {median_f0(audio):4.0f} "
+            f"{harmonicity(audio):5.1f} {impulse_rate(audio):5.2f}{row}"
+        )
 
 
 def heatmap(banks: dict[str, SpeakerBank], path: Path) -> None:

@@ -27,8 +27,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from builder_scripts.sources.chitchat_tts import ChitchatTTS, estimate_duration
-from speakersleuth_dataset import SAMPLING_RATE
 from builder_scripts.tts.voice_bank import VOICES, median_f0
+from speakersleuth_dataset import SAMPLING_RATE
 
 #: Median F0 (Hz) boundary between the bank's male and female voices.
 F0_BOUNDARY = 165.0
@@ -36,7 +36,9 @@ F0_BOUNDARY = 165.0
 
 def chat_texts(source: ChitchatTTS, n: int, seed: int, min_words: int = 9, max_words: int = 18) -> list[str]:
     """``n`` distinct real turns of ``min_words``-``max_words`` words, drawn with ``seed``."""
-    texts = sorted({t.text for d in source.dialogues() for t in d.turns if min_words <= len(t.text.split()) <= max_words})
+    texts = sorted(
+        {t.text for d in source.dialogues() for t in d.turns if min_words <= len(t.text.split()) <= max_words}
+    )
     return random.Random(seed).sample(texts, n)
 
 
@@ -97,7 +99,9 @@ def bank_spread(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
     upper = np.triu(off_diag)
     same, different, nearest = [], [], []
     print(f"\n## Voices (Resemblyzer cosine over {k} clips each; margin = same - most similar other)")
-    print(f"{'voice':34s} {'gender':6s} {'F0':>5s} {'same':>6s}  {'most similar other':34s} {'cos':>6s} {'margin':>7s}")
+    print(
+        f"{'voice':34s} {'gender':6s} {'F0':>5s} {'same':>6s}  {'most similar other':34s} {'cos':>6s} {'margin':>7s}"
+    )
     for voice in VOICES:
         e = emb[voice.id]
         s = (e @ e.T)[upper]
@@ -122,7 +126,9 @@ def bank_spread(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
     print(describe("most similar other speaker (per voice)", np.array(nearest)))
     female = [f0[v.id] for v in VOICES if v.gender == "female"]
     male = [f0[v.id] for v in VOICES if v.gender == "male"]
-    print(f"median F0: female voices {min(female):.0f}-{max(female):.0f} Hz, male voices {min(male):.0f}-{max(male):.0f} Hz")
+    print(
+        f"median F0: female voices {min(female):.0f}-{max(female):.0f} Hz, male voices {min(male):.0f}-{max(male):.0f} Hz"
+    )
 
 
 def duration_estimates(voiced: list) -> None:

@@ -33,11 +33,20 @@ def prompts():
     turns = [{"speaker": "a" if i % 2 == 0 else "b", "text": f"line {i}", "is_target": i % 2 == 0} for i in range(10)]
     positions = [0, 2, 4, 6, 8]
     turn = TurnInstance("t", [tone(200 + 5 * k, 1.0 + 0.2 * k) for k in range(5)], tone(200, 3.0), turns, positions)
-    disc = DiscriminationInstance("d", [tone(200 + 5 * k, 1.2) for k in range(4)], 3,
-                                  [tone(f, 1.2) for f in (200, 120, 230)], ["A", "B", "C"], tone(200, 3.0),
-                                  turns, positions)
-    return {"detection": turn_queries("detection", "main", turn)[0],
-            "discrimination": discrimination_queries("main", disc, ranking=False)[0]}
+    disc = DiscriminationInstance(
+        "d",
+        [tone(200 + 5 * k, 1.2) for k in range(4)],
+        3,
+        [tone(f, 1.2) for f in (200, 120, 230)],
+        ["A", "B", "C"],
+        tone(200, 3.0),
+        turns,
+        positions,
+    )
+    return {
+        "detection": turn_queries("detection", "main", turn)[0],
+        "discrimination": discrimination_queries("main", disc, ranking=False)[0],
+    }
 
 
 def main() -> None:
@@ -69,17 +78,29 @@ def main() -> None:
                     start = time.perf_counter()
                     texts = [backend.generate(query.prompt).text for _ in range(args.repeats)]
                     seconds = (time.perf_counter() - start) / args.repeats
-                    print(json.dumps({
-                        "model": family, "dtype": dtype, "prompt": name,
-                        "weights": f"{weights.device}/{weights.dtype}".replace("torch.", ""),
-                        "input_features": f"{batch['input_features'].device}/{batch['input_features'].dtype}".replace("torch.", ""),
-                        "clips": len(query.prompt.clips), "input_tokens": first.meta["input_tokens"],
-                        "new_tokens": first.meta["new_tokens"], "greedy_repeatable": all(t == first.text for t in texts),
-                        "seconds_per_query": round(seconds, 4),
-                        "parsed": parse_answer(query.kind, first.text, num_turns=5).how,
-                        "max_memory_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1)
-                        if args.device.startswith("cuda") else None,
-                    }), flush=True)
+                    print(
+                        json.dumps(
+                            {
+                                "model": family,
+                                "dtype": dtype,
+                                "prompt": name,
+                                "weights": f"{weights.device}/{weights.dtype}".replace("torch.", ""),
+                                "input_features": f"{batch['input_features'].device}/{batch['input_features'].dtype}".replace(
+                                    "torch.", ""
+                                ),
+                                "clips": len(query.prompt.clips),
+                                "input_tokens": first.meta["input_tokens"],
+                                "new_tokens": first.meta["new_tokens"],
+                                "greedy_repeatable": all(t == first.text for t in texts),
+                                "seconds_per_query": round(seconds, 4),
+                                "parsed": parse_answer(query.kind, first.text, num_turns=5).how,
+                                "max_memory_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1)
+                                if args.device.startswith("cuda")
+                                else None,
+                            }
+                        ),
+                        flush=True,
+                    )
                 backend.close()
 
 

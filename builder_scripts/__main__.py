@@ -1,11 +1,11 @@
 """Command line of the builder; a thin layer over ``builder_scripts.pipeline``.
 
-    python -m builder_scripts build --dataset-out speakersleuth           # the embedded default
-    python -m builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
-    python -m builder_scripts build <options> --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
-    python -m builder_scripts build <options> --num-shards 8 --shard-index <i>   # then once more without them
-    python -m builder_scripts review-export --dataset speakersleuth --review-out review/
-    python -m builder_scripts build <options> --review-decisions review/review.csv
+python -m builder_scripts build --dataset-out speakersleuth           # the embedded default
+python -m builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
+python -m builder_scripts build <options> --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
+python -m builder_scripts build <options> --num-shards 8 --shard-index <i>   # then once more without them
+python -m builder_scripts review-export --dataset speakersleuth --review-out review/
+python -m builder_scripts build <options> --review-decisions review/review.csv
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import speakersleuth_dataset as ssd
-
 from speech.encoders import available_encoders, folder_encoders
 from speech.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
 
@@ -47,52 +46,127 @@ def _source_args(sources: list[str], values: list[str]) -> dict[str, dict]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline.")
+    parser = argparse.ArgumentParser(
+        prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or resume building) a dataset folder")
-    build.add_argument("--dataset-out", type=Path, default=Path("speakersleuth"), metavar="DIR",
-                       help="dataset folder to write (default: speakersleuth)")
-    build.add_argument("--cache", type=Path, default=Path("cache"), metavar="DIR",
-                       help="stage cache; a rerun skips finished work (default: cache)")
-    build.add_argument("--variant", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn (default: all three)")
-    build.add_argument("--source", action="append", choices=sorted(SOURCES), help="source corpus (repeatable; default chitchat_tts)")
-    build.add_argument("--source-dir", action="append", default=[], metavar="SOURCE=DIR",
-                       help="local corpus folder of a source (repeatable; needed by every source but chitchat_tts)")
+    build.add_argument(
+        "--dataset-out",
+        type=Path,
+        default=Path("speakersleuth"),
+        metavar="DIR",
+        help="dataset folder to write (default: speakersleuth)",
+    )
+    build.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("cache"),
+        metavar="DIR",
+        help="stage cache; a rerun skips finished work (default: cache)",
+    )
+    build.add_argument(
+        "--variant", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn (default: all three)"
+    )
+    build.add_argument(
+        "--source", action="append", choices=sorted(SOURCES), help="source corpus (repeatable; default chitchat_tts)"
+    )
+    build.add_argument(
+        "--source-dir",
+        action="append",
+        default=[],
+        metavar="SOURCE=DIR",
+        help="local corpus folder of a source (repeatable; needed by every source but chitchat_tts)",
+    )
     build.add_argument("--dialogues", type=int, default=60, help="dialogues per source for main and 4vc (default 60)")
     build.add_argument("--dialogues-10turn", type=int, default=30, help="dialogues per source for 10turn (default 30)")
-    build.add_argument("--validation-dialogues", type=int, default=None, metavar="N",
-                       help="the validation split (threshold calibration): N dialogues per source for main and 4vc, "
-                            "N/2 for 10turn, disjoint from the test split (default: a fifth of --dialogues; 0: none)")
-    build.add_argument("--max-target-seconds", type=float, default=6.0,
-                       help="longest target turn a segment may hold, in (estimated) seconds (default 6)")
-    build.add_argument("--seed", type=int, default=0, help="the build's seed: which turn is altered, the candidate order "
-                       "(default 0; a leaderboard build takes a secret one)")
-    build.add_argument("--vc", default="respeak", help="generation method of main and 10turn (default respeak: the substitute's "
-                       "own TTS voice says the turn, for sources voiced by the bank; a recorded corpus's units take --vc-recorded)")
-    build.add_argument("--vc-4vc", default="respeak,world,praat", help="generation methods drawn per dialogue for 4vc "
-                       "(default respeak,world,praat; respeak only where the source is voiced by the bank)")
-    build.add_argument("--vc-recorded", default="world", help="conversion backend that takes respeak's place for a recorded "
-                       "corpus (real speakers cannot re-speak a turn; default world)")
-    build.add_argument("--encoder", default="campplus", help="speaker encoder that chooses S3 (default: campplus; any of "
-                       f"{', '.join(available_encoders())}; a folder encoder as ecapa:/dir)")
-    build.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
-                       help=f"local model folder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
-                            "default for the backends: $SPEAKERSLEUTH_VC_DIR/<folder>")
-    build.add_argument("--substitute-pool", action="append", default=[], choices=["embedded"],
-                       help="more S2/S3 substitute speakers than the built sources' (repeatable): embedded = the "
-                            "embedded TTS voices, for a corpus with few speakers such as DailyTalk")
+    build.add_argument(
+        "--validation-dialogues",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the validation split (threshold calibration): N dialogues per source for main and 4vc, "
+        "N/2 for 10turn, disjoint from the test split (default: a fifth of --dialogues; 0: none)",
+    )
+    build.add_argument(
+        "--max-target-seconds",
+        type=float,
+        default=6.0,
+        help="longest target turn a segment may hold, in (estimated) seconds (default 6)",
+    )
+    build.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the build's seed: which turn is altered, the candidate order "
+        "(default 0; a leaderboard build takes a secret one)",
+    )
+    build.add_argument(
+        "--vc",
+        default="respeak",
+        help="generation method of main and 10turn (default respeak: the substitute's "
+        "own TTS voice says the turn, for sources voiced by the bank; a recorded corpus's units take --vc-recorded)",
+    )
+    build.add_argument(
+        "--vc-4vc",
+        default="respeak,world,praat",
+        help="generation methods drawn per dialogue for 4vc "
+        "(default respeak,world,praat; respeak only where the source is voiced by the bank)",
+    )
+    build.add_argument(
+        "--vc-recorded",
+        default="world",
+        help="conversion backend that takes respeak's place for a recorded "
+        "corpus (real speakers cannot re-speak a turn; default world)",
+    )
+    build.add_argument(
+        "--encoder",
+        default="campplus",
+        help="speaker encoder that chooses S3 (default: campplus; any of "
+        f"{', '.join(available_encoders())}; a folder encoder as ecapa:/dir)",
+    )
+    build.add_argument(
+        "--model-dir",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help=f"local model folder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
+        "default for the backends: $SPEAKERSLEUTH_VC_DIR/<folder>",
+    )
+    build.add_argument(
+        "--substitute-pool",
+        action="append",
+        default=[],
+        choices=["embedded"],
+        help="more S2/S3 substitute speakers than the built sources' (repeatable): embedded = the "
+        "embedded TTS voices, for a corpus with few speakers such as DailyTalk",
+    )
     build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
     build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
-    build.add_argument("--margin", type=float, default=0.5, help="extra candidates (text only) that replace dropped dialogues (default 0.5)")
+    build.add_argument(
+        "--margin",
+        type=float,
+        default=0.5,
+        help="extra candidates (text only) that replace dropped dialogues (default 0.5)",
+    )
     build.add_argument("--num-shards", type=int, default=1, help="split the conversion stage over this many processes")
     build.add_argument("--shard-index", type=int, default=0, help="which shard this process builds (0-based)")
-    build.add_argument("--jobs", type=int, default=1, help="run the conversion stage in this many local processes, then merge")
-    build.add_argument("--threads", type=int, default=None, help="CPU threads per process for TTS and torch (default: all)")
+    build.add_argument(
+        "--jobs", type=int, default=1, help="run the conversion stage in this many local processes, then merge"
+    )
+    build.add_argument(
+        "--threads", type=int, default=None, help="CPU threads per process for TTS and torch (default: all)"
+    )
     build.add_argument("--no-progress", action="store_true", help="no progress bars")
     review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
     review.add_argument("--dataset", required=True, help="the dataset to review: a built folder or a Hub dataset id")
-    review.add_argument("--review-out", type=Path, default=Path("review"), metavar="DIR",
-                        help="folder for review.csv, review.html and the audio (default: review)")
+    review.add_argument(
+        "--review-out",
+        type=Path,
+        default=Path("review"),
+        metavar="DIR",
+        help="folder for review.csv, review.html and the audio (default: review)",
+    )
     return parser
 
 
@@ -133,28 +207,54 @@ def _options(args: argparse.Namespace):
         if value < 1:
             raise ValueError(f"{flag} {value}: must be at least 1")
     if args.validation_dialogues is not None and args.validation_dialogues < 0:
-        raise ValueError(f"--validation-dialogues {args.validation_dialogues}: must be 0 (no validation split) or more")
+        raise ValueError(
+            f"--validation-dialogues {args.validation_dialogues}: must be 0 (no validation split) or more"
+        )
     if args.jobs > 1 and args.num_shards != 1:
         raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
     variants = [v for v in args.variant.split(",") if v]
-    for flag, count, built in (("--dialogues", args.dialogues, {"main", "4vc"}), ("--dialogues-10turn", args.dialogues_10turn, {"10turn"})):
+    for flag, count, built in (
+        ("--dialogues", args.dialogues, {"main", "4vc"}),
+        ("--dialogues-10turn", args.dialogues_10turn, {"10turn"}),
+    ):
         if count < 1 and built & set(variants):
-            raise ValueError(f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
-                             f"to leave a variant out, list the others with --variant")
+            raise ValueError(
+                f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
+                f"to leave a variant out, list the others with --variant"
+            )
     sources = args.source or ["chitchat_tts"]
     backends = {args.vc, args.vc_recorded, *(v for v in args.vc_4vc.split(",") if v)}
-    users = {folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()}
+    users = {
+        folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()
+    }
     users |= {name: f"--encoder {name}" for name in folder_encoders()}
-    used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {args.encoder.partition(":")[0].strip().lower()}
+    used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {
+        args.encoder.partition(":")[0].strip().lower()
+    }
     use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), used, users))
     opts = BuildOptions(
-        out=args.dataset_out, cache=args.cache, sources=tuple(sources), substitute_pool=tuple(args.substitute_pool),
-        source_args=_source_args(sources, args.source_dir), variants=tuple(variants),
-        dialogues=args.dialogues, dialogues_10turn=args.dialogues_10turn, validation_dialogues=args.validation_dialogues,
-        max_target_seconds=args.max_target_seconds, seed=args.seed, vc=args.vc,
-        vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v), vc_recorded=args.vc_recorded, encoder=args.encoder, text_filter=args.text_filter,
-        review_decisions=args.review_decisions, margin=args.margin, num_shards=args.num_shards,
-        shard_index=args.shard_index, threads=args.threads, progress=not args.no_progress,
+        out=args.dataset_out,
+        cache=args.cache,
+        sources=tuple(sources),
+        substitute_pool=tuple(args.substitute_pool),
+        source_args=_source_args(sources, args.source_dir),
+        variants=tuple(variants),
+        dialogues=args.dialogues,
+        dialogues_10turn=args.dialogues_10turn,
+        validation_dialogues=args.validation_dialogues,
+        max_target_seconds=args.max_target_seconds,
+        seed=args.seed,
+        vc=args.vc,
+        vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v),
+        vc_recorded=args.vc_recorded,
+        encoder=args.encoder,
+        text_filter=args.text_filter,
+        review_decisions=args.review_decisions,
+        margin=args.margin,
+        num_shards=args.num_shards,
+        shard_index=args.shard_index,
+        threads=args.threads,
+        progress=not args.no_progress,
     )
     for backend in {opts.vc, opts.vc_recorded, *opts.vc_4vc}:
         converter_class(backend).check_files()
@@ -172,7 +272,12 @@ def _build(opts, jobs: int) -> int:
     except KeyboardInterrupt:
         print("interrupted; the finished units are cached: rerun the same command to resume", file=sys.stderr)
         return 130
-    print(json.dumps({k: report[k] for k in ("dialogues", "validation_dialogues", "seconds", "peak_memory_mb") if k in report}, indent=2))
+    print(
+        json.dumps(
+            {k: report[k] for k in ("dialogues", "validation_dialogues", "seconds", "peak_memory_mb") if k in report},
+            indent=2,
+        )
+    )
     print(f"report: {opts.report_path}" + (f"; dataset: {opts.out}" if opts.num_shards == 1 else ""))
     return 0
 

@@ -27,7 +27,9 @@ def load_span(span: AudioSpan | str | Path, sampling_rate: int = SAMPLING_RATE) 
         start = 0 if span.start is None else int(round(span.start * rate))
         stop = frames if span.end is None else min(frames, int(round(span.end * rate)))
         if not 0 <= start < stop:
-            raise ValueError(f"{path}: span [{span.start}, {span.end}) s is empty or outside the file ({frames / rate:.3f} s)")
+            raise ValueError(
+                f"{path}: span [{span.start}, {span.end}) s is empty or outside the file ({frames / rate:.3f} s)"
+            )
         if span.channel is not None and not 0 <= span.channel < channels:
             raise ValueError(f"{path}: channel {span.channel} requested, the file has {channels}")
         f.seek(start)

@@ -79,8 +79,10 @@ def _band_edge(spec: np.ndarray) -> dict[str, float]:
     power = spec.mean(axis=0)
     freqs = np.arange(power.size) * SR / 512
     total = power.sum()
-    bands = {f"band_{lo / 1000:g}_{hi / 1000:g}_khz_db": float(_db(power[(freqs >= lo) & (freqs < hi)].sum() / total))
-             for lo, hi in EDGE_BANDS}
+    bands = {
+        f"band_{lo / 1000:g}_{hi / 1000:g}_khz_db": float(_db(power[(freqs >= lo) & (freqs < hi)].sum() / total))
+        for lo, hi in EDGE_BANDS
+    }
     values = list(bands.values())
     return bands | {"edge_drop_5.6_khz_db": values[1] - values[2], "edge_drop_6.4_khz_db": values[3] - values[4]}
 
@@ -90,7 +92,10 @@ def _spectrum_shape(spec: np.ndarray) -> dict[str, float]:
     its upper half, and its flatness."""
     band = spec[:, : int(EDGE_BANDS[0][0] / (SR / 512))]
     flatness = np.exp(np.mean(np.log(band), axis=1)) / np.mean(band, axis=1)
-    return {"upper_half_share": float(band[:, band.shape[1] // 2:].sum() / band.sum()), "spectral_flatness": float(np.mean(flatness))}
+    return {
+        "upper_half_share": float(band[:, band.shape[1] // 2 :].sum() / band.sum()),
+        "spectral_flatness": float(np.mean(flatness)),
+    }
 
 
 def _flac_rate(pcm: np.ndarray) -> dict[str, float]:
@@ -171,8 +176,10 @@ def _quiet(pcm: np.ndarray, levels: np.ndarray) -> dict[str, float]:
     power = np.abs(np.fft.rfft(frames * np.hanning(FRAME), axis=1)) ** 2 + 1e-20
     freqs = np.fft.rfftfreq(FRAME, 1 / SR)
     total = power.sum()
-    shares = {f"quiet_share_{lo / 1000:g}_{hi / 1000:g}_khz": float(power[:, (freqs >= lo) & (freqs < hi)].sum() / total)
-              for lo, hi in QUIET_BANDS}
+    shares = {
+        f"quiet_share_{lo / 1000:g}_{hi / 1000:g}_khz": float(power[:, (freqs >= lo) & (freqs < hi)].sum() / total)
+        for lo, hi in QUIET_BANDS
+    }
     return {"quiet_level_db": float(_db(np.mean(frames**2)))} | shares
 
 
@@ -181,9 +188,11 @@ def _quantisation(pcm: np.ndarray, levels: np.ndarray) -> dict[str, float]:
     the share of odd values, of distinct values among the first ``QUIET_SAMPLES`` quiet samples,
     of values within ``TINY_STEPS`` of zero."""
     values = _quiet_samples(pcm, levels).ravel().astype(np.int64)
-    return {"odd_sample_share": float(np.mean(values % 2 != 0)),
-            "distinct_value_share": np.unique(values[:QUIET_SAMPLES]).size / min(values.size, QUIET_SAMPLES),
-            "tiny_value_share": float(np.mean(np.abs(values) <= TINY_STEPS))}
+    return {
+        "odd_sample_share": float(np.mean(values % 2 != 0)),
+        "distinct_value_share": np.unique(values[:QUIET_SAMPLES]).size / min(values.size, QUIET_SAMPLES),
+        "tiny_value_share": float(np.mean(np.abs(values) <= TINY_STEPS)),
+    }
 
 
 def _above_low_pass(spec: np.ndarray) -> dict[str, float]:
@@ -197,7 +206,9 @@ def _mel_dct() -> np.ndarray:
     import librosa
     from scipy.fft import dct
 
-    return dct(np.eye(40), type=2, norm="ortho", axis=0)[:MFCC_COEFFICIENTS] @ librosa.filters.mel(sr=SR, n_fft=512, n_mels=40)
+    return dct(np.eye(40), type=2, norm="ortho", axis=0)[:MFCC_COEFFICIENTS] @ librosa.filters.mel(
+        sr=SR, n_fft=512, n_mels=40
+    )
 
 
 def _voice(x: np.ndarray, spec: np.ndarray, levels: np.ndarray) -> dict[str, float]:
@@ -206,8 +217,12 @@ def _voice(x: np.ndarray, spec: np.ndarray, levels: np.ndarray) -> dict[str, flo
     from .verification import median_f0
 
     mfcc = np.log(spec) @ _mel_dct().T
-    return {"median_f0": median_f0(x.astype(np.float32)), **{f"mfcc_{i}": float(v) for i, v in enumerate(mfcc.mean(axis=0))},
-            "duration_seconds": x.size / SR, "speech_share": float(np.mean(levels > FLOOR_DBFS + QUIET_DB))}
+    return {
+        "median_f0": median_f0(x.astype(np.float32)),
+        **{f"mfcc_{i}": float(v) for i, v in enumerate(mfcc.mean(axis=0))},
+        "duration_seconds": x.size / SR,
+        "speech_share": float(np.mean(levels > FLOOR_DBFS + QUIET_DB)),
+    }
 
 
 _VOICE_FREE_FAMILIES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[str, float]]] = {
@@ -262,7 +277,10 @@ class FeatureSet:
 
     @cached_property
     def _measured(self) -> dict[str, list[str]]:
-        return {family: list(values) for family, values in self.measure(np.sin(np.arange(SR) / 10).astype(np.float32) * 0.1).items()}
+        return {
+            family: list(values)
+            for family, values in self.measure(np.sin(np.arange(SR) / 10).astype(np.float32) * 0.1).items()
+        }
 
     @property
     def families(self) -> dict[str, list[str]]:

@@ -55,13 +55,23 @@ def statistics(root: Path) -> tuple[str, dict[str, list[float]]]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     durations: dict[str, list[float]] = defaultdict(list)
-    columns = ["dialogue_id", "source_dataset", "target_speaker", "turns", "scenario", "target_audio", "reference_audio"]
+    columns = [
+        "dialogue_id",
+        "source_dataset",
+        "target_speaker",
+        "turns",
+        "scenario",
+        "target_audio",
+        "reference_audio",
+    ]
     for variant in ssd.VARIANTS:
         for split in ssd.SPLITS:
             rows = _rows(root, "detection", variant, columns, split)
             if not rows:
                 continue
-            disc = Counter(r["source_dataset"] for r in _rows(root, "discrimination", variant, ["source_dataset"], split))
+            disc = Counter(
+                r["source_dataset"] for r in _rows(root, "discrimination", variant, ["source_dataset"], split)
+            )
             by_source = defaultdict(list)
             for row in rows:
                 by_source[row["source_dataset"]].append(row)
@@ -94,7 +104,10 @@ def vc_mix(root: Path) -> str:
 def similarity(root: Path, banks: dict) -> str:
     """Cosine of each substitute's and the target's mean embeddings (S2 and S3), per encoder of
     ``banks`` (table label -> the pool's ``SpeakerBank`` under that encoder) and variant."""
-    lines = ["| encoder | variant | scenario | dialogues | mean | min | median | max | S3 > S2 |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| encoder | variant | scenario | dialogues | mean | min | median | max | S3 > S2 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     columns = ["dialogue_id", "scenario", "source_dataset", "target_speaker", "substitute_speaker"]
     for label, bank in banks.items():
         for variant in ssd.VARIANTS:
@@ -102,7 +115,9 @@ def similarity(root: Path, banks: dict) -> str:
             for row in _rows(root, "detection", variant, columns):
                 if row["scenario"] != "S1":
                     target = pool_name(row["source_dataset"], row["target_speaker"])
-                    by_dialogue[row["dialogue_id"]][row["scenario"]] = bank.cosine(target, row_pool_name(row["substitute_speaker"], row["source_dataset"]))
+                    by_dialogue[row["dialogue_id"]][row["scenario"]] = bank.cosine(
+                        target, row_pool_name(row["substitute_speaker"], row["source_dataset"])
+                    )
             if not by_dialogue:
                 continue
             ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
@@ -126,15 +141,20 @@ def cross_engine(root: Path) -> str:
             if row["scenario"] != "S1" and target:
                 substitute = voice_engine(row_pool_name(row["substitute_speaker"], row["source_dataset"]))
                 counts[variant][(row["scenario"], substitute != target)] += 1
-    return "; ".join(f"{variant}: S2 {c[('S2', True)]} of {c[('S2', True)] + c[('S2', False)]}, "
-                     f"S3 {c[('S3', True)]} of {c[('S3', True)] + c[('S3', False)]}" for variant, c in counts.items())
+    return "; ".join(
+        f"{variant}: S2 {c[('S2', True)]} of {c[('S2', True)] + c[('S2', False)]}, "
+        f"S3 {c[('S3', True)]} of {c[('S3', True)] + c[('S3', False)]}"
+        for variant, c in counts.items()
+    )
 
 
 def speaker_pool(banks: dict) -> str:
     """Who the pool holds and how distinct its speakers are, per encoder of ``banks``: the EER of
     clip-pair trials among the pool's speakers and each speaker's most similar other speaker."""
-    lines = ["| encoder | speakers | female | male | EER among speakers | nearest other: min / median / max | closest pair |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| encoder | speakers | female | male | EER among speakers | nearest other: min / median / max | closest pair |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for label, bank in banks.items():
         genders = Counter(bank.gender(name) for name in bank.names)
         head = f"| {label} | {len(bank)} | {genders['female']} | {genders['male']} |"
@@ -145,8 +165,10 @@ def speaker_pool(banks: dict) -> str:
             continue
         cosines = np.array([cosine for _, cosine in stats.nearest.values()])
         speaker, (other, cosine) = max(stats.nearest.items(), key=lambda item: item[1][1])
-        lines.append(f"{head} {stats.eer:.2f} % ({stats.same_trials} same-, {stats.different_trials} different-speaker pairs) "
-                     f"| {cosines.min():.3f} / {np.median(cosines):.3f} / {cosines.max():.3f} | {speaker} ~ {other} ({cosine:.3f}) |")
+        lines.append(
+            f"{head} {stats.eer:.2f} % ({stats.same_trials} same-, {stats.different_trials} different-speaker pairs) "
+            f"| {cosines.min():.3f} / {np.median(cosines):.3f} / {cosines.max():.3f} | {speaker} ~ {other} ({cosine:.3f}) |"
+        )
     return "\n".join(lines)
 
 
@@ -186,12 +208,17 @@ def licenses(sources: dict) -> tuple[str | list[str], str]:
     ids = sorted({s.hub_license for s in sources.values()})
     lines = [f"- **{s.name}** ({s.homepage}): `{s.hub_license}`; {s.license}." for s in sources.values()]
     if len(ids) > 1:
-        lines.insert(0, "Each row keeps the license of its source (its `source_dataset`), so the card's `license:` "
-                        f"lists them all ({', '.join(ids)}):\n")
+        lines.insert(
+            0,
+            "Each row keeps the license of its source (its `source_dataset`), so the card's `license:` "
+            f"lists them all ({', '.join(ids)}):\n",
+        )
     return ids[0] if len(ids) == 1 else ids, "\n".join(lines)
 
 
-def write_dataset_card(root: Path, *, sources: dict, audit: BuildAudit, verification: dict, options, banks: dict) -> Path:
+def write_dataset_card(
+    root: Path, *, sources: dict, audit: BuildAudit, verification: dict, options, banks: dict
+) -> Path:
     """Fill the template from the written shards; ``banks`` (table label -> the pool's bank under
     that encoder) give the substitutes' similarity under every encoder."""
     root = Path(root)
@@ -200,7 +227,8 @@ def write_dataset_card(root: Path, *, sources: dict, audit: BuildAudit, verifica
     license, source_lines = licenses(sources)
     citations = "\n\n".join(f"```bibtex\n{s.citation.strip()}\n```" for s in sources.values() if s.citation)
     audit_tables = f"{feature_lists()}\n\n{audit.tables()}\n\n" + "\n\n".join(
-        f"**{variant}**, {ARTIFACTS_CAPTION}\n\n{part.artifacts.table()}" for variant, part in audit.non_speaker.items()
+        f"**{variant}**, {ARTIFACTS_CAPTION}\n\n{part.artifacts.table()}"
+        for variant, part in audit.non_speaker.items()
     )
     body = TEMPLATE.read_text(encoding="utf-8").format(
         statistics=stats,

@@ -18,8 +18,8 @@ Per variant (test and validation splits together), three readings of ``shortcuts
 
 from __future__ import annotations
 
-from .audit_features import NON_SPEAKER, VOICE_FREE
 from . import shortcuts
+from .audit_features import NON_SPEAKER, VOICE_FREE
 from .shortcuts import TASK_LABELS, MeasuredUnit, ShortcutAudit, cell_text, measure_unit
 from .vc.respeak import RESPEAK
 
@@ -57,7 +57,9 @@ class BuildAudit:
         draws = self.control_draws["logistic"]
         non_speaker, voice_free = measured
         self.non_speaker.setdefault(variant, ShortcutAudit(control_draws=draws)).add_measured(non_speaker)
-        self.voice_free.setdefault(variant, ShortcutAudit(families=False, control_draws=draws, features=VOICE_FREE)).add_measured(voice_free)
+        self.voice_free.setdefault(
+            variant, ShortcutAudit(families=False, control_draws=draws, features=VOICE_FREE)
+        ).add_measured(voice_free)
         self._cells = self._differences = None
 
     def voice_free_cells(self) -> dict[tuple[str, str, str], dict]:
@@ -72,9 +74,14 @@ class BuildAudit:
                 for method in ("all", *methods) if len(methods) > 1 else ("all",):
                     part = audit if method == "all" else audit.subset(method=method)
                     for model in MODELS:
-                        parts[(variant, method, model)] = part if model == "logistic" else part.with_model(
-                            model, families=False, control_draws=self.control_draws[model])
-            results = Parallel(n_jobs=min(self.jobs, len(parts) or 1))(delayed(_published)(part) for part in parts.values())
+                        parts[(variant, method, model)] = (
+                            part
+                            if model == "logistic"
+                            else part.with_model(model, families=False, control_draws=self.control_draws[model])
+                        )
+            results = Parallel(n_jobs=min(self.jobs, len(parts) or 1))(
+                delayed(_published)(part) for part in parts.values()
+            )
             self._cells = dict(zip(parts, results))
         return self._cells
 
@@ -95,7 +102,8 @@ class BuildAudit:
                     continue
                 converted, spoken = converted.subset(groups=shared), respoken.subset(method=RESPEAK, groups=shared)
                 out[(variant, method)] = converted.difference(spoken) | {
-                    f"discrimination, {name}": cell for name, cell in converted.readings_difference(spoken).items()}
+                    f"discrimination, {name}": cell for name, cell in converted.readings_difference(spoken).items()
+                }
         return out
 
     def warnings(self) -> list[str]:
@@ -107,45 +115,75 @@ class BuildAudit:
         for (variant, method, model), result in self.voice_free_cells().items():
             for task, r in result.items():
                 if r["all"]["low"] > r["chance"]:
-                    lines.append(f"voice-free audit {variant} ({method}, {model}): {TASK_LABELS[task]} {cell_text(r['all'])} "
-                                 f"is above chance ({r['chance']:.1f} %): a processing difference tells the altered turn")
+                    lines.append(
+                        f"voice-free audit {variant} ({method}, {model}): {TASK_LABELS[task]} {cell_text(r['all'])} "
+                        f"is above chance ({r['chance']:.1f} %): a processing difference tells the altered turn"
+                    )
         differences = self.respoken_differences()
         for (variant, method), cells in differences.items():
             for task, cell in cells.items():
                 if cell["low"] > 0:
-                    lines.append(f"converted minus re-spoken {variant} ({method}): {TASK_LABELS.get(task, task)} "
-                                 f"{_points(cell)}: the conversion is found beyond what a real other voice gives")
+                    lines.append(
+                        f"converted minus re-spoken {variant} ({method}): {TASK_LABELS.get(task, task)} "
+                        f"{_points(cell)}: the conversion is found beyond what a real other voice gives"
+                    )
         for variant, audit in self.non_speaker.items():
             for method in audit.methods() or [None]:
                 if method != RESPEAK and (variant, method) not in differences:
                     part = audit if method is None else audit.subset(method=method)
-                    lines += part.warnings(f"{variant} ({method or 'unnamed'}; no re-spoken counterpart: against chance)")
+                    lines += part.warnings(
+                        f"{variant} ({method or 'unnamed'}; no re-spoken counterpart: against chance)"
+                    )
         return lines
 
     def tables(self) -> str:
         """The card's audit section: the voice-free cells, the non-speaker tables, the differences."""
         cells = self.voice_free_cells()
-        lines = ["**Voice-free family** (must sit at chance):", "",
-                 "| variant | method | classifier | " + " | ".join(TASK_LABELS[t] for t in _tasks(cells)) + " |",
-                 "|---" * (3 + len(_tasks(cells))) + "|"]
+        lines = [
+            "**Voice-free family** (must sit at chance):",
+            "",
+            "| variant | method | classifier | " + " | ".join(TASK_LABELS[t] for t in _tasks(cells)) + " |",
+            "|---" * (3 + len(_tasks(cells))) + "|",
+        ]
         for (variant, method, model), result in cells.items():
-            lines.append(f"| {variant} | {method} | {model} | " + " | ".join(
-                f"{cell_text(r['all'])} (control {r['control']['score']:.1f})" for r in result.values()) + " |")
+            lines.append(
+                f"| {variant} | {method} | {model} | "
+                + " | ".join(f"{cell_text(r['all'])} (control {r['control']['score']:.1f})" for r in result.values())
+                + " |"
+            )
         differences = self.respoken_differences()
         if differences:
             tasks = list(next(iter(differences.values())))
-            lines += ["", "**Converted minus re-spoken** (non-speaker features, points, paired 95 % interval; above 0: the "
-                      "conversion is found beyond what a real other voice gives):", "",
-                      "| variant | method | " + " | ".join(TASK_LABELS.get(t, t) for t in tasks) + " |", "|---" * (2 + len(tasks)) + "|"]
-            lines += [f"| {variant} | {method} | " + " | ".join(_points(c) for c in cells_.values()) + " |"
-                      for (variant, method), cells_ in differences.items()]
+            lines += [
+                "",
+                "**Converted minus re-spoken** (non-speaker features, points, paired 95 % interval; above 0: the "
+                "conversion is found beyond what a real other voice gives):",
+                "",
+                "| variant | method | " + " | ".join(TASK_LABELS.get(t, t) for t in tasks) + " |",
+                "|---" * (2 + len(tasks)) + "|",
+            ]
+            lines += [
+                f"| {variant} | {method} | " + " | ".join(_points(c) for c in cells_.values()) + " |"
+                for (variant, method), cells_ in differences.items()
+            ]
         for variant, audit in self.non_speaker.items():
-            lines += ["", f"**{variant}, non-speaker features** (they carry the voice too: a real other voice is found by them)", "",
-                      audit.table()]
+            lines += [
+                "",
+                f"**{variant}, non-speaker features** (they carry the voice too: a real other voice is found by them)",
+                "",
+                audit.table(),
+            ]
             split = {m: audit.subset(method=m).scores() for m in audit.methods()} if len(audit.methods()) > 1 else {}
             if split:
-                lines += ["", "| method | " + " | ".join(TASK_LABELS[t] for t in audit.tasks) + " |", "|---" * (1 + len(audit.tasks)) + "|"]
-                lines += [f"| {m} | " + " | ".join(cell_text(c) for c in scores.values()) + " |" for m, scores in split.items()]
+                lines += [
+                    "",
+                    "| method | " + " | ".join(TASK_LABELS[t] for t in audit.tasks) + " |",
+                    "|---" * (1 + len(audit.tasks)) + "|",
+                ]
+                lines += [
+                    f"| {m} | " + " | ".join(cell_text(c) for c in scores.values()) + " |"
+                    for m, scores in split.items()
+                ]
         return "\n".join(lines)
 
     def report(self) -> dict:
@@ -153,7 +191,9 @@ class BuildAudit:
         return {
             "voice_free": {f"{v} {m} {model}": result for (v, m, model), result in self.voice_free_cells().items()},
             "converted_minus_respoken": {f"{v} {m}": cells for (v, m), cells in self.respoken_differences().items()},
-            "non_speaker": {v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in self.non_speaker.items()},
+            "non_speaker": {
+                v: {"raw": a.result("raw"), "published": a.result("published")} for v, a in self.non_speaker.items()
+            },
             "warnings": self.warnings(),
         }
 
@@ -178,6 +218,8 @@ def _points(cell: dict) -> str:
 
 def feature_lists() -> str:
     """The card's lists of both feature sets, by family."""
-    return "\n\n".join(f"The {features.name} features, by family:\n\n" + "\n".join(
-        f"- **{family}**: {', '.join(names)}" for family, names in features.families.items()) for features in (VOICE_FREE, NON_SPEAKER))
-
+    return "\n\n".join(
+        f"The {features.name} features, by family:\n\n"
+        + "\n".join(f"- **{family}**: {', '.join(names)}" for family, names in features.families.items())
+        for features in (VOICE_FREE, NON_SPEAKER)
+    )

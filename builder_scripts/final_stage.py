@@ -88,7 +88,9 @@ def _filtered(x: np.ndarray, taps: np.ndarray) -> np.ndarray:
 def _rng(clip: np.ndarray, draw: int) -> np.random.Generator:
     if not 0 <= draw < 2**64:
         raise ValueError(f"draw {draw}: give a draw from 0 (the published one) to 2**64 - 1")
-    digest = hashlib.sha256(np.ascontiguousarray(clip, dtype=np.float32).tobytes() + (draw.to_bytes(8, "big") if draw else b"")).digest()
+    digest = hashlib.sha256(
+        np.ascontiguousarray(clip, dtype=np.float32).tobytes() + (draw.to_bytes(8, "big") if draw else b"")
+    ).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 
 
@@ -112,7 +114,9 @@ def finish(clip: np.ndarray, draw: int = 0) -> np.ndarray:
     rng = _rng(clip, operator.index(draw))
     x = _filtered(clip.astype(np.float64) - np.mean(clip, dtype=np.float64), HIGH_PASS)
     gate = _gate(x)
-    x = (x - np.sum(x * gate) / np.sum(gate)) * gate if gate.any() else x  # the speech's own mean, then the pauses to zero
+    x = (
+        (x - np.sum(x * gate) / np.sum(gate)) * gate if gate.any() else x
+    )  # the speech's own mean, then the pauses to zero
     x = _filtered(x, LOW_PASS)
     x = normalise_loudness(x, TARGET_RMS_DBFS).astype(np.float64)
     x += rng.standard_normal(x.size) * 10 ** (NOISE_DBFS / 20)

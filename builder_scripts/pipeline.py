@@ -96,7 +96,9 @@ class BuildOptions:
         if unknown:
             raise ValueError(f"unknown variants {unknown}; known: {', '.join(ssd.VARIANTS)}")
         if self.vc_recorded == "respeak":
-            raise ValueError("vc_recorded respeak: a recorded corpus's speakers cannot re-speak a turn; name a conversion backend")
+            raise ValueError(
+                "vc_recorded respeak: a recorded corpus's speakers cannot re-speak a turn; name a conversion backend"
+            )
         if not self.vc_4vc and "4vc" in self.variants:
             raise ValueError("vc_4vc is empty: 4vc draws its generation method among them; name one or more")
         if self.until not in ("units", "publish"):
@@ -109,7 +111,9 @@ class BuildOptions:
     @property
     def report_path(self) -> Path:
         """Where this process's build report goes: the whole build's, or one shard's."""
-        return self.cache / ("build_report.json" if self.num_shards == 1 else f"build_report.shard{self.shard_index}.json")
+        return self.cache / (
+            "build_report.json" if self.num_shards == 1 else f"build_report.shard{self.shard_index}.json"
+        )
 
 
 class BuildShardsFailed(RuntimeError):
@@ -143,9 +147,13 @@ def build(opts: BuildOptions, sources: dict[str, DialogueSource] | None = None, 
         return build_shard(opts, sources)
     if opts.num_shards != 1:
         raise ValueError("jobs runs its own shards; do not combine it with num_shards")
-    if getattr(current_process(), "_inheriting", False):  # multiprocessing's own sign: a spawned process is importing the caller's script
-        raise RuntimeError("build(jobs=N) was called while a spawned shard process imported the calling script: "
-                           'call it under `if __name__ == "__main__":`')
+    if getattr(
+        current_process(), "_inheriting", False
+    ):  # multiprocessing's own sign: a spawned process is importing the caller's script
+        raise RuntimeError(
+            "build(jobs=N) was called while a spawned shard process imported the calling script: "
+            'call it under `if __name__ == "__main__":`'
+        )
     shards_seconds = run_shards(opts, jobs, sources)
     report = build_shard(opts, sources)
     report["seconds"]["shards"] = round(shards_seconds, 1)  # the shard processes' wall time, before this merge
@@ -161,7 +169,9 @@ def build_shard(opts: BuildOptions, sources: dict[str, DialogueSource] | None = 
         import torch
 
         torch.set_num_threads(opts.threads)
-    opened = {name: _open_source(name, opts, sources) for name in dict.fromkeys((*opts.sources, *opts.substitute_pool))}
+    opened = {
+        name: _open_source(name, opts, sources) for name in dict.fromkeys((*opts.sources, *opts.substitute_pool))
+    }
     built = {name: opened[name] for name in opts.sources}
     plan = make_plan(opts, built, get_text_filter(opts.text_filter))
     bank, pool = substitute_bank(opts, list(opened.values()), clock)
@@ -173,8 +183,13 @@ def build_shard(opts: BuildOptions, sources: dict[str, DialogueSource] | None = 
     if opts.num_shards == 1 and opts.until == "publish":
         while missing := plan.missing_units(store.verdict):  # replacements for dropped units, decided by the plan
             maker.make_all(missing, desc="replacement units")
-        report |= publish(opts, plan, store, opened, card_banks(opts, pool, bank, clock))  # the card credits the pool's voices too
-    report["seconds"] = {"wall": round(time.perf_counter() - start, 1), **{k: round(v, 1) for k, v in clock.seconds.items()}}
+        report |= publish(
+            opts, plan, store, opened, card_banks(opts, pool, bank, clock)
+        )  # the card credits the pool's voices too
+    report["seconds"] = {
+        "wall": round(time.perf_counter() - start, 1),
+        **{k: round(v, 1) for k, v in clock.seconds.items()},
+    }
     report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     write_text_atomic(opts.report_path, json.dumps(report, indent=2))
     return report
@@ -194,7 +209,9 @@ def substitute_bank(opts: BuildOptions, sources: list[DialogueSource], clock: Cl
     pool = {}
     for source in sources:
         with clock("tts"):
-            speakers = source.speaker_pool(list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards))
+            speakers = source.speaker_pool(
+                list(source.dialogues()), clips_per_speaker=3, share=(opts.shard_index, opts.num_shards)
+            )
         pool |= {pool_name(source.name, speaker): entry for speaker, entry in speakers.items()}
     check_pool({name: gender for name, (gender, _) in pool.items()})
     with clock("encoder"), one_thread():
@@ -209,7 +226,9 @@ def card_banks(opts: BuildOptions, pool: dict, bank: SpeakerBank, clock: Clock) 
     for spec in offline_encoders():
         if encoder_label(spec) not in banks:
             with clock("encoder"), one_thread():
-                banks[encoder_label(spec)] = SpeakerBank.build(pool, get_encoder(spec), cache_dir=opts.cache, progress=opts.progress)
+                banks[encoder_label(spec)] = SpeakerBank.build(
+                    pool, get_encoder(spec), cache_dir=opts.cache, progress=opts.progress
+                )
     return banks
 
 
@@ -240,7 +259,13 @@ def run_shards(opts: BuildOptions, jobs: int, sources: dict | None = None) -> fl
         for i in range(jobs):
             shard = replace(opts, num_shards=jobs, shard_index=i, threads=1, progress=opts.progress and i == 0)
             reports.append(context.Pipe(duplex=False))
-            shards.append(context.Process(target=_shard_process, args=(shard, sources, None if i == 0 else logs / f"shard{i}.log", reports[-1][1]), name=f"shard{i}"))
+            shards.append(
+                context.Process(
+                    target=_shard_process,
+                    args=(shard, sources, None if i == 0 else logs / f"shard{i}.log", reports[-1][1]),
+                    name=f"shard{i}",
+                )
+            )
             shards[-1].start()
             reports[-1][1].close()  # the shard holds the write end
     try:
@@ -269,11 +294,17 @@ def _raise_failures(shards: list, reports: list, logs: Path) -> None:
         raise refusal
     for i, process in enumerate(shards):
         if process.exitcode and errors.get(i) is None:  # ended before it could report: killed, or failed starting
-            errors[i] = "ended by " + (f"signal {signal.Signals(-process.exitcode).name}" if process.exitcode < 0 else f"exit code {process.exitcode}")
+            errors[i] = "ended by " + (
+                f"signal {signal.Signals(-process.exitcode).name}"
+                if process.exitcode < 0
+                else f"exit code {process.exitcode}"
+            )
     failed = sorted(i for i, err in errors.items() if err is not None)
     if failed:
         logged = {i: logs / f"shard{i}.log" for i in failed if (logs / f"shard{i}.log").is_file()}
-        where = "; ".join(f"shard {i}: {errors[i]} ({f'log {logged[i]}' if i in logged else 'output above'})" for i in failed)
+        where = "; ".join(
+            f"shard {i}: {errors[i]} ({f'log {logged[i]}' if i in logged else 'output above'})" for i in failed
+        )
         raise BuildShardsFailed(f"build shards {failed} failed: {where}; rerun the same command to resume")
 
 

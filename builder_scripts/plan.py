@@ -24,7 +24,14 @@ from itertools import zip_longest
 import speakersleuth_dataset as ssd
 
 from .scenarios import unit_rng
-from .segments import MIN_REFERENCE_SECONDS, MIN_TARGET_SECONDS, Segment, SegmentSkipped, nested_segment, select_segment
+from .segments import (
+    MIN_REFERENCE_SECONDS,
+    MIN_TARGET_SECONDS,
+    Segment,
+    SegmentSkipped,
+    nested_segment,
+    select_segment,
+)
 from .sources.base import Dialogue, DialogueSource
 from .vc import PAPER_4VC_SHARES
 from .vc.respeak import BANK_SOURCE, RESPEAK
@@ -139,8 +146,10 @@ def candidates(
     """
     nested, plain = [], []
     rules = dict(
-        seed=opts.seed, max_target_seconds=opts.max_target_seconds,
-        min_target_seconds=MIN_TARGET_SECONDS * slack, min_reference_seconds=MIN_REFERENCE_SECONDS * slack,
+        seed=opts.seed,
+        max_target_seconds=opts.max_target_seconds,
+        min_target_seconds=MIN_TARGET_SECONDS * slack,
+        min_reference_seconds=MIN_REFERENCE_SECONDS * slack,
     )
     for dialogue in order:
         if len(nested) >= wanted:
@@ -158,7 +167,14 @@ def candidates(
         except SegmentSkipped as skip:
             skipped[f"segment: {skip.reason}"] += 1
             continue
-        turns = [{"speaker": dialogue.turns[i].speaker, "text": dialogue.turns[i].text, "is_target": i in segment.target_turns} for i in segment.window]
+        turns = [
+            {
+                "speaker": dialogue.turns[i].speaker,
+                "text": dialogue.turns[i].text,
+                "is_target": i in segment.target_turns,
+            }
+            for i in segment.window
+        ]
         reason = text_filter.check(turns)
         if reason:
             skipped[reason] += 1
@@ -178,21 +194,42 @@ def make_plan(opts, sources: dict[str, DialogueSource], text_filter) -> Plan:
         order = seeded_order(source, opts.seed)
         _plan_split(plan, opts, source, order, "test", opts.dialogues, opts.dialogues_10turn, text_filter)
         if opts.validation_dialogues:
-            used = {d.dialogue_id for (_, split), chosen in plan.candidates.items() if split == "test" for _, d in chosen if d.source == name}
+            used = {
+                d.dialogue_id
+                for (_, split), chosen in plan.candidates.items()
+                if split == "test"
+                for _, d in chosen
+                if d.source == name
+            }
             rest = [d for d in reversed(order) if d.dialogue_id not in used]
-            _plan_split(plan, opts, source, rest, "validation", opts.validation_dialogues, math.ceil(opts.validation_dialogues / 2), text_filter)
+            _plan_split(
+                plan,
+                opts,
+                source,
+                rest,
+                "validation",
+                opts.validation_dialogues,
+                math.ceil(opts.validation_dialogues / 2),
+                text_filter,
+            )
     return plan
 
 
-def _plan_split(plan: Plan, opts, source: DialogueSource, order: list[Dialogue], split: str, short: int, longest: int, text_filter) -> None:
+def _plan_split(
+    plan: Plan, opts, source: DialogueSource, order: list[Dialogue], split: str, short: int, longest: int, text_filter
+) -> None:
     """Candidates of one source and split for every variant group, ``margin`` spare ones included;
     the longest group wants ``longest`` dialogues, the others ``short``."""
-    for spec in sorted({ssd.VARIANT_SPECS[ssd.segment_sharing(v)[0]] for v in ssd.VARIANTS}, key=lambda s: s.target_turns):
+    for spec in sorted(
+        {ssd.VARIANT_SPECS[ssd.segment_sharing(v)[0]] for v in ssd.VARIANTS}, key=lambda s: s.target_turns
+    ):
         variants = [v for v in ssd.segment_sharing(spec.name) if v in opts.variants]
         wanted = longest if spec.target_turns == LONGEST.target_turns else short
         if not variants or not wanted:
             continue
-        chosen = candidates(order, spec, math.ceil(wanted * (1 + opts.margin)), opts, text_filter, plan.skipped, source.duration_slack)
+        chosen = candidates(
+            order, spec, math.ceil(wanted * (1 + opts.margin)), opts, text_filter, plan.skipped, source.duration_slack
+        )
         for v in variants:
             plan.candidates[(v, split)] += chosen
             plan.wanted[(v, split, source.name)] = wanted
@@ -228,7 +265,11 @@ def deal(jobs: list[UnitJob], sources: dict[str, DialogueSource], num_shards: in
             if i not in voiced[job.key]:
                 voiced[job.key].add(i)
                 seconds[job.key] += sources[segment.source].voicing_seconds(dialogue.turns[i])
-        seconds[job.key] += len(job.variants) * CONVERSION_SECONDS_PER_SECOND * sum(dialogue.turns[i].duration for i in segment.target_turns)
+        seconds[job.key] += (
+            len(job.variants)
+            * CONVERSION_SECONDS_PER_SECOND
+            * sum(dialogue.turns[i].duration for i in segment.target_turns)
+        )
     load = [0.0] * num_shards
     shard = {}
     for key in sorted(seconds, key=lambda k: (-seconds[k], k)):

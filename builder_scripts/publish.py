@@ -23,10 +23,10 @@ import speakersleuth_dataset as ssd
 from speech.files import write_text_atomic
 
 from .card import TEMPLATE, write_dataset_card
+from .card_audit import BuildAudit, measure
 from .final_stage import finished
 from .plan import Part, Plan, Selection
 from .scenarios import Unit, unit_rng
-from .card_audit import BuildAudit, measure
 from .units import UnitStore
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,15 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
     missing = [(part, segment) for part, selection in selections.items() for segment, _ in selection.missing]
     if missing:
         (variant, split), segment = missing[0]
-        raise RuntimeError(f"cannot publish: {len(missing)} selected units are not made (first: {variant} {split} "
-                           f"{segment.source}/{segment.dialogue_id}); make the plan's missing_units first")
-    audit, counts, dropped = BuildAudit(jobs=opts.threads or os.cpu_count() or 1), defaultdict(dict), Counter()  # per variant, both splits
+        raise RuntimeError(
+            f"cannot publish: {len(missing)} selected units are not made (first: {variant} {split} "
+            f"{segment.source}/{segment.dialogue_id}); make the plan's missing_units first"
+        )
+    audit, counts, dropped = (
+        BuildAudit(jobs=opts.threads or os.cpu_count() or 1),
+        defaultdict(dict),
+        Counter(),
+    )  # per variant, both splits
     for part, selection in selections.items():
         dropped.update(selection.dropped)
         n = _write_part(opts, store, part, selection, audit)
@@ -65,7 +71,12 @@ def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> d
     verification = {"segment and text filter (before voicing)": dict(plan.skipped), "after conversion": dict(dropped)}
     write_dataset_card(opts.out, sources=sources, audit=audit, verification=verification, options=opts, banks=banks)
     validated = ssd.validate_folder(opts.out, check_audio=False)
-    report = {"dialogues": counts["test"], "verification": verification, "rows": validated, "shortcut_audit": audit.report()}
+    report = {
+        "dialogues": counts["test"],
+        "verification": verification,
+        "rows": validated,
+        "shortcut_audit": audit.report(),
+    }
     if counts["validation"]:
         report["validation_dialogues"] = counts["validation"]
     write_text_atomic(stamp, json.dumps({"fingerprint": build_fingerprint(opts, plan, store), "report": report}))
@@ -81,9 +92,13 @@ def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit:
     order = unit_rng(opts.seed, "rows", variant, split)
     writers = {task: ssd.DatasetWriter(opts.out, ssd.config_name(task, variant), split) for task in ssd.TASKS}
     paths = [store.path(variant, segment) for segment, _ in selection.kept]
-    prepared = Parallel(n_jobs=min(audit.jobs, len(paths) or 1), return_as="generator")(delayed(_finished_and_measured)(p) for p in paths)
+    prepared = Parallel(n_jobs=min(audit.jobs, len(paths) or 1), return_as="generator")(
+        delayed(_finished_and_measured)(p) for p in paths
+    )
     try:
-        for unit, measured in tqdm(prepared, total=len(paths), desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress):
+        for unit, measured in tqdm(
+            prepared, total=len(paths), desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress
+        ):
             rows, discrimination = unit.records(opts.seed)
             order.shuffle(rows)
             for task in ("detection", "localization"):
@@ -109,7 +124,11 @@ def build_fingerprint(opts, plan: Plan, store: UnitStore) -> str:
     """What the published folder depends on: options, the substitute pool (the store's), units,
     review decisions and the code."""
     digest = hashlib.sha256()
-    options = {k: str(v) for k, v in asdict(opts).items() if k not in ("num_shards", "shard_index", "threads", "progress", "until")}
+    options = {
+        k: str(v)
+        for k, v in asdict(opts).items()
+        if k not in ("num_shards", "shard_index", "threads", "progress", "until")
+    }
     digest.update(json.dumps(options, sort_keys=True).encode())
     digest.update("/".join(store.root.parts[-2:]).encode())  # pool-<bank key>/code-<unit code>
     for variant, split in sorted(plan.candidates):

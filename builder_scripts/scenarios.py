@@ -88,13 +88,24 @@ class Unit:
     def save(self, path: Path) -> None:
         arrays = {f"t{i}": _pcm(c) for i, c in enumerate(self.targets)}
         arrays |= {f"r{i}": _pcm(c) for i, c in enumerate(self.raw_targets)}
-        arrays |= {"reference": _pcm(self.reference), "S2": _pcm(self.converted["S2"]), "S3": _pcm(self.converted["S3"])}
+        arrays |= {
+            "reference": _pcm(self.reference),
+            "S2": _pcm(self.converted["S2"]),
+            "S3": _pcm(self.converted["S3"]),
+        }
         arrays |= {f"raw{s}": _pcm(c) for s, c in self.raw_converted.items()}
         meta = {
-            "variant": self.variant, "segment": self.segment.to_json(), "turns": self.turns,
-            "vc_model": self.vc_model, "converted_turn": self.converted_turn,
-            "s2": asdict(self.s2), "s3": asdict(self.s3), "checks": self.checks, "dropped": self.dropped,
-            "num_targets": len(self.targets), "num_raw": len(self.raw_targets),
+            "variant": self.variant,
+            "segment": self.segment.to_json(),
+            "turns": self.turns,
+            "vc_model": self.vc_model,
+            "converted_turn": self.converted_turn,
+            "s2": asdict(self.s2),
+            "s3": asdict(self.s3),
+            "checks": self.checks,
+            "dropped": self.dropped,
+            "num_targets": len(self.targets),
+            "num_raw": len(self.raw_targets),
         }
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
             np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
@@ -104,15 +115,20 @@ class Unit:
         with np.load(path) as data:
             meta = json.loads(data["meta"].tobytes())
             return cls(
-                variant=meta["variant"], segment=Segment.from_json(meta["segment"]), turns=meta["turns"],
-                vc_model=meta["vc_model"], converted_turn=meta["converted_turn"],
-                s2=Substitute(**meta["s2"]), s3=Substitute(**meta["s3"]),
+                variant=meta["variant"],
+                segment=Segment.from_json(meta["segment"]),
+                turns=meta["turns"],
+                vc_model=meta["vc_model"],
+                converted_turn=meta["converted_turn"],
+                s2=Substitute(**meta["s2"]),
+                s3=Substitute(**meta["s3"]),
                 targets=[_float(data[f"t{i}"]) for i in range(meta["num_targets"])],
                 raw_targets=[_float(data[f"r{i}"]) for i in range(meta["num_raw"])],
                 reference=_float(data["reference"]),
                 converted={"S2": _float(data["S2"]), "S3": _float(data["S3"])},
                 raw_converted={s: _float(data[f"raw{s}"]) for s in ("S2", "S3") if f"raw{s}" in data},
-                checks=meta["checks"], dropped=meta["dropped"],
+                checks=meta["checks"],
+                dropped=meta["dropped"],
             )
 
     @staticmethod
@@ -144,19 +160,21 @@ class Unit:
             sub = subs[scenario]
             audio = list(self.targets)
             audio[k - 1] = versions[scenario]
-            rows.append({
-                **common,
-                "id": instance_id(self.variant, seg, scenario, seed),
-                "scenario": scenario,
-                "target_audio": audio,
-                "label": "inconsistent" if sub else "consistent",
-                "inconsistent_turns": [k] if sub else [],
-                "converted_turn": k if sub else None,
-                "vc_model": self.vc_model if sub else None,
-                "substitute_speaker": row_name(sub.speaker, seg.source) if sub else None,
-                "substitute_gender": sub.gender if sub else None,
-                "substitute_similarity": sub.similarity if sub else None,
-            })
+            rows.append(
+                {
+                    **common,
+                    "id": instance_id(self.variant, seg, scenario, seed),
+                    "scenario": scenario,
+                    "target_audio": audio,
+                    "label": "inconsistent" if sub else "consistent",
+                    "inconsistent_turns": [k] if sub else [],
+                    "converted_turn": k if sub else None,
+                    "vc_model": self.vc_model if sub else None,
+                    "substitute_speaker": row_name(sub.speaker, seg.source) if sub else None,
+                    "substitute_gender": sub.gender if sub else None,
+                    "substitute_similarity": sub.similarity if sub else None,
+                }
+            )
         order = list(ssd.SCENARIOS)
         unit_rng(seed, "candidates", self.variant, seg.source, seg.dialogue_id).shuffle(order)
         label_of = dict(zip(order, ssd.CANDIDATE_LABELS))
@@ -169,7 +187,9 @@ class Unit:
             "candidates": [versions[s] for s in order],
             "candidate_labels": list(ssd.CANDIDATE_LABELS),
             "candidate_scenarios": order,
-            "candidate_substitute_speakers": [row_name(subs[s].speaker, seg.source) if subs[s] else None for s in order],
+            "candidate_substitute_speakers": [
+                row_name(subs[s].speaker, seg.source) if subs[s] else None for s in order
+            ],
             "candidate_similarities": [subs[s].similarity if subs[s] else 1.0 for s in order],
             "answer": label_of["S1"],
             "gold_ranking": [label_of[s] for s in ssd.GOLD_SCENARIO_ORDER],
@@ -194,8 +214,14 @@ class Choice:
     s3: Substitute
 
 
-def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = None, exclude: tuple[str, ...] = (),
-           engine: Callable[[str], str | None] = lambda name: None) -> Choice:
+def choose(
+    segment: Segment,
+    bank: SpeakerBank,
+    seed: int,
+    target: str | None = None,
+    exclude: tuple[str, ...] = (),
+    engine: Callable[[str], str | None] = lambda name: None,
+) -> Choice:
     """Turn k and the two substitutes: the most similar speaker by embedding cosine (S3) and a
     random speaker of the other gender (S2), not S3's while there is another (S3 must be the more
     similar of the two), the target always excluded. ``target`` is the target's name in ``bank``
@@ -213,12 +239,18 @@ def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = 
     others = [n for n in bank.names if n != target]
     avoided = set(exclude) - {target}
     similar = [n for n in others if n not in avoided] or others
-    similar = same_engine(similar, engine, target, bank.gender(target), bank) or voiced(similar, engine, target) or similar
+    similar = (
+        same_engine(similar, engine, target, bank.gender(target), bank) or voiced(similar, engine, target) or similar
+    )
     s3, s3_cos = bank.most_similar(target, exclude=[n for n in others if n not in similar])
     opposite = [n for n in others if bank.gender(n) != bank.gender(target)]
     if not opposite:
         raise ValueError(f"the speaker pool has no speaker of the opposite gender to {target!r}")
-    opposite = same_engine(opposite, engine, target, bank.gender(opposite[0]), bank) or voiced(opposite, engine, target) or opposite
+    opposite = (
+        same_engine(opposite, engine, target, bank.gender(opposite[0]), bank)
+        or voiced(opposite, engine, target)
+        or opposite
+    )
     preferred = ([n for n in opposite if n != s3 and n not in avoided], [n for n in opposite if n != s3], opposite)
     s2 = rng.choice(next(names for names in preferred if names))
     return Choice(
@@ -228,7 +260,9 @@ def choose(segment: Segment, bank: SpeakerBank, seed: int, target: str | None = 
     )
 
 
-def same_engine(names: list[str], engine: Callable[[str], str | None], target: str, gender: str, bank: SpeakerBank) -> list[str]:
+def same_engine(
+    names: list[str], engine: Callable[[str], str | None], target: str, gender: str, bank: SpeakerBank
+) -> list[str]:
     """The voices among ``names`` of ``gender`` that the target's TTS engine voices (empty when the
     target has no engine or the engine has no such voice)."""
     wanted = engine(target)
@@ -288,7 +322,9 @@ def build_unit(
     reference = np.concatenate([p for part in reference_parts for p in (part, gap)][:-1])
     text = dialogue.turns[segment.target_turns[k - 1]].text
     raw_converted = {
-        scenario: converter.convert(targets[k - 1], substitute_clips[sub.speaker], source_clips=targets, text=text, speaker=sub.speaker)
+        scenario: converter.convert(
+            targets[k - 1], substitute_clips[sub.speaker], source_clips=targets, text=text, speaker=sub.speaker
+        )
         for scenario, sub in (("S2", choice.s2), ("S3", choice.s3))
     }
     published = [normalise_loudness(converter.resynthesize(c)) for c in targets]
@@ -297,9 +333,16 @@ def build_unit(
         for i in segment.window
     ]
     return Unit(
-        variant=variant, segment=segment, turns=turns, vc_model=converter.name, converted_turn=k,
-        s2=choice.s2, s3=choice.s3, targets=published,
+        variant=variant,
+        segment=segment,
+        turns=turns,
+        vc_model=converter.name,
+        converted_turn=k,
+        s2=choice.s2,
+        s3=choice.s3,
+        targets=published,
         reference=normalise_loudness(converter.resynthesize(reference)),
         converted={s: normalise_loudness(c) for s, c in raw_converted.items()},
-        raw_targets=list(targets), raw_converted=raw_converted,
+        raw_targets=list(targets),
+        raw_converted=raw_converted,
     )

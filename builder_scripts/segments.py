@@ -108,7 +108,10 @@ def _windows(positions, durations, n, max_turns, min_target, min_reference, max_
     prefix = _side_sums(positions, durations)
     stage, valid = 1, []
     for j in range(len(positions) - n + 1):
-        if any(durations[p] < min_target or (max_target is not None and durations[p] > max_target) for p in positions[j : j + n]):
+        if any(
+            durations[p] < min_target or (max_target is not None and durations[p] > max_target)
+            for p in positions[j : j + n]
+        ):
             continue
         stage = max(stage, 2)
         if positions[j + n - 1] - positions[j] + 1 > max_turns:
@@ -158,14 +161,22 @@ def select_segment(
     if durations is None:
         durations = [t.duration for t in dialogue.turns]
     elif len(durations) != len(dialogue.turns):
-        raise ValueError(f"{len(durations)} durations for {len(dialogue.turns)} turns of dialogue {dialogue.dialogue_id}")
+        raise ValueError(
+            f"{len(durations)} durations for {len(dialogue.turns)} turns of dialogue {dialogue.dialogue_id}"
+        )
     positions: dict[str, list[int]] = {}
     for i, turn in enumerate(dialogue.turns):
         positions.setdefault(turn.speaker, []).append(i)
     stage, candidates = 0, {}
     for speaker in sorted(positions):
         reached, valid = _windows(
-            positions[speaker], durations, num_target_turns, max_turns, min_target_seconds, min_reference_seconds, max_target_seconds
+            positions[speaker],
+            durations,
+            num_target_turns,
+            max_turns,
+            min_target_seconds,
+            min_reference_seconds,
+            max_target_seconds,
         )
         stage = max(stage, reached)
         if valid:
@@ -213,7 +224,9 @@ def widen_reference(segment: Segment, dialogue: Dialogue) -> Segment | None:
     return None if nxt is None else replace(segment, reference_turns=tuple(sorted((*segment.reference_turns, nxt))))
 
 
-def select_segments(dialogues: Iterable[Dialogue], seed: int = 0, progress: bool = True, **rules) -> tuple[list[Segment], Counter]:
+def select_segments(
+    dialogues: Iterable[Dialogue], seed: int = 0, progress: bool = True, **rules
+) -> tuple[list[Segment], Counter]:
     """One segment per dialogue where possible; also the count of each skip reason."""
     segments, skipped = [], Counter()
     for dialogue in tqdm(dialogues, desc="segments", unit="dialogue", disable=not progress):

@@ -68,7 +68,9 @@ def _relative(rows: np.ndarray, context: np.ndarray) -> np.ndarray:
     return np.hstack([rows, rows - np.median(context, axis=0)])
 
 
-def task_tables(turns: np.ndarray, k: int, converted: dict[str, np.ndarray]) -> dict[str, list[tuple[np.ndarray, int]]]:
+def task_tables(
+    turns: np.ndarray, k: int, converted: dict[str, np.ndarray]
+) -> dict[str, list[tuple[np.ndarray, int]]]:
     """One unit's rows for each task: ``{task: [(feature rows, index of the true row)]}`` (detection:
     one row per instance, the truth 1 when inconsistent). ``turns``: N x F original turns, ``k``:
     the converted turn (0-based), ``converted``: S2/S3 -> F features of the converted turn k."""
@@ -78,7 +80,9 @@ def task_tables(turns: np.ndarray, k: int, converted: dict[str, np.ndarray]) -> 
         if scenario != "S1":
             instance[k] = converted[scenario]
         deviation = instance - np.median(instance, axis=0)
-        tables["detection"].append((np.hstack([deviation.max(axis=0), deviation.min(axis=0)])[None], int(scenario != "S1")))
+        tables["detection"].append(
+            (np.hstack([deviation.max(axis=0), deviation.min(axis=0)])[None], int(scenario != "S1"))
+        )
         if scenario != "S1":
             rows = _relative(instance, instance)
             tables[f"localization_{scenario}"].append((rows, k))
@@ -100,7 +104,9 @@ def task_tables(turns: np.ndarray, k: int, converted: dict[str, np.ndarray]) -> 
 READINGS = {"against the context": (0, 1), "among the candidates": (2,)}
 
 
-def _columns(task: str, names: list[str], family: list[str] | None, copies: tuple[int, ...] | None = None) -> np.ndarray:
+def _columns(
+    task: str, names: list[str], family: list[str] | None, copies: tuple[int, ...] | None = None
+) -> np.ndarray:
     """Column indices of ``family``'s features in a task's rows (all columns when None), in the
     ``copies`` of them given (all when None)."""
     count = 3 if task == "discrimination" else 2
@@ -116,7 +122,9 @@ def make_model(model: str):
     from sklearn.preprocessing import StandardScaler
 
     if model == "logistic":
-        return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, solver="liblinear", class_weight="balanced", random_state=0))
+        return make_pipeline(
+            StandardScaler(), LogisticRegression(C=1.0, solver="liblinear", class_weight="balanced", random_state=0)
+        )
     if model == "boosting":
         return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, class_weight="balanced", random_state=0)
     raise ValueError(f"unknown shortcut-audit model {model!r}; use 'logistic' or 'boosting'")
@@ -162,15 +170,23 @@ def _fit_folds(task, X, y, starts, instances, groups, model, out) -> None:
             out[i] = float(mine[0] >= 0.5) if task == "detection" else _credits(mine, instances[i][1])
 
 
-def _dialogue_parts(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _dialogue_parts(
+    task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The dialogues (sorted) and, per dialogue, the sums a score is made of: (correct, count)
     pairs, one pair per class for detection (balanced accuracy), one pair otherwise."""
     names, inverse = np.unique(groups, return_inverse=True)
     if task == "detection":  # per dialogue: correct and all instances of each class
-        parts = [np.bincount(inverse, weights=w, minlength=names.size)
-                 for c in (0, 1) for w in ((truth == c) & (credits == c), truth == c)]
+        parts = [
+            np.bincount(inverse, weights=w, minlength=names.size)
+            for c in (0, 1)
+            for w in ((truth == c) & (credits == c), truth == c)
+        ]
     else:
-        parts = [np.bincount(inverse, weights=credits, minlength=names.size), np.bincount(inverse, minlength=names.size)]
+        parts = [
+            np.bincount(inverse, weights=credits, minlength=names.size),
+            np.bincount(inverse, minlength=names.size),
+        ]
     return names, np.array(parts, dtype=np.float64)
 
 
@@ -190,7 +206,11 @@ def _draws(n: int) -> np.ndarray:
 def _interval(point: float, drawn: np.ndarray) -> dict[str, float]:
     """A share and its bootstrap draws as a percent cell with its 95 % interval."""
     low, high = np.percentile(drawn, [2.5, 97.5])
-    return {"score": round(100 * float(point), 1), "low": round(100 * float(low), 1), "high": round(100 * float(high), 1)}
+    return {
+        "score": round(100 * float(point), 1),
+        "low": round(100 * float(low), 1),
+        "high": round(100 * float(high), 1),
+    }
 
 
 def score_cell(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> dict[str, float]:
@@ -205,12 +225,19 @@ def paired_difference(task: str, first: tuple, second: tuple) -> dict[str, float
     by the same draws)."""
     (names, a), (other, b) = _dialogue_parts(task, *first), _dialogue_parts(task, *second)
     if not np.array_equal(names, other):
-        raise ValueError(f"a paired difference needs the same dialogues on both sides (here {names.size} and {other.size})")
+        raise ValueError(
+            f"a paired difference needs the same dialogues on both sides (here {names.size} and {other.size})"
+        )
     draws = _draws(names.size)
-    return _interval(_score(a.sum(axis=1)) - _score(b.sum(axis=1)), _score(a[:, draws].sum(axis=2)) - _score(b[:, draws].sum(axis=2)))
+    return _interval(
+        _score(a.sum(axis=1)) - _score(b.sum(axis=1)),
+        _score(a[:, draws].sum(axis=2)) - _score(b[:, draws].sum(axis=2)),
+    )
 
 
-def permuted(task: str, instances: list[tuple[np.ndarray, int]], rng: np.random.Generator) -> list[tuple[np.ndarray, int]]:
+def permuted(
+    task: str, instances: list[tuple[np.ndarray, int]], rng: np.random.Generator
+) -> list[tuple[np.ndarray, int]]:
     """The random-gold control: the true row of each instance drawn at random; for detection,
     the labels of each unit's three instances (S1, S2, S3, in that order) shuffled among them."""
     if task != "detection":
@@ -244,12 +271,30 @@ def measure_unit(unit, features: FeatureSet = NON_SPEAKER, artifacts: bool = Tru
         stages = {"raw": (unit.raw_targets, unit.raw_converted), **stages}
     counted = []
     for stage, (originals, conversions) in stages.items():
-        voices = (("S1", originals[k], unit.segment.target_gender), ("S2", conversions["S2"], unit.s2.gender),
-                  ("S3", conversions["S3"], unit.s3.gender))
-        counted += [(stage, scenario, gender, ArtifactRates.measure(stage, clip)) for scenario, clip, gender in voices if artifacts]
-    vectors = {stage: (np.stack([features.vector(c) for c in originals]), {s: features.vector(conversions[s]) for s in ("S2", "S3")})
-               for stage, (originals, conversions) in stages.items()}
-    return MeasuredUnit(f"{unit.segment.source}/{unit.segment.dialogue_id}", getattr(unit, "vc_model", None), k, vectors, tuple(counted))
+        voices = (
+            ("S1", originals[k], unit.segment.target_gender),
+            ("S2", conversions["S2"], unit.s2.gender),
+            ("S3", conversions["S3"], unit.s3.gender),
+        )
+        counted += [
+            (stage, scenario, gender, ArtifactRates.measure(stage, clip))
+            for scenario, clip, gender in voices
+            if artifacts
+        ]
+    vectors = {
+        stage: (
+            np.stack([features.vector(c) for c in originals]),
+            {s: features.vector(conversions[s]) for s in ("S2", "S3")},
+        )
+        for stage, (originals, conversions) in stages.items()
+    }
+    return MeasuredUnit(
+        f"{unit.segment.source}/{unit.segment.dialogue_id}",
+        getattr(unit, "vc_model", None),
+        k,
+        vectors,
+        tuple(counted),
+    )
 
 
 class ArtifactRates:
@@ -297,7 +342,11 @@ class ArtifactRates:
         for scenario in self.SCENARIOS:
             rows = np.array(self._clips[(stage, scenario)], dtype=np.float64).reshape(-1, 2)
             share = rows.mean(axis=0) * 100 if len(rows) else [float("nan")] * 2
-            out[scenario] = {"clips": len(rows), "impulse_pct": round(float(share[0]), 1), "zero_run_pct": round(float(share[1]), 1)}
+            out[scenario] = {
+                "clips": len(rows),
+                "impulse_pct": round(float(share[0]), 1),
+                "zero_run_pct": round(float(share[1]), 1),
+            }
             if stage == "published":
                 out[scenario] |= {f"hnr_db_{g}": self._median_hnr(scenario, g) for g in self.GENDERS}
         return out
@@ -333,8 +382,14 @@ class ShortcutAudit:
 
     STAGES = ("raw", "published")
 
-    def __init__(self, model: str = "logistic", families: bool = True, tasks: tuple[str, ...] = TASKS,
-                 control_draws: int = CONTROL_DRAWS, features: FeatureSet = NON_SPEAKER) -> None:
+    def __init__(
+        self,
+        model: str = "logistic",
+        families: bool = True,
+        tasks: tuple[str, ...] = TASKS,
+        control_draws: int = CONTROL_DRAWS,
+        features: FeatureSet = NON_SPEAKER,
+    ) -> None:
         make_model(model)  # an unknown model is refused now, not after the build
         unknown = set(tasks) - set(TASKS)
         if unknown:
@@ -359,8 +414,15 @@ class ShortcutAudit:
         for stage, (turns, converted) in measured.stages.items():
             self.add_features(stage, turns, measured.k, converted, measured.group, measured.backend)
 
-    def add_features(self, stage: str, turns: np.ndarray, k: int, converted: dict[str, np.ndarray], group: str,
-                     backend: str | None = None) -> None:
+    def add_features(
+        self,
+        stage: str,
+        turns: np.ndarray,
+        k: int,
+        converted: dict[str, np.ndarray],
+        group: str,
+        backend: str | None = None,
+    ) -> None:
         """Add one unit already measured (``task_tables``' arguments, each clip's ``features.vector``;
         ``group``: its dialogue, ``backend``: the generation method that altered it, when known)."""
         self.num_turns = len(turns)
@@ -378,7 +440,7 @@ class ShortcutAudit:
             tables, groups, backends = ({task: [] for task in TASKS} for _ in range(3))
             start = 0
             for (turns, k, _, group, backend), measured in zip(units, clips):
-                rows, start = columns[start:start + len(measured)], start + len(measured)
+                rows, start = columns[start : start + len(measured)], start + len(measured)
                 n = len(turns)
                 for task, instances in task_tables(rows[:n], k, {"S2": rows[n], "S3": rows[n + 1]}).items():
                     tables[task] += instances
@@ -387,11 +449,17 @@ class ShortcutAudit:
             self._built[stage] = (tables, groups, backends)
         return self._built[stage]
 
-    def with_model(self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS,
-                   control_draws: int = CONTROL_DRAWS) -> ShortcutAudit:
+    def with_model(
+        self, model: str, families: bool = True, tasks: tuple[str, ...] = TASKS, control_draws: int = CONTROL_DRAWS
+    ) -> ShortcutAudit:
         """The same collected units, fitted by another ``model`` (on ``tasks`` only)."""
         other = ShortcutAudit(model, families, tasks, control_draws, self.features)
-        other.num_turns, other.artifacts, other._units, other._built = self.num_turns, self.artifacts, self._units, self._built
+        other.num_turns, other.artifacts, other._units, other._built = (
+            self.num_turns,
+            self.artifacts,
+            self._units,
+            self._built,
+        )
         return other
 
     def subset(self, method: str | None = None, groups: list[str] | None = None) -> ShortcutAudit:
@@ -400,8 +468,10 @@ class ShortcutAudit:
         other = ShortcutAudit(self.model, self.families, self.tasks, self.control_draws, self.features)
         other.num_turns = self.num_turns
         wanted = None if groups is None else set(groups)
-        other._units = {stage: [u for u in units if (method is None or u[4] == method) and (wanted is None or u[3] in wanted)]
-                        for stage, units in self._units.items()}
+        other._units = {
+            stage: [u for u in units if (method is None or u[4] == method) and (wanted is None or u[3] in wanted)]
+            for stage, units in self._units.items()
+        }
         return other
 
     def groups(self) -> list[str]:
@@ -417,14 +487,26 @@ class ShortcutAudit:
             return 50.0
         return round(100 / 3, 1) if task == "discrimination" else round(100 / (self.num_turns or 1), 1)
 
-    def _credits(self, stage: str, task: str, family: list[str] | None, control: bool = False,
-                 copies: tuple[int, ...] | None = None) -> tuple:
+    def _credits(
+        self,
+        stage: str,
+        task: str,
+        family: list[str] | None,
+        control: bool = False,
+        copies: tuple[int, ...] | None = None,
+    ) -> tuple:
         """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
         the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
         return self._credits_and_backends(stage, task, family, control, copies)[:3]
 
-    def _credits_and_backends(self, stage: str, task: str, family: list[str] | None, control: bool = False,
-                              copies: tuple[int, ...] | None = None) -> tuple:
+    def _credits_and_backends(
+        self,
+        stage: str,
+        task: str,
+        family: list[str] | None,
+        control: bool = False,
+        copies: tuple[int, ...] | None = None,
+    ) -> tuple:
         """``_credits``' cell and, per guess, the backend of its unit (fitted once); ``copies``:
         the part of each row fitted (``READINGS``; all when None)."""
         key = ("credits", stage, task, None if family is None else tuple(family), control, copies)
@@ -432,12 +514,18 @@ class ShortcutAudit:
             self._results[key] = self._fit(stage, task, family, control, copies)
         return self._results[key]
 
-    def _fit(self, stage: str, task: str, family: list[str] | None, control: bool, copies: tuple[int, ...] | None = None) -> tuple:
+    def _fit(
+        self, stage: str, task: str, family: list[str] | None, control: bool, copies: tuple[int, ...] | None = None
+    ) -> tuple:
         tables, groups, backends = self._tables(stage)
         table, groups = tables[task], np.array(groups[task])
         backends = np.array([b or "" for b in backends[task]])
         columns = _columns(task, self.features.names, family, copies)
-        draws = [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)] if control else [table]
+        draws = (
+            [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)]
+            if control
+            else [table]
+        )
         credits, truth = [], []
         for instances in draws:
             instances = [(rows[:, columns], t) for rows, t in instances]
@@ -447,8 +535,14 @@ class ShortcutAudit:
         kept = ~np.isnan(credits)
         return credits[kept], truth[kept], groups[kept], np.tile(backends, len(draws))[kept]
 
-    def _cell(self, stage: str, task: str, family: list[str] | None, control: bool = False,
-              copies: tuple[int, ...] | None = None) -> dict[str, float]:
+    def _cell(
+        self,
+        stage: str,
+        task: str,
+        family: list[str] | None,
+        control: bool = False,
+        copies: tuple[int, ...] | None = None,
+    ) -> dict[str, float]:
         credits, truth, groups = self._credits(stage, task, family, control, copies)
         if not credits.size:
             return {"score": float("nan"), "low": float("nan"), "high": float("nan")}
@@ -458,8 +552,12 @@ class ShortcutAudit:
         """Per task, this audit's published score (all features) minus ``other``'s, in points, with
         a paired dialogue-bootstrap interval; both must hold the same dialogues (the converted turns,
         and another voice put in their place)."""
-        return {task: paired_difference(task, self._credits("published", task, None), other._credits("published", task, None))
-                for task in self.tasks}
+        return {
+            task: paired_difference(
+                task, self._credits("published", task, None), other._credits("published", task, None)
+            )
+            for task in self.tasks
+        }
 
     def by_backend(self, task: str) -> dict[str, dict[str, float]]:
         """The published cell on all features split by the VC backend of each unit (the same fit's
@@ -469,22 +567,31 @@ class ShortcutAudit:
         names = sorted(set(backends) - {""})
         if len(names) < 2:
             return {}
-        return {b: score_cell(task, credits[backends == b], truth[backends == b], groups[backends == b]) for b in names}
+        return {
+            b: score_cell(task, credits[backends == b], truth[backends == b], groups[backends == b]) for b in names
+        }
 
     def readings(self) -> dict[str, dict[str, float]]:
         """The published discrimination cell (all features) fitted on each part of the candidates'
         rows alone (``READINGS``); empty when the audit does not fit discrimination."""
         if "discrimination" not in self.tasks:
             return {}
-        return {name: self._cell("published", "discrimination", None, copies=copies) for name, copies in READINGS.items()}
+        return {
+            name: self._cell("published", "discrimination", None, copies=copies) for name, copies in READINGS.items()
+        }
 
     def readings_difference(self, other: ShortcutAudit) -> dict[str, dict[str, float]]:
         """``readings`` minus ``other``'s, in points, with a paired dialogue-bootstrap interval (as ``difference``)."""
         if "discrimination" not in self.tasks:
             return {}
-        return {name: paired_difference("discrimination", self._credits("published", "discrimination", None, copies=copies),
-                                        other._credits("published", "discrimination", None, copies=copies))
-                for name, copies in READINGS.items()}
+        return {
+            name: paired_difference(
+                "discrimination",
+                self._credits("published", "discrimination", None, copies=copies),
+                other._credits("published", "discrimination", None, copies=copies),
+            )
+            for name, copies in READINGS.items()
+        }
 
     def scores(self) -> dict[str, dict[str, float]]:
         """Per task, the published cell on all features (no control): to set one collection beside another."""
@@ -508,7 +615,9 @@ class ShortcutAudit:
         above = [task for task, r in self.result("published").items() if r["all"]["low"] > r["chance"]]
         if "flagged" not in self._results:
             self._results["flagged"] = {
-                task: {f: self._cell("published", task, names) for f, names in self.features.families.items()} if self.families else {}
+                task: {f: self._cell("published", task, names) for f, names in self.features.families.items()}
+                if self.families
+                else {}
                 for task in above
             }
         return self._results["flagged"]
@@ -520,8 +629,10 @@ class ShortcutAudit:
         lines = []
         for task, families in self.flagged().items():
             r = self.result("published")[task]
-            line = (f"shortcut audit{' ' + where if where else ''}: {TASK_LABELS[task]} from non-speaker features "
-                    f"{cell_text(r['all'])} is above chance ({r['chance']:.1f} %)")
+            line = (
+                f"shortcut audit{' ' + where if where else ''}: {TASK_LABELS[task]} from non-speaker features "
+                f"{cell_text(r['all'])} is above chance ({r['chance']:.1f} %)"
+            )
             if families:
                 family, cell = _strongest(families)
                 alone = "above chance alone" if cell["low"] > r["chance"] else "within chance alone"
@@ -540,24 +651,46 @@ class ShortcutAudit:
         two backends or more, each backend's share of the cell (``by_backend``); for discrimination
         above chance, its ``readings``."""
         published, raw, flagged = self.result("published"), self.result("raw"), self.flagged()
-        lines = ["| task | chance | published, all features | random-gold control | above chance: strongest family alone | raw, all features |",
-                 "|---|---|---|---|---|---|"]
+        lines = [
+            "| task | chance | published, all features | random-gold control | above chance: strongest family alone | raw, all features |",
+            "|---|---|---|---|---|---|",
+        ]
         for task, r in published.items():
             best = _strongest(flagged[task]) if flagged.get(task) else None
             strongest = f"{best[0]}: {cell_text(best[1])}" if best else ("yes" if task in flagged else "-")
             contrast = cell_text(raw[task]["all"]) if task in raw else "-"
-            lines.append(f"| {TASK_LABELS[task]} | {r['chance']:.1f} % | {cell_text(r['all'])} | {cell_text(r['control'])} "
-                         f"| {strongest} | {contrast} |")
+            lines.append(
+                f"| {TASK_LABELS[task]} | {r['chance']:.1f} % | {cell_text(r['all'])} | {cell_text(r['control'])} "
+                f"| {strongest} | {contrast} |"
+            )
         shown = [task for task, families in flagged.items() if families]
         if shown:
-            lines += ["", "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |", "|---" * (len(shown) + 1) + "|"]
-            lines += [f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |" for family in self.features.families]
+            lines += [
+                "",
+                "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |",
+                "|---" * (len(shown) + 1) + "|",
+            ]
+            lines += [
+                f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |"
+                for family in self.features.families
+            ]
         splits = {task: cells for task in flagged if (cells := self.by_backend(task))}
         if splits:
-            lines += ["", "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in splits) + " |", "|---" * (len(splits) + 1) + "|"]
-            lines += [f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in splits.values()) + " |" for b in next(iter(splits.values()))]
+            lines += [
+                "",
+                "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in splits) + " |",
+                "|---" * (len(splits) + 1) + "|",
+            ]
+            lines += [
+                f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in splits.values()) + " |"
+                for b in next(iter(splits.values()))
+            ]
         if "discrimination" in flagged:
-            lines += ["", "| discrimination fitted on part of each candidate's row | published, all features |", "|---|---|"]
+            lines += [
+                "",
+                "| discrimination fitted on part of each candidate's row | published, all features |",
+                "|---|---|",
+            ]
             lines += [f"| {name} | {cell_text(c)} |" for name, c in self.readings().items()]
         return "\n".join(lines)
 

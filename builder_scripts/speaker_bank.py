@@ -45,7 +45,7 @@ def row_name(name: str, source: str) -> str:
     """How a row of ``source`` names the pool speaker ``name``: its plain id when the speaker is
     one of ``source``'s (comparable with ``target_speaker``), else its pool name."""
     prefix = f"{source}/"
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return name[len(prefix) :] if name.startswith(prefix) else name
 
 
 def row_pool_name(name: str, source: str) -> str:
@@ -166,7 +166,9 @@ class SpeakerBank:
         """(len, len) cosines of the mean embeddings, rows and columns in ``names`` order."""
         return self._matrix @ self._matrix.T
 
-    def nearest(self, embedding: np.ndarray, exclude: Iterable[str] = (), gender: str | None = None) -> tuple[str, float]:
+    def nearest(
+        self, embedding: np.ndarray, exclude: Iterable[str] = (), gender: str | None = None
+    ) -> tuple[str, float]:
         """The bank speaker whose mean embedding is most cosine-similar to ``embedding``."""
         excluded = set(exclude)
         sims = self._matrix @ _unit(embedding)
@@ -200,8 +202,10 @@ class SpeakerBank:
         speaker by the cosine of mean embeddings. Needs clip embeddings (a bank from ``build``)."""
         lacking = [n for n, s in self._speakers.items() if s.clip_embeddings is None or len(s.clip_embeddings) < 2]
         if lacking or len(self) < 2:
-            raise ValueError(f"verification stats need two or more speakers with two or more clip embeddings each; "
-                             f"{len(self)} speakers, without: {', '.join(lacking[:5]) or 'none'}")
+            raise ValueError(
+                f"verification stats need two or more speakers with two or more clip embeddings each; "
+                f"{len(self)} speakers, without: {', '.join(lacking[:5]) or 'none'}"
+            )
         embs = _unit(np.concatenate([self._speakers[n].clip_embeddings for n in self.names]))
         owner = np.repeat(np.arange(len(self)), [len(self._speakers[n].clip_embeddings) for n in self.names])
         i, j = np.triu_indices(len(embs), k=1)
@@ -211,7 +215,9 @@ class SpeakerBank:
         np.fill_diagonal(sims, -np.inf)
         best = np.argmax(sims, axis=1)
         nearest = {n: (self.names[best[r]], float(sims[r, best[r]])) for r, n in enumerate(self.names)}
-        return VerificationStats(equal_error_rate(scores[same], scores[~same]), int(same.sum()), int((~same).sum()), nearest)
+        return VerificationStats(
+            equal_error_rate(scores[same], scores[~same]), int(same.sum()), int((~same).sum()), nearest
+        )
 
     def centroid_trials(self) -> tuple[np.ndarray, np.ndarray]:
         """Cosines of every bank clip to a speaker's mean embedding: to its own speaker's mean of
@@ -241,7 +247,9 @@ class SpeakerBank:
             return float((same[0] + different[-1]) / 2)
         candidates = np.unique(np.concatenate([same, different]))
         false_reject = np.searchsorted(same, candidates, side="left") / same.size  # own voice under the line
-        false_accept = 1 - np.searchsorted(different, candidates, side="left") / different.size  # another's at or over it
+        false_accept = (
+            1 - np.searchsorted(different, candidates, side="left") / different.size
+        )  # another's at or over it
         return float(candidates[int(np.argmin(np.abs(false_reject - false_accept)))])
 
     # ---------------------------------------------------------------------------------------
@@ -285,7 +293,13 @@ class SpeakerBank:
         meta = {
             "encoder": self.encoder_name,
             "speakers": [
-                {"name": n, "gender": s.gender, "clips": [_span_json(c) for c in s.clips], "has_clip_embeddings": s.clip_embeddings is not None, "key": s.key}
+                {
+                    "name": n,
+                    "gender": s.gender,
+                    "clips": [_span_json(c) for c in s.clips],
+                    "has_clip_embeddings": s.clip_embeddings is not None,
+                    "key": s.key,
+                }
                 for n, s in self._speakers.items()
             ],
         }

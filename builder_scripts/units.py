@@ -31,19 +31,26 @@ from .plan import MISSING, UnitJob, backend_for
 from .scenarios import Unit, build_unit, choose
 from .segments import Segment, check_durations, widen_reference
 from .speaker_bank import SpeakerBank, one_thread, pool_name
+from .vc import get_converter
 from .vc.respeak import voice_engine
 from .verification import audio_checks
-from .vc import get_converter
-
 
 #: Digest of the code that turns a segment into a unit (conversion, scenarios, checks, audio I/O).
-UNIT_CODE = hashlib.sha256(b"".join(
-    path.read_bytes() for path in sorted([
-        *Path(__file__).parent.joinpath("vc").glob("*.py"),
-        *(Path(__file__).with_name(name) for name in ("units.py", "scenarios.py", "verification.py", "audio.py", "speaker_bank.py")),
-        Path(__file__).parents[1] / "speech" / "audio.py",
-    ])
-)).hexdigest()[:12]
+UNIT_CODE = hashlib.sha256(
+    b"".join(
+        path.read_bytes()
+        for path in sorted(
+            [
+                *Path(__file__).parent.joinpath("vc").glob("*.py"),
+                *(
+                    Path(__file__).with_name(name)
+                    for name in ("units.py", "scenarios.py", "verification.py", "audio.py", "speaker_bank.py")
+                ),
+                Path(__file__).parents[1] / "speech" / "audio.py",
+            ]
+        )
+    )
+).hexdigest()[:12]
 
 
 class Clock:
@@ -73,7 +80,9 @@ def generation_key(opts) -> str:
 class UnitStore:
     """The unit files of one substitute pool, and their verdicts (review decisions included)."""
 
-    def __init__(self, cache: Path, bank_key: str, review: dict[tuple[str, str], str] | None = None, methods: str = ""):
+    def __init__(
+        self, cache: Path, bank_key: str, review: dict[tuple[str, str], str] | None = None, methods: str = ""
+    ):
         """``methods``: the build's generation methods (``generation_key``), so that units made by
         other methods are never taken for this build's."""
         self.root = Path(cache) / "units" / f"pool-{bank_key}" / f"code-{UNIT_CODE}{'-' + methods if methods else ''}"
@@ -104,13 +113,18 @@ class UnitStore:
 
     def save_dropped(self, variant: str, segment: Segment, reason: str) -> None:
         """A unit dropped before conversion leaves a small marker instead of audio."""
-        write_text_atomic(self.marker(variant, segment), json.dumps({"variant": variant, "segment": segment.to_json(), "dropped": reason}))
+        write_text_atomic(
+            self.marker(variant, segment),
+            json.dumps({"variant": variant, "segment": segment.to_json(), "dropped": reason}),
+        )
 
 
 class UnitMaker:
     """Makes units: voicing (TTS sources), conversion to the chosen substitutes, the audio checks."""
 
-    def __init__(self, opts, sources: dict, bank: SpeakerBank, pool: dict[str, tuple[str, list]], store: UnitStore, clock: Clock):
+    def __init__(
+        self, opts, sources: dict, bank: SpeakerBank, pool: dict[str, tuple[str, list]], store: UnitStore, clock: Clock
+    ):
         self.opts, self.sources, self.bank, self.pool, self.store, self.clock = opts, sources, bank, pool, store, clock
         self._converters: dict = {}
         self._clips: dict[str, list[np.ndarray]] = {}
@@ -123,9 +137,17 @@ class UnitMaker:
     def make(self, job: UnitJob) -> None:
         """Voice, convert, resynthesise and check the job's segment for each of its variants."""
         segment, audio, reason = self._voiced(job.segment, job.dialogue)
-        choice = None if reason else choose(
-            segment, self.bank, self.opts.seed, target=pool_name(segment.source, segment.target_speaker),
-            exclude=tuple(pool_name(segment.source, s) for s in job.dialogue.speakers), engine=voice_engine,
+        choice = (
+            None
+            if reason
+            else choose(
+                segment,
+                self.bank,
+                self.opts.seed,
+                target=pool_name(segment.source, segment.target_speaker),
+                exclude=tuple(pool_name(segment.source, s) for s in job.dialogue.speakers),
+                engine=voice_engine,
+            )
         )
         for variant in job.variants:
             if self.store.done(variant, segment):
@@ -137,8 +159,14 @@ class UnitMaker:
             converter = self._converter(backend_for(variant, segment, self.opts), segment.source)
             with self.clock("tts" if converter.respeaks else "vc"):
                 unit = build_unit(
-                    variant, segment, job.dialogue, [audio[i] for i in segment.target_turns],
-                    [audio[i] for i in segment.reference_turns], choice, clips, converter,
+                    variant,
+                    segment,
+                    job.dialogue,
+                    [audio[i] for i in segment.target_turns],
+                    [audio[i] for i in segment.reference_turns],
+                    choice,
+                    clips,
+                    converter,
                 )
             unit.dropped, unit.checks = audio_checks(unit)
             if converter.respeaks:
@@ -165,7 +193,9 @@ class UnitMaker:
     def _converter(self, name: str, source: str):
         """Backend ``name``; re-speaking voices with the voicer of ``source`` (its wav cache)."""
         if name not in self._converters:
-            self._converters[name] = get_converter(name, voicer=self.sources[source].voicer) if name == "respeak" else get_converter(name)
+            self._converters[name] = (
+                get_converter(name, voicer=self.sources[source].voicer) if name == "respeak" else get_converter(name)
+            )
         return self._converters[name]
 
     def _verify_voices(self, unit: Unit) -> None:
@@ -183,7 +213,9 @@ class UnitMaker:
             cosine = round(float(embedding @ self.bank.embedding(substitute.speaker) / np.linalg.norm(embedding)), 4)
             unit.checks[f"{scenario.lower()}_voice_similarity"] = cosine
             if unit.dropped is None and cosine < self._threshold:
-                unit.dropped = f"voice: a re-spoken {scenario} turn under the bank's EER threshold of similarity to its voice"
+                unit.dropped = (
+                    f"voice: a re-spoken {scenario} turn under the bank's EER threshold of similarity to its voice"
+                )
         unit.checks["voice_threshold"] = round(self._threshold, 4)
 
     def _substitute_clips(self, name: str) -> list[np.ndarray]:

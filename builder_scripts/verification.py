@@ -13,9 +13,8 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from pathlib import Path
-
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -122,7 +121,9 @@ class LLMTextFilter(TextFilter):
     ``text: unparseable LLM answer`` — nothing passes unchecked.
     """
 
-    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, retries: int = 3):
+    def __init__(
+        self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, retries: int = 3
+    ):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -176,7 +177,7 @@ def get_text_filter(spec: str) -> TextFilter:
     if spec == "heuristic":
         return HeuristicTextFilter()
     if spec.startswith("openai-compatible:"):
-        rest = spec[len("openai-compatible:"):]
+        rest = spec[len("openai-compatible:") :]
         base_url, sep, model = rest.rpartition(":")
         if not sep or not base_url or not model:
             raise ValueError(f"text filter {spec!r}: expected openai-compatible:<base_url>:<model>")
@@ -234,6 +235,7 @@ def audio_checks(unit) -> tuple[str | None, dict]:
 
 # ------------------------------------------------------------------------------- human review
 
+
 def export_review(dataset: str | Path, out_dir: str | Path) -> Path:
     """Write ``review.csv`` + ``review.html`` + the audio of every dialogue of every variant.
 
@@ -256,16 +258,30 @@ def export_review(dataset: str | Path, out_dir: str | Path) -> Path:
         for row in table.to_pylist():
             stem = f"{variant}-{row['dialogue_id'].replace('/', '_')}"
             files = []
-            clips = [("reference", row["reference_audio"])] + [(f"context{i + 1}", c) for i, c in enumerate(row["context_audio"])]
+            clips = [("reference", row["reference_audio"])] + [
+                (f"context{i + 1}", c) for i, c in enumerate(row["context_audio"])
+            ]
             clips += [(s, c) for s, c in zip(row["candidate_scenarios"], row["candidates"])]
             for label, clip in clips:
                 path = out / "audio" / f"{stem}-{label}.wav"
                 sf.write(path, ssd.load_waveform(clip["bytes"]), ssd.SAMPLING_RATE)
                 files.append(path.relative_to(out).as_posix())
             text = " | ".join(f"{'*' if t['is_target'] else ''}{t['speaker']}: {t['text']}" for t in row["turns"])
-            rows.append({"dialogue_id": row["dialogue_id"], "variant": variant, "converted_turn": row["masked_position"],
-                         "vc_model": row["vc_model"], "text": text, "audio_files": ";".join(files), "decision": "", "reason": ""})
-            page.append(f"<h2>{html.escape(variant)} {html.escape(row['dialogue_id'])} (turn {row['masked_position']})</h2><p>{html.escape(text)}</p>")
+            rows.append(
+                {
+                    "dialogue_id": row["dialogue_id"],
+                    "variant": variant,
+                    "converted_turn": row["masked_position"],
+                    "vc_model": row["vc_model"],
+                    "text": text,
+                    "audio_files": ";".join(files),
+                    "decision": "",
+                    "reason": "",
+                }
+            )
+            page.append(
+                f"<h2>{html.escape(variant)} {html.escape(row['dialogue_id'])} (turn {row['masked_position']})</h2><p>{html.escape(text)}</p>"
+            )
             page += [f"<div>{html.escape(f)} <audio controls src='{html.escape(f)}'></audio></div>" for f in files]
     with open(out / "review.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, ssd.REVIEW_FIELDS)

@@ -73,39 +73,82 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--cache", default=None, metavar="DIR", help="on-disk embedding cache (default: memory only)")
     common.add_argument("--batch-size", type=int, default=32, help="clips per encoder batch (default: 32)")
     common.add_argument("--no-progress", action="store_true", help="no progress bars")
-    common.add_argument("--threads", type=int, default=None, metavar="N",
-                        help="CPU threads of torch and onnxruntime (default: 1 for embedding judges, the library's "
-                             "default for LALM judges)")
-    common.add_argument("--model-dir", action="append", default=[], metavar="NAME=DIR",
-                        help=f"local model folder of an encoder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
-                             "then e.g. --judge centroid-ecapa loads from it")
+    common.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads of torch and onnxruntime (default: 1 for embedding judges, the library's "
+        "default for LALM judges)",
+    )
+    common.add_argument(
+        "--model-dir",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help=f"local model folder of an encoder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
+        "then e.g. --judge centroid-ecapa loads from it",
+    )
 
     run = sub.add_parser("run", parents=[common], help="run one judge and write a predictions JSONL")
-    run.add_argument("--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview")
+    run.add_argument(
+        "--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview"
+    )
     run.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
-    run.add_argument("--task", default="detection,localization,discrimination", help="comma-separated tasks (default: all three)")
-    run.add_argument("--predictions-out", default=None, metavar="FILE",
-                     help="predictions JSONL to write (default: results/<judge>.<variant>.jsonl)")
+    run.add_argument(
+        "--task", default="detection,localization,discrimination", help="comma-separated tasks (default: all three)"
+    )
+    run.add_argument(
+        "--predictions-out",
+        default=None,
+        metavar="FILE",
+        help="predictions JSONL to write (default: results/<judge>.<variant>.jsonl)",
+    )
     run.add_argument("--threshold", type=float, default=None, help="embedding judges: τ (default: the paper's)")
     run.add_argument("--calibrate", action="store_true", help="embedding judges: pick τ on the validation split")
     run.add_argument("--limit", type=int, default=None, help="judge only the first N instances of each task")
     run.add_argument("--setting", default="main", help="LALM judges: prompt setting (default: main)")
-    run.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-                     help="LALM judges: a backend option (value read as JSON when it parses), repeatable")
+    run.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="LALM judges: a backend option (value read as JSON when it parses), repeatable",
+    )
 
     sweep = sub.add_parser("sweep", parents=[common], help="threshold sweep of embedding judges (table + plot)")
     sweep.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
-    sweep.add_argument("--judge", default=OFFLINE_JUDGES, help="comma-separated embedding judges (default: every "
-                       "method with every encoder that needs no folder)")
-    sweep.add_argument("--threshold", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.05, 0.10, ..., 0.95)")
+    sweep.add_argument(
+        "--judge",
+        default=OFFLINE_JUDGES,
+        help="comma-separated embedding judges (default: every method with every encoder that needs no folder)",
+    )
+    sweep.add_argument(
+        "--threshold", type=_grid, default=THRESHOLDS, help="comma-separated τ values (default: 0.05, 0.10, ..., 0.95)"
+    )
     sweep.add_argument("--sweep-out", required=True, metavar="DIR", help="folder for the sweep's table, plot and JSON")
 
-    base = sub.add_parser("baselines", parents=[common], help="all embedding methods x encoders on every variant, scored")
-    base.add_argument("--results-out", required=True, metavar="DIR", help="folder for the predictions files and the summary")
-    base.add_argument("--encoder", default=OFFLINE_ENCODERS, help=f"comma-separated encoder specs (default: {OFFLINE_ENCODERS})")
+    base = sub.add_parser(
+        "baselines", parents=[common], help="all embedding methods x encoders on every variant, scored"
+    )
+    base.add_argument(
+        "--results-out", required=True, metavar="DIR", help="folder for the predictions files and the summary"
+    )
+    base.add_argument(
+        "--encoder", default=OFFLINE_ENCODERS, help=f"comma-separated encoder specs (default: {OFFLINE_ENCODERS})"
+    )
     base.add_argument("--variant", default=None, help="comma-separated variants (default: all present)")
-    base.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples for the intervals (default: 1000)")
-    base.add_argument("--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)")
+    base.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for the intervals (default: 1000)",
+    )
+    base.add_argument(
+        "--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)"
+    )
     return parser
 
 
@@ -114,7 +157,11 @@ def _encoders(args: argparse.Namespace) -> set[str]:
     if args.command == "baselines":
         specs = args.encoder.split(",")
     else:
-        parsed = [parse_judge_name(j.strip()) for j in args.judge.split(",")] if args.command == "sweep" else [parse_judge_name(args.judge)]
+        parsed = (
+            [parse_judge_name(j.strip()) for j in args.judge.split(",")]
+            if args.command == "sweep"
+            else [parse_judge_name(args.judge)]
+        )
         specs = [p.encoder for p in parsed if isinstance(p, EmbeddingJudgeName)]
     return {spec.partition(":")[0].strip().lower() for spec in specs}
 
@@ -143,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache, "batch_size": args.batch_size, "progress": not args.no_progress}
     try:
-        option = {"run": "--judge centroid-{}", "sweep": "--judge centroid-{}", "baselines": "--encoder {}"}[args.command]
+        option = {"run": "--judge centroid-{}", "sweep": "--judge centroid-{}", "baselines": "--encoder {}"}[
+            args.command
+        ]
         users = {name: option.format(name) for name in MODEL_DIR_NAMES}
         use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), _encoders(args), users))
         threads = _threads(args)
@@ -155,21 +204,48 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             out = args.predictions_out or default_predictions_path(args.judge, args.variant)
             Path(out).parent.mkdir(parents=True, exist_ok=True)
-            summary = run_judge(args.judge, dataset, args.variant, args.task, out, split=args.split,
-                                threshold=args.threshold, calibrate=args.calibrate, limit=args.limit,
-                                setting=args.setting, **shared, **dict(args.option))
+            summary = run_judge(
+                args.judge,
+                dataset,
+                args.variant,
+                args.task,
+                out,
+                split=args.split,
+                threshold=args.threshold,
+                calibrate=args.calibrate,
+                limit=args.limit,
+                setting=args.setting,
+                **shared,
+                **dict(args.option),
+            )
             print(json.dumps(summary, indent=2, default=str))
         elif args.command == "sweep":
-            result = run_sweep(dataset, args.variant, [j.strip() for j in args.judge.split(",") if j.strip()],
-                               args.sweep_out, grid=args.threshold, split=args.split, **shared)
+            result = run_sweep(
+                dataset,
+                args.variant,
+                [j.strip() for j in args.judge.split(",") if j.strip()],
+                args.sweep_out,
+                grid=args.threshold,
+                split=args.split,
+                **shared,
+            )
             print(open(result["files"]["markdown"], encoding="utf-8").read())
             print("wrote", ", ".join(result["files"].values()))
         else:
-            summary = run_baselines(dataset, args.results_out, encoders=[e.strip() for e in args.encoder.split(",") if e.strip()],
-                                    variants=args.variant.split(",") if args.variant else None, split=args.split,
-                                    n_bootstrap=args.bootstrap, seed=args.bootstrap_seed, **shared)
+            summary = run_baselines(
+                dataset,
+                args.results_out,
+                encoders=[e.strip() for e in args.encoder.split(",") if e.strip()],
+                variants=args.variant.split(",") if args.variant else None,
+                split=args.split,
+                n_bootstrap=args.bootstrap,
+                seed=args.bootstrap_seed,
+                **shared,
+            )
             print(open(f"{args.results_out}/summary.md", encoding="utf-8").read())
-            print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.results_out}")
+            print(
+                f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.results_out}"
+            )
     except (ValueError, FileNotFoundError, BackendError) as err:  # BackendError: a key missing, a server not there
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -200,7 +200,9 @@ def embed_variant(
         config = ssd.config_name(task, variant)
         paths = ssd.shard_paths(folder, config, split)
         if not paths:
-            raise FileNotFoundError(f"{Path(folder) / ssd.get_config(config).data_dir}: no {split} shards for {config!r}")
+            raise FileNotFoundError(
+                f"{Path(folder) / ssd.get_config(config).data_dir}: no {split} shards for {config!r}"
+            )
         total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
         total = min(total, limit) if limit is not None else total
         is_disc = task == "discrimination"
@@ -208,7 +210,9 @@ def embed_variant(
         if not with_reference:
             columns = [c for c in columns if c != "reference_audio"]
         items: list = []
-        bar = tqdm(total=total, desc=f"embed {config}/{split} [{cache.encoder.name}]", unit="inst", disable=not progress)
+        bar = tqdm(
+            total=total, desc=f"embed {config}/{split} [{cache.encoder.name}]", unit="inst", disable=not progress
+        )
         for rows in _iter_rows(folder, config, split, columns, chunk_rows):
             if len(items) >= total:
                 break
@@ -251,7 +255,9 @@ def _embed_rows(rows: list[dict], config: str, is_disc: bool, with_reference: bo
             candidates = vectors[spans["candidates"]]
             if len(labels) != len(candidates) or len(set(labels)) != len(labels):
                 raise ValueError(f"{config} id {row['id']!r}: {len(candidates)} candidates for labels {labels}")
-            items.append(DiscriminationInstance(row["id"], vectors[spans["context_audio"]], candidates, labels, reference))
+            items.append(
+                DiscriminationInstance(row["id"], vectors[spans["context_audio"]], candidates, labels, reference)
+            )
         else:
             items.append(TurnInstance(row["id"], vectors[spans["target_audio"]], reference))
     return items
@@ -295,8 +301,14 @@ def predictions(scores: VariantScores, threshold: float, tasks: Sequence[str] | 
             if task == "localization":
                 lines.append({"task": task, "id": rid, "prediction": flagged})
             else:
-                lines.append({"task": task, "id": rid, "prediction": "inconsistent" if flagged else "consistent",
-                              "score": detection_score(method, s)})
+                lines.append(
+                    {
+                        "task": task,
+                        "id": rid,
+                        "prediction": "inconsistent" if flagged else "consistent",
+                        "score": detection_score(method, s),
+                    }
+                )
     if wanted is None or "discrimination" in wanted:
         for rid, labels, s in scores.discrimination:
             order = ranking(method, labels, s)
@@ -315,8 +327,17 @@ def write_jsonl(lines: Sequence[dict], out_path: str | os.PathLike) -> Path:
 class EmbeddingJudge:
     """One method on one encoder; ``run`` writes a predictions JSONL (the submission format)."""
 
-    def __init__(self, method: str, encoder=None, *, threshold: float | None = None, cache: EmbeddingCache | None = None,
-                 cache_dir: str | os.PathLike | None = None, batch_size: int = 32, progress: bool = True) -> None:
+    def __init__(
+        self,
+        method: str,
+        encoder=None,
+        *,
+        threshold: float | None = None,
+        cache: EmbeddingCache | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        batch_size: int = 32,
+        progress: bool = True,
+    ) -> None:
         """Give an ``encoder`` (a new cache is made for it) or a ``cache`` to share embeddings."""
         _check_method(method)
         if (encoder is None) == (cache is None):
@@ -330,13 +351,25 @@ class EmbeddingJudge:
     def name(self) -> str:
         return f"{self.method}-{self.cache.encoder.name}"
 
-    def score(self, dataset_folder, variant: str, tasks, *, split: str = "test", limit: int | None = None) -> VariantScores:
+    def score(
+        self, dataset_folder, variant: str, tasks, *, split: str = "test", limit: int | None = None
+    ) -> VariantScores:
         """Embed (through the cache) and score ``tasks``; thresholds are applied later."""
-        embeddings = embed_variant(dataset_folder, variant, tasks, self.cache, split=split, limit=limit,
-                                   with_reference=self.method == "reference", progress=self.progress)
+        embeddings = embed_variant(
+            dataset_folder,
+            variant,
+            tasks,
+            self.cache,
+            split=split,
+            limit=limit,
+            with_reference=self.method == "reference",
+            progress=self.progress,
+        )
         return score_variant(self.method, embeddings)
 
-    def run(self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test", limit: int | None = None) -> dict:
+    def run(
+        self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test", limit: int | None = None
+    ) -> dict:
         """Judge ``tasks`` of ``variant``/``split`` and write ``out_path``; returns a run summary."""
         tasks = parse_tasks(tasks)
         start, encoded0 = time.perf_counter(), self.cache.encoded
@@ -358,11 +391,18 @@ class EmbeddingJudge:
         }
 
 
-def make_embedding_judge(name: str, *, threshold: float | None = None, cache_dir=None, batch_size: int = 32,
-                         progress: bool = True) -> EmbeddingJudge:
+def make_embedding_judge(
+    name: str, *, threshold: float | None = None, cache_dir=None, batch_size: int = 32, progress: bool = True
+) -> EmbeddingJudge:
     """Build a judge from ``<method>-<encoder spec>`` (e.g. ``pairwise-resemblyzer``)."""
     method, encoder_spec = embedding_judge_name(name)
     from speech.encoders import get_encoder
 
-    return EmbeddingJudge(method, get_encoder(encoder_spec), threshold=threshold, cache_dir=cache_dir,
-                          batch_size=batch_size, progress=progress)
+    return EmbeddingJudge(
+        method,
+        get_encoder(encoder_spec),
+        threshold=threshold,
+        cache_dir=cache_dir,
+        batch_size=batch_size,
+        progress=progress,
+    )

@@ -19,9 +19,11 @@ from typing import NamedTuple
 METHODS = ("pairwise", "centroid", "reference")
 LALM_KINDS = ("openai", "vllm", "gemini", "transformers")
 _URL_AND_MODEL = re.compile(r"^(https?://[^/:\s]+(?::\d+)?(?:/[^:\s]*)?):(.+)$")
-_FORMS = (f"<method>-<encoder> with method one of {', '.join(METHODS)} (e.g. centroid-resemblyzer, "
-          "pairwise-ecapa:/path/to/model), or an LALM judge (openai:<model>, vllm:<base url>:<model>, "
-          "gemini:<model>, transformers:<folder>)")
+_FORMS = (
+    f"<method>-<encoder> with method one of {', '.join(METHODS)} (e.g. centroid-resemblyzer, "
+    "pairwise-ecapa:/path/to/model), or an LALM judge (openai:<model>, vllm:<base url>:<model>, "
+    "gemini:<model>, transformers:<folder>)"
+)
 
 
 class EmbeddingJudgeName(NamedTuple):
@@ -55,8 +57,10 @@ def parse_judge_name(name: str) -> EmbeddingJudgeName | LALMJudgeName:
     if match:
         return LALMJudgeName(kind, match.group(1), match.group(2))
     if kind == "vllm" or rest.startswith(("http://", "https://")):
-        raise ValueError(f"{name!r}: give the server as {kind}:<base URL>:<model>, e.g. "
-                         "vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B")
+        raise ValueError(
+            f"{name!r}: give the server as {kind}:<base URL>:<model>, e.g. "
+            "vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B"
+        )
     return LALMJudgeName(kind, None, rest)
 
 
@@ -64,8 +68,10 @@ def embedding_judge_name(name: str) -> EmbeddingJudgeName:
     """``parse_judge_name`` for a place that takes embedding judges only."""
     parsed = parse_judge_name(name)
     if not isinstance(parsed, EmbeddingJudgeName):
-        raise ValueError(f"{name!r} is an LALM judge; use an embedding judge, <method>-<encoder> with method "
-                         f"one of {', '.join(METHODS)}")
+        raise ValueError(
+            f"{name!r} is an LALM judge; use an embedding judge, <method>-<encoder> with method "
+            f"one of {', '.join(METHODS)}"
+        )
     return parsed
 
 
@@ -73,6 +79,9 @@ def lalm_judge_name(name: str) -> LALMJudgeName:
     """``parse_judge_name`` for a place that takes LALM judges only."""
     parsed = parse_judge_name(name)
     if not isinstance(parsed, LALMJudgeName):
-        raise ValueError(f"{name!r} is an embedding judge; use an LALM judge, one of "
-                         + ", ".join(f"{k}:<model>" for k in LALM_KINDS) + " (vllm:<base URL>:<model>)")
+        raise ValueError(
+            f"{name!r} is an embedding judge; use an LALM judge, one of "
+            + ", ".join(f"{k}:<model>" for k in LALM_KINDS)
+            + " (vllm:<base URL>:<model>)"
+        )
     return parsed

@@ -23,19 +23,32 @@ from judges.embedding import (
     write_jsonl,
 )
 from judges.names import EmbeddingJudgeName, parse_judge_name
-from judges.sweep import cache_for, calibrate as calibrate_threshold
+from judges.sweep import cache_for
+from judges.sweep import calibrate as calibrate_threshold
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import load_gold, parse_submission
 from speech.encoders import encoder_label, offline_encoders
 
 
-def make_judge(name: str, *, threshold: float | None = None, setting: str = "main", cache_dir=None,
-               batch_size: int = 32, progress: bool = True, **lalm_options):
+def make_judge(
+    name: str,
+    *,
+    threshold: float | None = None,
+    setting: str = "main",
+    cache_dir=None,
+    batch_size: int = 32,
+    progress: bool = True,
+    **lalm_options,
+):
     """An embedding judge or an LALM judge from its name (see the module docstring)."""
     if isinstance(parse_judge_name(name), EmbeddingJudgeName):
         if lalm_options or setting != "main":
-            raise ValueError(f"{name}: LALM options ({', '.join(['setting', *lalm_options])}) do not apply to an embedding judge")
-        return make_embedding_judge(name, threshold=threshold, cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+            raise ValueError(
+                f"{name}: LALM options ({', '.join(['setting', *lalm_options])}) do not apply to an embedding judge"
+            )
+        return make_embedding_judge(
+            name, threshold=threshold, cache_dir=cache_dir, batch_size=batch_size, progress=progress
+        )
     if threshold is not None:
         raise ValueError(f"{name}: --threshold applies to embedding judges only")
     from judges.lalm import make_lalm_judge
@@ -43,9 +56,23 @@ def make_judge(name: str, *, threshold: float | None = None, setting: str = "mai
     return make_lalm_judge(name, setting=setting, progress=progress, **lalm_options)
 
 
-def run_judge(name: str, dataset: str | os.PathLike, variant: str, tasks, out: str | os.PathLike, *,
-              split: str = "test", threshold: float | None = None, calibrate: bool = False, limit: int | None = None,
-              setting: str = "main", cache_dir=None, batch_size: int = 32, progress: bool = True, **lalm_options) -> dict:
+def run_judge(
+    name: str,
+    dataset: str | os.PathLike,
+    variant: str,
+    tasks,
+    out: str | os.PathLike,
+    *,
+    split: str = "test",
+    threshold: float | None = None,
+    calibrate: bool = False,
+    limit: int | None = None,
+    setting: str = "main",
+    cache_dir=None,
+    batch_size: int = 32,
+    progress: bool = True,
+    **lalm_options,
+) -> dict:
     """Judge ``tasks`` of one variant and write the predictions JSONL; returns the run summary.
 
     ``calibrate`` (embedding judges) picks τ on the validation split first (``judges.sweep``).
@@ -53,8 +80,15 @@ def run_judge(name: str, dataset: str | os.PathLike, variant: str, tasks, out: s
     tasks = parse_tasks(tasks)
     if calibrate and threshold is not None:
         raise ValueError("give either a threshold or calibrate, not both")
-    judge = make_judge(name, threshold=threshold, setting=setting, cache_dir=cache_dir, batch_size=batch_size,
-                       progress=progress, **lalm_options)
+    judge = make_judge(
+        name,
+        threshold=threshold,
+        setting=setting,
+        cache_dir=cache_dir,
+        batch_size=batch_size,
+        progress=progress,
+        **lalm_options,
+    )
     calibration = None
     if calibrate:
         if not isinstance(judge, EmbeddingJudge):
@@ -76,10 +110,20 @@ def file_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
 
 
-def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, encoders: Sequence[str] | None = None,
-                  variants: Sequence[str] | None = None, split: str = "test", n_bootstrap: int = 1000, seed: int = 0,
-                  cache_dir=None, batch_size: int = 32, caches: dict[str, EmbeddingCache] | None = None,
-                  progress: bool = True) -> dict:
+def run_baselines(
+    dataset: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    encoders: Sequence[str] | None = None,
+    variants: Sequence[str] | None = None,
+    split: str = "test",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    cache_dir=None,
+    batch_size: int = 32,
+    caches: dict[str, EmbeddingCache] | None = None,
+    progress: bool = True,
+) -> dict:
     """Every embedding method x encoder (default: every encoder that needs no model folder) on
     every variant present: one JSONL per (judge, τ, variant), each parsed and scored by the
     metrics package; writes ``summary.json`` and ``summary.md``.
@@ -99,17 +143,29 @@ def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, enc
     for spec in encoders or offline_encoders():
         cache = cache_for(spec, caches, cache_dir, batch_size)
         for variant in variants:
-            embeddings = embed_variant(dataset, variant, ssd.tasks_present(dataset, variant, split), cache, split=split,
-                                       progress=progress)
+            embeddings = embed_variant(
+                dataset, variant, ssd.tasks_present(dataset, variant, split), cache, split=split, progress=progress
+            )
             gold = load_gold(dataset, variant, split)
             for method in METHODS:
                 for judge, threshold, source in _thresholds(method, cache, dataset, variant, progress):
-                    path = write_jsonl(predictions(score_variant(method, embeddings), threshold),
-                                       out / f"{file_slug(judge)}.{variant}.jsonl")
+                    path = write_jsonl(
+                        predictions(score_variant(method, embeddings), threshold),
+                        out / f"{file_slug(judge)}.{variant}.jsonl",
+                    )
                     scores = score_submission(parse_submission(path, gold), gold, n_bootstrap=n_bootstrap, seed=seed)
-                    results.append({"judge": judge, "method": display_name(method, cache.encoder.name), "variant": variant,
-                                    "threshold": threshold, "threshold_source": source, "predictions": str(path),
-                                    "row": leaderboard_row(scores), "scores": scores})
+                    results.append(
+                        {
+                            "judge": judge,
+                            "method": display_name(method, cache.encoder.name),
+                            "variant": variant,
+                            "threshold": threshold,
+                            "threshold_source": source,
+                            "predictions": str(path),
+                            "row": leaderboard_row(scores),
+                            "scores": scores,
+                        }
+                    )
         cache_stats[cache.encoder.name] = {"unique_clips": cache.unique_clips, "encoder_calls": cache.encoded}
     summary = {"dataset": str(dataset), "split": split, "results": results, "cache": cache_stats}
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -117,7 +173,9 @@ def run_baselines(dataset: str | os.PathLike, out_dir: str | os.PathLike, *, enc
     return summary
 
 
-def _thresholds(method: str, cache: EmbeddingCache, dataset, variant: str, progress: bool) -> list[tuple[str, float, str]]:
+def _thresholds(
+    method: str, cache: EmbeddingCache, dataset, variant: str, progress: bool
+) -> list[tuple[str, float, str]]:
     """``(judge, τ, where τ comes from)``: the paper's τ, plus the validation-calibrated τ when
     ``variant`` has a validation split."""
     judge = f"{method}-{cache.encoder.name}"
@@ -134,16 +192,26 @@ def summary_markdown(summary: dict) -> str:
     results = summary["results"]
     keys = dict.fromkeys(k for r in results for k in r["row"] if not k.endswith("_ci"))
     columns = [k for k in keys if any(r["row"].get(k) is not None for r in results)]
-    lines = [f"# Embedding baselines on {summary['dataset']} ({summary['split']} split)", "",
-             "Values in percent. Columns (the keys of each row in summary.json) in the order of the paper's",
-             "Table 2, plus paired accuracy and coverage. τ from: the paper's default, or calibrated on the",
-             "validation split (max detection Bal acc) where the variant has one.", ""]
+    lines = [
+        f"# Embedding baselines on {summary['dataset']} ({summary['split']} split)",
+        "",
+        "Values in percent. Columns (the keys of each row in summary.json) in the order of the paper's",
+        "Table 2, plus paired accuracy and coverage. τ from: the paper's default, or calibrated on the",
+        "validation split (max detection Bal acc) where the variant has one.",
+        "",
+    ]
     for variant in dict.fromkeys(r["variant"] for r in results):
         rows = [r for r in results if r["variant"] == variant]
-        lines += [f"## Variant {variant}", "", "| method | τ | τ from | " + " | ".join(columns) + " |",
-                  "|---|---:|---|" + "---:|" * len(columns)]
+        lines += [
+            f"## Variant {variant}",
+            "",
+            "| method | τ | τ from | " + " | ".join(columns) + " |",
+            "|---|---:|---|" + "---:|" * len(columns),
+        ]
         for r in rows:
             cells = ["n/a" if r["row"].get(k) is None else f"{r['row'][k]:.1f}" for k in columns]
-            lines.append(f"| {r['method']} | {r['threshold']:g} | {r['threshold_source']} | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {r['method']} | {r['threshold']:g} | {r['threshold_source']} | " + " | ".join(cells) + " |"
+            )
         lines.append("")
     return "\n".join(lines)

@@ -69,8 +69,15 @@ def pick_threshold(rows: Sequence[dict], default: float) -> float:
     return min(tied, key=lambda t: (abs(t - default), t))
 
 
-def calibrate(method: str, cache: EmbeddingCache, folder: str | os.PathLike, variant: str,
-              grid: Sequence[float] = THRESHOLDS, *, progress: bool = True) -> dict:
+def calibrate(
+    method: str,
+    cache: EmbeddingCache,
+    folder: str | os.PathLike,
+    variant: str,
+    grid: Sequence[float] = THRESHOLDS,
+    *,
+    progress: bool = True,
+) -> dict:
     """Calibrate τ of ``method`` on the validation split; returns ``{"threshold", "validation"}``
     where ``validation`` is the per-τ sweep there. Raises when there is no validation split."""
     if "detection" not in ssd.tasks_present(folder, variant, "validation"):
@@ -79,8 +86,15 @@ def calibrate(method: str, cache: EmbeddingCache, folder: str | os.PathLike, var
             f"{Path(folder) / ssd.get_config(config).data_dir}: no validation shards for {config!r}; "
             "calibration needs a validation split (run without --calibrate, or pass --threshold)"
         )
-    embeddings = embed_variant(folder, variant, ["detection"], cache, split="validation",
-                               with_reference=method == "reference", progress=progress)
+    embeddings = embed_variant(
+        folder,
+        variant,
+        ["detection"],
+        cache,
+        split="validation",
+        with_reference=method == "reference",
+        progress=progress,
+    )
     rows = sweep_thresholds(score_variant(method, embeddings), load_gold(folder, variant, "validation"), grid)
     return {"threshold": pick_threshold(rows, DEFAULT_THRESHOLDS[method]), "validation": rows}
 
@@ -97,9 +111,19 @@ def cache_for(spec: str, caches: dict | None, cache_dir=None, batch_size: int = 
     return cache
 
 
-def run_sweep(folder: str | os.PathLike, variant: str, judges: Sequence[str], out_dir: str | os.PathLike, *,
-              grid: Sequence[float] = THRESHOLDS, split: str = "test", cache_dir=None, batch_size: int = 32,
-              caches: dict[str, EmbeddingCache] | None = None, progress: bool = True) -> dict:
+def run_sweep(
+    folder: str | os.PathLike,
+    variant: str,
+    judges: Sequence[str],
+    out_dir: str | os.PathLike,
+    *,
+    grid: Sequence[float] = THRESHOLDS,
+    split: str = "test",
+    cache_dir=None,
+    batch_size: int = 32,
+    caches: dict[str, EmbeddingCache] | None = None,
+    progress: bool = True,
+) -> dict:
     """Sweep τ for embedding judges (``<method>-<encoder>`` names) and write the table and plot.
 
     Judges that share an encoder share one embedding pass; ``caches`` (encoder spec -> cache)
@@ -112,7 +136,11 @@ def run_sweep(folder: str | os.PathLike, variant: str, judges: Sequence[str], ou
     tasks = [t for t in ssd.tasks_present(folder, variant, split) if t in TURN_TASKS]
     if "detection" not in tasks:
         raise FileNotFoundError(f"{folder}: no {split} detection shards for variant {variant!r}; nothing to sweep")
-    splits = [split] + (["validation"] if split != "validation" and "detection" in ssd.tasks_present(folder, variant, "validation") else [])
+    splits = [split] + (
+        ["validation"]
+        if split != "validation" and "detection" in ssd.tasks_present(folder, variant, "validation")
+        else []
+    )
     golds = {s: load_gold(folder, variant, s) for s in splits}
     rows: list[dict] = []
     calibration: dict[str, dict] = {}
@@ -121,27 +149,46 @@ def run_sweep(folder: str | os.PathLike, variant: str, judges: Sequence[str], ou
         encoder = cache.encoder
         need_reference = "reference" in methods
         per_split = {
-            s: embed_variant(folder, variant, tasks if s == split else ["detection"], cache, split=s,
-                             with_reference=need_reference, progress=progress)
+            s: embed_variant(
+                folder,
+                variant,
+                tasks if s == split else ["detection"],
+                cache,
+                split=s,
+                with_reference=need_reference,
+                progress=progress,
+            )
             for s in splits
         }
         for method in dict.fromkeys(methods):
             judge = f"{method}-{encoder.name}"
             swept = {s: sweep_thresholds(score_variant(method, per_split[s]), golds[s], grid) for s in splits}
             for s in splits:
-                rows += [{"split": s, "variant": variant, "judge": judge, "method": method, "encoder": encoder.name, **r}
-                         for r in swept[s]]
+                rows += [
+                    {"split": s, "variant": variant, "judge": judge, "method": method, "encoder": encoder.name, **r}
+                    for r in swept[s]
+                ]
             if "validation" in swept:
                 tau = pick_threshold(swept["validation"], DEFAULT_THRESHOLDS[method])
                 at = next(r for r in swept[split] if r["threshold"] == tau)
-                calibration[judge] = {"threshold": tau, "default": DEFAULT_THRESHOLDS[method],
-                                      "validation_det_bal_acc": next(r["det_bal_acc"] for r in swept["validation"] if r["threshold"] == tau),
-                                      f"{split}_det_bal_acc": at["det_bal_acc"], f"{split}_loc_bal_f1": at["loc_bal_f1"]}
+                calibration[judge] = {
+                    "threshold": tau,
+                    "default": DEFAULT_THRESHOLDS[method],
+                    "validation_det_bal_acc": next(
+                        r["det_bal_acc"] for r in swept["validation"] if r["threshold"] == tau
+                    ),
+                    f"{split}_det_bal_acc": at["det_bal_acc"],
+                    f"{split}_loc_bal_f1": at["loc_bal_f1"],
+                }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"csv": _write_csv(rows, out / "sweep.csv"), "markdown": out / "sweep.md", "plot": out / "sweep.png"}
     files["markdown"].write_text(format_markdown(rows, calibration, split, variant), encoding="utf-8")
-    plot_sweep([r for r in rows if r["split"] == split], files["plot"], title=f"SpeakerSleuth {variant}/{split}: threshold sweep")
+    plot_sweep(
+        [r for r in rows if r["split"] == split],
+        files["plot"],
+        title=f"SpeakerSleuth {variant}/{split}: threshold sweep",
+    )
     return {"rows": rows, "calibration": calibration, "files": {k: str(v) for k, v in files.items()}}
 
 
@@ -160,28 +207,41 @@ def _fmt(value: float | None) -> str:
 
 def format_markdown(rows: list[dict], calibration: dict[str, dict], split: str, variant: str) -> str:
     """Markdown tables (percent, one decimal): one per split and metric, judges by τ."""
-    parts = [f"# Threshold sweep, variant {variant}", "",
-             "Paper defaults: pairwise τ = 0.4, centroid τ = 0.3, reference τ = 0.4. "
-             "Pairwise/reference flag s_i < τ; centroid flags s_i > τ.", ""]
+    parts = [
+        f"# Threshold sweep, variant {variant}",
+        "",
+        "Paper defaults: pairwise τ = 0.4, centroid τ = 0.3, reference τ = 0.4. "
+        "Pairwise/reference flag s_i < τ; centroid flags s_i > τ.",
+        "",
+    ]
     for s in dict.fromkeys(r["split"] for r in rows):
         for key, title in (("det_bal_acc", "Detection Bal acc (%)"), ("loc_bal_f1", "Localization Bal F1 (%)")):
             subset = [r for r in rows if r["split"] == s]
             taus = sorted(dict.fromkeys(r["threshold"] for r in subset))
             if all(r[key] is None for r in subset):
                 continue
-            parts += [f"## {title}, {s} split", "", "| judge | " + " | ".join(f"τ={t:g}" for t in taus) + " |",
-                      "|---|" + "---:|" * len(taus)]
+            parts += [
+                f"## {title}, {s} split",
+                "",
+                "| judge | " + " | ".join(f"τ={t:g}" for t in taus) + " |",
+                "|---|" + "---:|" * len(taus),
+            ]
             for judge in dict.fromkeys(r["judge"] for r in subset):
                 values = {r["threshold"]: r[key] for r in subset if r["judge"] == judge}
                 parts.append(f"| {judge} | " + " | ".join(_fmt(values.get(t)) for t in taus) + " |")
             parts.append("")
     if calibration:
-        parts += ["## Calibration on the validation split (max detection Bal acc)", "",
-                  f"| judge | default τ | calibrated τ | validation Det Bal | {split} Det Bal | {split} Loc Bal F1 |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        parts += [
+            "## Calibration on the validation split (max detection Bal acc)",
+            "",
+            f"| judge | default τ | calibrated τ | validation Det Bal | {split} Det Bal | {split} Loc Bal F1 |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         for judge, c in calibration.items():
-            parts.append(f"| {judge} | {c['default']:g} | {c['threshold']:g} | {_fmt(c['validation_det_bal_acc'])} | "
-                         f"{_fmt(c[f'{split}_det_bal_acc'])} | {_fmt(c[f'{split}_loc_bal_f1'])} |")
+            parts.append(
+                f"| {judge} | {c['default']:g} | {c['threshold']:g} | {_fmt(c['validation_det_bal_acc'])} | "
+                f"{_fmt(c[f'{split}_det_bal_acc'])} | {_fmt(c[f'{split}_loc_bal_f1'])} |"
+            )
         parts.append("")
     return "\n".join(parts)
 
@@ -195,7 +255,9 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, *, title: str = "Thres
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
-    for ax, (key, label) in zip(axes, (("det_bal_acc", "Detection Bal acc (%)"), ("loc_bal_f1", "Localization Bal F1 (%)"))):
+    for ax, (key, label) in zip(
+        axes, (("det_bal_acc", "Detection Bal acc (%)"), ("loc_bal_f1", "Localization Bal F1 (%)"))
+    ):
         for judge in dict.fromkeys(r["judge"] for r in rows):
             points = [(r["threshold"], r[key]) for r in rows if r["judge"] == judge and r[key] is not None]
             if not points:
@@ -203,8 +265,14 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, *, title: str = "Thres
             x, y = np.array(points).T
             (line,) = ax.plot(x, y, marker="o", markersize=3, label=judge)
             default = DEFAULT_THRESHOLDS[next(r["method"] for r in rows if r["judge"] == judge)]
-            ax.plot([t for t in x if abs(t - default) < 1e-9], [v for t, v in points if abs(t - default) < 1e-9],
-                    marker="o", markersize=8, color=line.get_color(), linestyle="none")
+            ax.plot(
+                [t for t in x if abs(t - default) < 1e-9],
+                [v for t, v in points if abs(t - default) < 1e-9],
+                marker="o",
+                markersize=8,
+                color=line.get_color(),
+                linestyle="none",
+            )
         ax.axhline(50, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xlabel("threshold τ")
         ax.set_ylabel(label)

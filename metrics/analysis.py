@@ -41,8 +41,9 @@ SETTINGS = ("main", "context", "no_reference", "per_turn")
 #: The leaderboard-row keys compared across settings.
 DELTA_KEYS = ("det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc", "loc_bal_f1", "disc_acc_avg")
 GROUPINGS = ("duration", "source", "vc_model", "scenario")
-DURATION_BASIS = ("duration of the judged target clip: the converted turn for S2/S3, "
-                  "the mean of the target turns for S1")
+DURATION_BASIS = (
+    "duration of the judged target clip: the converted turn for S2/S3, the mean of the target turns for S1"
+)
 _TURN_TASKS = ("detection", "localization")
 
 
@@ -58,12 +59,15 @@ class Provenance:
     seconds: np.ndarray  # the judged target clip's duration (``DURATION_BASIS``)
 
 
-def read_provenance(dataset: str | os.PathLike, variant: str = "main", split: str = "test", *,
-                    gold: str | os.PathLike | None = None) -> Provenance:
+def read_provenance(
+    dataset: str | os.PathLike, variant: str = "main", split: str = "test", *, gold: str | os.PathLike | None = None
+) -> Provenance:
     """The provenance of a built folder's turn-task instances; ``gold``: the private gold folder of
     a blind ``dataset`` (the audio is read from ``dataset``, the rest from ``gold``)."""
     if gold is None and ssd.is_blind(dataset, split):
-        raise ValueError(f"{dataset}: a blind copy has no provenance in its {split} split; give its gold folder (gold=...)")
+        raise ValueError(
+            f"{dataset}: a blind copy has no provenance in its {split} split; give its gold folder (gold=...)"
+        )
     present = [t for t in ssd.tasks_present(dataset, variant, split) if t in _TURN_TASKS]
     if not present:
         raise FileNotFoundError(f"{dataset}: no detection or localization {split} shards for variant {variant!r}")
@@ -73,14 +77,21 @@ def read_provenance(dataset: str | os.PathLike, variant: str = "main", split: st
     seconds = _clip_seconds(dataset, config, split)
     missing = [row["id"] for row in rows if row["id"] not in seconds]
     if missing:
-        raise ValueError(f"{dataset}: {len(missing)} gold id(s) of {config} have no target audio there "
-                         f"(e.g. {missing[0]!r}); give the dataset that this gold belongs to")
-    judged = [seconds[row["id"]][row["converted_turn"] - 1] if row["converted_turn"] else float(np.mean(seconds[row["id"]]))
-              for row in rows]
+        raise ValueError(
+            f"{dataset}: {len(missing)} gold id(s) of {config} have no target audio there "
+            f"(e.g. {missing[0]!r}); give the dataset that this gold belongs to"
+        )
+    judged = [
+        seconds[row["id"]][row["converted_turn"] - 1] if row["converted_turn"] else float(np.mean(seconds[row["id"]]))
+        for row in rows
+    ]
     return Provenance(
-        ids=[row["id"] for row in rows], dialogue=[row["dialogue_id"] for row in rows],
-        scenario=[row["scenario"] for row in rows], source=[row["source_dataset"] for row in rows],
-        vc_model=[row["vc_model"] for row in rows], seconds=np.array(judged, dtype=np.float64),
+        ids=[row["id"] for row in rows],
+        dialogue=[row["dialogue_id"] for row in rows],
+        scenario=[row["scenario"] for row in rows],
+        source=[row["source_dataset"] for row in rows],
+        vc_model=[row["vc_model"] for row in rows],
+        seconds=np.array(judged, dtype=np.float64),
     )
 
 
@@ -146,8 +157,10 @@ def _instance_values(task: str, sub: Submission, gold: Gold, provenance: Provena
     rows = gold.tasks[task]
     unknown = [rid for rid in provenance.ids if rid not in rows]
     if unknown or len(rows) != len(provenance.ids):
-        raise ValueError(f"the provenance does not match the {task} gold (variant {gold.variant}, split {gold.split}): "
-                         f"{len(unknown)} of its ids are not gold ids; read both from the same build")
+        raise ValueError(
+            f"the provenance does not match the {task} gold (variant {gold.variant}, split {gold.split}): "
+            f"{len(unknown)} of its ids are not gold ids; read both from the same build"
+        )
     answers = [sub.predictions[task].get(rid, {}).get("prediction") for rid in provenance.ids]
     if task == "detection":
         return np.array([a == rows[rid]["label"] for a, rid in zip(answers, provenance.ids)], dtype=np.float64)
@@ -156,12 +169,16 @@ def _instance_values(task: str, sub: Submission, gold: Gold, provenance: Provena
     return np.where([a is not None for a in answers], f1, 0.0)
 
 
-def _cell(name: str, member: np.ndarray, values: dict, units: np.ndarray, counts: np.ndarray | None,
-          scenarios: list[str]) -> dict:
+def _cell(
+    name: str, member: np.ndarray, values: dict, units: np.ndarray, counts: np.ndarray | None, scenarios: list[str]
+) -> dict:
     """One cell: its counts and each task's mean with its bootstrap interval."""
     in_cell = [s for s, m in zip(scenarios, member) if m]
-    out: dict[str, Any] = {"cell": name, "instances": int(member.sum()),
-                           "scenarios": {s: in_cell.count(s) for s in SCENARIOS}}
+    out: dict[str, Any] = {
+        "cell": name,
+        "instances": int(member.sum()),
+        "scenarios": {s: in_cell.count(s) for s in SCENARIOS},
+    }
     for task, per_instance in values.items():
         if per_instance is None or not member.any():
             out[task] = None
@@ -196,7 +213,9 @@ def setting_deltas(rows: dict[str, dict]) -> list[dict]:
     out = []
     for setting in (s for s in SETTINGS if s in rows):
         values = {key: rows[setting].get(key) for key in DELTA_KEYS}
-        delta = {key: None if values[key] is None or main.get(key) is None else round(values[key] - main[key], 1)
-                 for key in DELTA_KEYS}
+        delta = {
+            key: None if values[key] is None or main.get(key) is None else round(values[key] - main[key], 1)
+            for key in DELTA_KEYS
+        }
         out.append({"setting": setting, "values": values, "delta": delta})
     return out

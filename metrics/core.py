@@ -25,9 +25,25 @@ from metrics.ndcg.rankings import gold_index_of_ranking, ranking_features, ranki
 from speakersleuth_dataset import CITATION, PAPER_URL
 
 __all__ = [
-    "CITATION", "DETECTION_LABELS", "PAPER_URL", "SCENARIOS", "balanced", "check_turn_sets", "detection_codes",
-    "exact_match", "gold_index_of_ranking", "group_means", "grouped_mean", "ndcg", "percentile_interval", "prf",
-    "ranking_features", "ranking_scores", "resample_counts", "scenario_codes", "set_sizes",
+    "CITATION",
+    "DETECTION_LABELS",
+    "PAPER_URL",
+    "SCENARIOS",
+    "balanced",
+    "check_turn_sets",
+    "detection_codes",
+    "exact_match",
+    "gold_index_of_ranking",
+    "group_means",
+    "grouped_mean",
+    "ndcg",
+    "percentile_interval",
+    "prf",
+    "ranking_features",
+    "ranking_scores",
+    "resample_counts",
+    "scenario_codes",
+    "set_sizes",
 ]
 
 

@@ -36,17 +36,35 @@ def format_report(scores: dict) -> str:
         lines.append("no task answered")
     det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
     if det:
-        lines += _block("Detection (accuracy)", det, [
-            *[(s, det["accuracy"][s], None) for s in SCENARIOS],
-            ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
-            (f"Paired ({det['paired_dialogues']} dialogues)", det["paired_accuracy"], det["ci"]["paired_accuracy"]),
-            *([("AUROC (scores)", det["auroc"], det["ci"]["auroc"]), ("EER (scores)", det["eer"], det["ci"]["eer"])]
-              if det["auroc"] is not None else []),
-        ])
+        lines += _block(
+            "Detection (accuracy)",
+            det,
+            [
+                *[(s, det["accuracy"][s], None) for s in SCENARIOS],
+                ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
+                (
+                    f"Paired ({det['paired_dialogues']} dialogues)",
+                    det["paired_accuracy"],
+                    det["ci"]["paired_accuracy"],
+                ),
+                *(
+                    [
+                        ("AUROC (scores)", det["auroc"], det["ci"]["auroc"]),
+                        ("EER (scores)", det["eer"], det["ci"]["eer"]),
+                    ]
+                    if det["auroc"] is not None
+                    else []
+                ),
+            ],
+        )
     if loc:
         entries = [("S1 F1", loc["f1"]["S1"], None)]
         for s in SCENARIOS[1:]:
-            entries += [(f"{s} P", loc["precision"][s], None), (f"{s} R", loc["recall"][s], None), (f"{s} F1", loc["f1"][s], None)]
+            entries += [
+                (f"{s} P", loc["precision"][s], None),
+                (f"{s} R", loc["recall"][s], None),
+                (f"{s} F1", loc["f1"][s], None),
+            ]
         entries += [
             ("Bal F1", loc["balanced_f1"], loc["ci"]["balanced_f1"]),
             (f"Paired ({loc['paired_dialogues']} dialogues)", loc["paired_accuracy"], loc["ci"]["paired_accuracy"]),
@@ -86,16 +104,25 @@ def _fmt(value: float | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Score a predictions file and print the report (or the scores as JSON); returns the exit
     status: 0, 1 for a refused file, 2 for a dataset that cannot be read."""
-    parser = argparse.ArgumentParser(prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL.")
+    parser = argparse.ArgumentParser(
+        prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL."
+    )
     parser.add_argument("--predictions", required=True, metavar="FILE", help="the predictions file (JSONL, UTF-8)")
     parser.add_argument("--dataset", help="the dataset the predictions answer: a built folder or a Hub dataset id")
-    parser.add_argument("--gold", help="the private gold of a blind copy (python -m speakersleuth_dataset blind): a "
-                        "folder or a Hub dataset id; read instead of --dataset")
+    parser.add_argument(
+        "--gold",
+        help="the private gold of a blind copy (python -m speakersleuth_dataset blind): a "
+        "folder or a Hub dataset id; read instead of --dataset",
+    )
     parser.add_argument("--variant", help="main, 4vc or 10turn (default: the variant the ids belong to)")
     parser.add_argument("--split", default="test", help="test or validation (default: test)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples, 0 for none (default: 1000)")
-    parser.add_argument("--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)")
+    parser.add_argument(
+        "--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples, 0 for none (default: 1000)"
+    )
+    parser.add_argument(
+        "--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)"
+    )
     args = parser.parse_args(argv)
     if not (args.gold or args.dataset):
         parser.error("give --dataset (a labelled build) or --gold (a blind copy's private gold)")

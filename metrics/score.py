@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from functools import partial
 from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+import speakersleuth_dataset as ssd
 from metrics.core import (
     SCENARIOS,
     balanced,
@@ -54,7 +54,6 @@ from metrics.core import (
     scenario_codes,
 )
 from metrics.submission import Gold, Submission, load_gold, parse_submission, submission_variant
-import speakersleuth_dataset as ssd
 from speech.verification import roc_summaries, roc_summary  # noqa: F401  (roc_summary: part of this module's API)
 
 CONFIDENCE = 0.95
@@ -69,16 +68,44 @@ PAPER_SOURCES = ("bazinga", "ami", "behavior_sd", "dailytalk")
 #: The keys of a leaderboard row in the paper's Table-2 order, then ours (paired accuracy,
 #: coverage); they equal the column names of the paper's tables in ``space/data/paper/*.tsv``.
 TABLE2_KEYS: tuple[str, ...] = (
-    "det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc",
-    "loc_s1_f1", "loc_s2_p", "loc_s2_r", "loc_s2_f1", "loc_s3_p", "loc_s3_r", "loc_s3_f1", "loc_bal_f1",
-    *[f"disc_acc_{key}" for key in PAPER_SOURCES], "disc_acc_avg", "ndcg_at_1", "ndcg_at_2", "exact_match",
-    "det_paired_acc", "loc_paired_acc", "det_auroc", "det_eer", "det_coverage", "loc_coverage", "disc_coverage", "rank_coverage",
+    "det_s1_acc",
+    "det_s2_acc",
+    "det_s3_acc",
+    "det_bal_acc",
+    "loc_s1_f1",
+    "loc_s2_p",
+    "loc_s2_r",
+    "loc_s2_f1",
+    "loc_s3_p",
+    "loc_s3_r",
+    "loc_s3_f1",
+    "loc_bal_f1",
+    *[f"disc_acc_{key}" for key in PAPER_SOURCES],
+    "disc_acc_avg",
+    "ndcg_at_1",
+    "ndcg_at_2",
+    "exact_match",
+    "det_paired_acc",
+    "loc_paired_acc",
+    "det_auroc",
+    "det_eer",
+    "det_coverage",
+    "loc_coverage",
+    "disc_coverage",
+    "rank_coverage",
 )
 
 #: The keys that come with a 95 % interval (``<key>_ci`` in a leaderboard row).
 INTERVAL_KEYS: tuple[str, ...] = (
-    "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc",
-    "det_auroc", "det_eer",
+    "det_bal_acc",
+    "loc_bal_f1",
+    "disc_acc_avg",
+    "ndcg_at_2",
+    "exact_match",
+    "det_paired_acc",
+    "loc_paired_acc",
+    "det_auroc",
+    "det_eer",
 )
 
 
@@ -108,7 +135,11 @@ def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, se
             "dialogues": len(dialogues),
         },
     }
-    scorers = {"detection": _score_detection, "localization": _score_localization, "discrimination": _score_discrimination}
+    scorers = {
+        "detection": _score_detection,
+        "localization": _score_localization,
+        "discrimination": _score_discrimination,
+    }
     # The products here are small ((resamples x dialogues) by a few columns): BLAS threads only
     # add contention (10x slower on a busy 2-core machine), so they are limited to one.
     with _THREADPOOLS.limit(limits=1, user_api="blas"):
@@ -117,8 +148,9 @@ def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, se
     return result
 
 
-def score_predictions(predictions, dataset, *, variant: str | None = None, split: str = "test",
-                      n_bootstrap: int = 1000, seed: int = 0) -> dict:
+def score_predictions(
+    predictions, dataset, *, variant: str | None = None, split: str = "test", n_bootstrap: int = 1000, seed: int = 0
+) -> dict:
     """Score predictions held in memory: the dict that ``python -m metrics.score --json`` prints
     for the same predictions written as a file (``leaderboard_row`` of it is the Table-2 row).
 
@@ -176,10 +208,14 @@ def predictions_jsonl(predictions) -> bytes:
     elif isinstance(predictions, (list, tuple)):
         rows = None
     else:
-        raise TypeError(f"predictions: a list of dicts, a pandas DataFrame or a datasets.Dataset, got {type(predictions).__name__}")
+        raise TypeError(
+            f"predictions: a list of dicts, a pandas DataFrame or a datasets.Dataset, got {type(predictions).__name__}"
+        )
     if rows is not None:  # table rows: a missing cell leaves its key out (a missing prediction is no answer)
-        predictions = [{k: (None if _missing(v) else v) for k, v in row.items() if k == "prediction" or not _missing(v)}
-                       for row in rows]
+        predictions = [
+            {k: (None if _missing(v) else v) for k, v in row.items() if k == "prediction" or not _missing(v)}
+            for row in rows
+        ]
     return "".join(json.dumps(row, default=_plain) + "\n" for row in predictions).encode("utf-8")
 
 
@@ -311,8 +347,9 @@ def _score_localization(answers: dict[str, dict], gold: dict[str, Any], counts: 
     }
 
 
-def _paired_and_intervals(balanced_name: str, values: np.ndarray, exact: np.ndarray, gold: dict[str, Any],
-                          counts: np.ndarray | None) -> dict:
+def _paired_and_intervals(
+    balanced_name: str, values: np.ndarray, exact: np.ndarray, gold: dict[str, Any], counts: np.ndarray | None
+) -> dict:
     """Paired accuracy of a turn task and the intervals of its balanced metric (over the
     per-instance ``values``) and of its paired accuracy (``exact``: the instance is fully right)."""
     paired, paired_samples, dialogues = _paired(exact, gold, counts)
@@ -445,10 +482,19 @@ def leaderboard_row(scores: dict) -> dict:
     if det:
         for s in SCENARIOS:
             flat[f"det_{s.lower()}_acc"] = det["accuracy"][s]
-        flat.update(det_bal_acc=det["balanced_accuracy"], det_paired_acc=det["paired_accuracy"], det_coverage=det["coverage"],
-                    det_auroc=det.get("auroc"), det_eer=det.get("eer"))
-        ci.update(det_bal_acc=det["ci"]["balanced_accuracy"], det_paired_acc=det["ci"]["paired_accuracy"],
-                  det_auroc=det["ci"].get("auroc"), det_eer=det["ci"].get("eer"))
+        flat.update(
+            det_bal_acc=det["balanced_accuracy"],
+            det_paired_acc=det["paired_accuracy"],
+            det_coverage=det["coverage"],
+            det_auroc=det.get("auroc"),
+            det_eer=det.get("eer"),
+        )
+        ci.update(
+            det_bal_acc=det["ci"]["balanced_accuracy"],
+            det_paired_acc=det["ci"]["paired_accuracy"],
+            det_auroc=det["ci"].get("auroc"),
+            det_eer=det["ci"].get("eer"),
+        )
     if loc:
         flat["loc_s1_f1"] = loc["f1"]["S1"]
         for s in SCENARIOS[1:]:
@@ -467,7 +513,9 @@ def leaderboard_row(scores: dict) -> dict:
             disc_coverage=disc["coverage"],
             rank_coverage=disc["ranking_coverage"],
         )
-        ci.update(disc_acc_avg=disc["ci"]["accuracy"], ndcg_at_2=disc["ci"]["ndcg@2"], exact_match=disc["ci"]["exact_match"])
+        ci.update(
+            disc_acc_avg=disc["ci"]["accuracy"], ndcg_at_2=disc["ci"]["ndcg@2"], exact_match=disc["ci"]["exact_match"]
+        )
     row = {key: _one_decimal(flat[key]) for key in table2_order(flat)}
     for key in INTERVAL_KEYS:
         interval = ci.get(key)
@@ -479,7 +527,9 @@ def _one_decimal(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
-if __name__ == "__main__":  # ``python -m metrics.score`` runs the command line, ``metrics.report`` (which imports this module)
+if (
+    __name__ == "__main__"
+):  # ``python -m metrics.score`` runs the command line, ``metrics.report`` (which imports this module)
     import runpy
 
     runpy.run_module("metrics.report", run_name="__main__", alter_sys=True)

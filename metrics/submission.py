@@ -90,8 +90,9 @@ class IdMismatch(ValueError):
     than the gold it is scored against; the message is one line that says what to do."""
 
 
-def submission_variant(source: bytes | str | os.PathLike, root: str | os.PathLike, split: str = "test",
-                       variant: str | None = None) -> str:
+def submission_variant(
+    source: bytes | str | os.PathLike, root: str | os.PathLike, split: str = "test", variant: str | None = None
+) -> str:
     """The variant of the gold folder ``root`` (a build, or a blind copy's gold) that a predictions
     file's ids belong to: the one holding them when ``variant`` is None, else ``variant`` after
     checking. Raises ``IdMismatch`` when the ids are another variant's, mix variants, are the ids of
@@ -99,11 +100,18 @@ def submission_variant(source: bytes | str | os.PathLike, root: str | os.PathLik
     a build (give its gold), or are in no variant of ``root``. Lines whose ids are partly unknown
     are left to ``parse_submission`` to name."""
     data = _read(source, MAX_BYTES)
-    ids = {obj["id"] for raw in data.split(b"\n") if raw.strip() for obj in [_decode(raw)[0]]
-           if isinstance(obj, dict) and isinstance(obj.get("id"), str)}
+    ids = {
+        obj["id"]
+        for raw in data.split(b"\n")
+        if raw.strip()
+        for obj in [_decode(raw)[0]]
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str)
+    }
     present = ssd.variants_present(root, split)
     if not ids or not present or (variant is not None and variant not in present):
-        return variant or (present[0] if len(present) == 1 else "main")  # parse_submission / read_gold say what is wrong
+        return variant or (
+            present[0] if len(present) == 1 else "main"
+        )  # parse_submission / read_gold say what is wrong
     known = {v: _gold_ids(root, v, split) for v in present}
     holds = {v: len(ids & rows) for v, rows in known.items() if ids & rows}
     if not holds:
@@ -113,8 +121,10 @@ def submission_variant(source: bytes | str | os.PathLike, root: str | os.PathLik
         raise IdMismatch(f"the file mixes ids of several variants: {counts}; write one predictions file per variant")
     (found,) = holds
     if variant is not None and variant != found:
-        raise IdMismatch(f"the ids are {found} ids (e.g. {_show(min(ids & known[found]))}), not {variant}'s: "
-                         f"score with --variant {found}, or leave --variant out")
+        raise IdMismatch(
+            f"the ids are {found} ids (e.g. {_show(min(ids & known[found]))}), not {variant}'s: "
+            f"score with --variant {found}, or leave --variant out"
+        )
     return found
 
 
@@ -131,15 +141,21 @@ def _no_variant_holds(ids: set[str], root, split: str, present: list[str]) -> st
     """Why no variant of ``root`` holds any of ``ids``, in one line."""
     example = _show(min(ids))
     if ids & set().union(*(_gold_ids(root, v, split, "source_id") for v in present)):
-        return (f"the ids (e.g. {example}) are those of the build that {root}'s blind copy was made from, not of the "
-                "public copy: judge the public copy (--dataset <public copy>) and score that file against this gold")
+        return (
+            f"the ids (e.g. {example}) are those of the build that {root}'s blind copy was made from, not of the "
+            "public copy: judge the public copy (--dataset <public copy>) and score that file against this gold"
+        )
     if all(len(i) == 32 and all(c in "0123456789abcdef" for c in i) for i in ids):
-        return (f"the ids (e.g. {example}) are a blind copy's, not {root}'s: score them against the copy's private "
-                "gold (--gold <gold folder>)")
+        return (
+            f"the ids (e.g. {example}) are a blind copy's, not {root}'s: score them against the copy's private "
+            "gold (--gold <gold folder>)"
+        )
     for other in (s for s in ssd.SPLITS if s != split):
         if ids & set().union(*(_gold_ids(root, v, other) for v in ssd.variants_present(root, other))):
-            return (f"the ids (e.g. {example}) are in the {other} split of {root}, not in its {split} split: score them "
-                    f'with --split {other} (in Python, split="{other}")')
+            return (
+                f"the ids (e.g. {example}) are in the {other} split of {root}, not in its {split} split: score them "
+                f'with --split {other} (in Python, split="{other}")'
+            )
     return f"none of the file's {len(ids)} ids (e.g. {example}) is in the {split} split of {root} (variants {', '.join(present)})"
 
 
@@ -173,7 +189,11 @@ class Submission:
             for rid in sorted(self.predictions[task]):
                 entry = self.predictions[task][rid]
                 prediction = entry["prediction"]
-                line = {"task": task, "id": rid, "prediction": sorted(prediction) if task == "localization" and prediction else prediction}
+                line = {
+                    "task": task,
+                    "id": rid,
+                    "prediction": sorted(prediction) if task == "localization" and prediction else prediction,
+                }
                 if entry.get("ranking") is not None:
                     line["ranking"] = entry["ranking"]
                 if "score" in entry:  # a float (1, 1e0 and 1.0 are one); + 0.0 makes -0.0 the 0.0 it equals
@@ -211,7 +231,7 @@ def parse_submission(
     if physical > max_lines:
         raise SubmissionError([f"file has {physical:,} lines, more than the limit of {max_lines:,}"])
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     errors: list[str] = []
     predictions: dict[str, dict[str, dict]] = {}
     first_line: dict[tuple[str, str], int] = {}
@@ -233,8 +253,10 @@ def parse_submission(
         if obj["task"] == "detection":
             scored_lines.setdefault("score" in obj, number)
     if len(scored_lines) == 2:
-        errors.append(f"line {scored_lines[False]}: detection line without \"score\" while line {scored_lines[True]} has one; "
-                      "either every detection line carries a score or none does")
+        errors.append(
+            f'line {scored_lines[False]}: detection line without "score" while line {scored_lines[True]} has one; '
+            "either every detection line carries a score or none does"
+        )
     if not num_lines and not errors:
         errors.append("the file holds no predictions")
     if errors:
@@ -285,7 +307,10 @@ def _decode(raw: bytes) -> tuple[Any, str | None]:
     try:
         return _DECODER.decode(text), None
     except json.JSONDecodeError as err:
-        return None, f"not valid JSON ({err.msg.removesuffix(' at')} at column {err.colno})"  # some messages end in "at"
+        return (
+            None,
+            f"not valid JSON ({err.msg.removesuffix(' at')} at column {err.colno})",
+        )  # some messages end in "at"
     except ValueError as err:
         return None, f"not valid JSON ({err})"
     except RecursionError:
@@ -345,7 +370,9 @@ def _check_prediction(task: str, obj: dict, row: dict) -> list[str]:
         if value is not None and value not in ssd.LABELS:
             problems.append(f"detection prediction must be {' or '.join(map(_show, ssd.LABELS))}, got {_show(value)}")
         if "score" in obj and not _is_finite_number(obj["score"]):
-            problems.append(f"detection score must be a finite number (higher = more likely inconsistent), got {_show(obj['score'])}")
+            problems.append(
+                f"detection score must be a finite number (higher = more likely inconsistent), got {_show(obj['score'])}"
+            )
         return problems
     elif task == "localization":
         n = row["num_target_turns"]
@@ -355,7 +382,9 @@ def _check_prediction(task: str, obj: dict, row: dict) -> list[str]:
             return [f"localization prediction must be a list of turn positions 1..{n}, got {_show(value)}"]
         outside = [p for p in value if not 1 <= p <= n]
         if outside:
-            return [f"localization prediction has position(s) {_options(outside)} outside 1..{n} (this instance has {n} target turns)"]
+            return [
+                f"localization prediction has position(s) {_options(outside)} outside 1..{n} (this instance has {n} target turns)"
+            ]
         if len(set(value)) != len(value):
             repeated = sorted(p for p, count in Counter(value).items() if count > 1)
             return [f"localization prediction repeats position(s) {_options(repeated)}"]

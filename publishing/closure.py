@@ -52,7 +52,11 @@ def _imported_names(root: Path, path: Path) -> set[str]:
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             package = _package_of(root, path)
-            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) if node.level else node.module
+            base = (
+                ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                if node.level
+                else node.module
+            )
             names.add(base)
             names |= {f"{base}.{alias.name}" for alias in node.names}
     return {name.strip(".") for name in names if name and name.strip(".")}
@@ -96,7 +100,9 @@ def normalise(distribution: str) -> str:
     return re.sub(r"[-_.]+", "-", distribution).lower()
 
 
-def requirements(modules: tuple[str, ...], *, provided: tuple[str, ...] = (), requirements_file: Path = REQUIREMENTS) -> list[str]:
+def requirements(
+    modules: tuple[str, ...], *, provided: tuple[str, ...] = (), requirements_file: Path = REQUIREMENTS
+) -> list[str]:
     """The pinned requirement lines that install ``modules`` (top-level import names), the
     distributions in ``provided`` (installed by the Hub itself, e.g. Gradio on a Gradio Space) left
     out. A module whose distribution is not pinned in ``requirements.txt`` must come with a pinned
@@ -107,13 +113,19 @@ def requirements(modules: tuple[str, ...], *, provided: tuple[str, ...] = (), re
     wanted = {module: {normalise(d) for d in installed.get(module, [])} for module in modules}
     for module, distributions in wanted.items():
         if not distributions:
-            raise ValueError(f"import {module}: no installed distribution provides it; install it and pin it in {requirements_file.name}")
-    chosen = {d for distributions in wanted.values() for d in distributions & (set(pinned) | set(map(normalise, provided)))}
+            raise ValueError(
+                f"import {module}: no installed distribution provides it; install it and pin it in {requirements_file.name}"
+            )
+    chosen = {
+        d for distributions in wanted.values() for d in distributions & (set(pinned) | set(map(normalise, provided)))
+    }
     brought = dependencies(chosen)
     for module, distributions in wanted.items():
         if not distributions & (chosen | brought):
-            raise ValueError(f"import {module}: its distribution {sorted(distributions)[0]} is not pinned in "
-                             f"{requirements_file.name} nor installed with one that is")
+            raise ValueError(
+                f"import {module}: its distribution {sorted(distributions)[0]} is not pinned in "
+                f"{requirements_file.name} nor installed with one that is"
+            )
     return sorted((pinned[d] for d in chosen - set(map(normalise, provided)) if d in pinned), key=str.lower)
 
 

@@ -26,10 +26,12 @@ def widget(metric, readme: Path) -> gr.Interface:
 
     return gr.Interface(
         fn=compute,
-        inputs=gr.Dataframe(headers=list(names), column_count=len(names), row_count=1, datatype=json_to_string_type(input_types)),
+        inputs=gr.Dataframe(
+            headers=list(names), column_count=len(names), row_count=1, datatype=json_to_string_type(input_types)
+        ),
         outputs=gr.JSON(label=metric.name),
         title=f"Metric: {metric.name}",
-        description=metric.info.description + "\nA list is written as JSON, e.g. [\"A\", \"B\", \"C\"].",
+        description=metric.info.description + '\nA list is written as JSON, e.g. ["A", "B", "C"].',
         article=parse_readme(readme),
         api_name="compute",
     )

@@ -72,17 +72,25 @@ def plan_release(release: Release, out: Path) -> list[Repo]:
         dataset = Path(release.dataset)
         check_dataset(dataset, private=release.private, gold=release.gold)
         if ssd.is_blind(dataset) and seed_known(dataset) and not release.demo:
-            raise ValueError(f"{dataset}: a blind copy of a build whose seed is known (its card's {ssd.SEED_KNOWN_KEY} is not "
-                             "false), so its hidden gold follows from the seed and the public text; blind a build made with "
-                             "a secret seed, or pass --demo to publish it as a demo")
+            raise ValueError(
+                f"{dataset}: a blind copy of a build whose seed is known (its card's {ssd.SEED_KNOWN_KEY} is not "
+                "false), so its hidden gold follows from the seed and the public text; blind a build made with "
+                "a secret seed, or pass --demo to publish it as a demo"
+            )
         if release.space and release.gold is None and ssd.is_blind(dataset):
-            raise ValueError(f"{dataset}: a blind copy: the Space needs its gold to score (--gold <gold_dir>, pushed to a private repo)")
+            raise ValueError(
+                f"{dataset}: a blind copy: the Space needs its gold to score (--gold <gold_dir>, pushed to a private repo)"
+            )
         repos.append(Repo(release.repo_id(), "dataset", release.private, out / "dataset", dataset_files(dataset)))
         if release.gold is not None:
-            repos.append(Repo(release.repo_id("-gold"), "dataset", True, out / "gold", dataset_files(Path(release.gold))))
+            repos.append(
+                Repo(release.repo_id("-gold"), "dataset", True, out / "gold", dataset_files(Path(release.gold)))
+            )
     if release.metrics:
-        repos += [Repo(f"{release.org}/{metric_repo_name(m)}", "space", False, out / "metrics" / metric_repo_name(m), ())
-                  for m in METRICS]
+        repos += [
+            Repo(f"{release.org}/{metric_repo_name(m)}", "space", False, out / "metrics" / metric_repo_name(m), ())
+            for m in METRICS
+        ]
     if release.space:
         repos.append(_space_repo(release, out / "space"))
     return repos
@@ -153,18 +161,31 @@ def push(repos: list[Repo], *, token: str | None = None, env: dict[str, str] | N
     env = dict(os.environ if env is None else env)
     for repo in repos:
         if repo.secrets and not env.get(SPACE_TOKEN_ENV):
-            raise ValueError(f"{repo.repo_id}: the Space reads private repos or writes results; set {SPACE_TOKEN_ENV} "
-                             "to a token with that access (it becomes the Space's secret HF_TOKEN)")
+            raise ValueError(
+                f"{repo.repo_id}: the Space reads private repos or writes results; set {SPACE_TOKEN_ENV} "
+                "to a token with that access (it becomes the Space's secret HF_TOKEN)"
+            )
     api = HfApi(token=token)
     urls = []
     for repo in repos:
-        url = api.create_repo(repo.repo_id, repo_type=repo.repo_type, private=repo.private, exist_ok=True,
-                              space_sdk="gradio" if repo.repo_type == "space" else None)
+        url = api.create_repo(
+            repo.repo_id,
+            repo_type=repo.repo_type,
+            private=repo.private,
+            exist_ok=True,
+            space_sdk="gradio" if repo.repo_type == "space" else None,
+        )
         for key, value in repo.variables.items():  # set on every push: a Space made earlier gets them too
             api.add_space_variable(repo.repo_id, key, value)
         for key in repo.secrets:
             api.add_space_secret(repo.repo_id, key, env[SPACE_TOKEN_ENV])
-        api.upload_folder(repo_id=repo.repo_id, repo_type=repo.repo_type, folder_path=repo.folder,
-                          allow_patterns=list(repo.files), delete_patterns="*", commit_message="Publish with python -m publishing")
+        api.upload_folder(
+            repo_id=repo.repo_id,
+            repo_type=repo.repo_type,
+            folder_path=repo.folder,
+            allow_patterns=list(repo.files),
+            delete_patterns="*",
+            commit_message="Publish with python -m publishing",
+        )
         urls.append(str(url))
     return urls

@@ -75,8 +75,15 @@ class Repo:
     secrets: tuple[str, ...] = ()
 
     def plan(self) -> dict:
-        return {"repo_id": self.repo_id, "repo_type": self.repo_type, "private": self.private, "folder": str(self.folder),
-                "files": len(self.files), "space_variables": self.variables, "space_secrets": list(self.secrets)}
+        return {
+            "repo_id": self.repo_id,
+            "repo_type": self.repo_type,
+            "private": self.private,
+            "folder": str(self.folder),
+            "files": len(self.files),
+            "space_variables": self.variables,
+            "space_secrets": list(self.secrets),
+        }
 
 
 def gradio_version() -> str:
@@ -96,7 +103,9 @@ def metric_repo_name(metric: str) -> str:
 
 def dataset_files(folder: Path) -> tuple[str, ...]:
     """The card and every shard of every config and split, relative to ``folder``."""
-    shards = {p for spec in ssd.CONFIGS.values() for split in ssd.SPLITS for p in ssd.shard_paths(folder, spec.name, split)}
+    shards = {
+        p for spec in ssd.CONFIGS.values() for split in ssd.SPLITS for p in ssd.shard_paths(folder, spec.name, split)
+    }
     return ("README.md", *sorted(str(p.relative_to(folder)) for p in shards))
 
 
@@ -108,10 +117,14 @@ def check_dataset(folder: Path, *, private: bool, gold: Path | None) -> None:
     ssd.validate_folder(folder)
     blind = ssd.is_blind(folder)
     if gold is not None and not blind:
-        raise ValueError(f"--gold {gold}: {folder} is not a blind copy; a gold folder goes with the blind copy it was written with")
+        raise ValueError(
+            f"--gold {gold}: {folder} is not a blind copy; a gold folder goes with the blind copy it was written with"
+        )
     if not blind and not private and any(ssd.shard_paths(folder, c, "test") for c in ssd.CONFIGS):
-        raise ValueError(f"{folder}: its test split is labelled and the repo would be public; publish its blind copy "
-                         f"(python -m speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private")
+        raise ValueError(
+            f"{folder}: its test split is labelled and the repo would be public; publish its blind copy "
+            f"(python -m speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private"
+        )
     if gold is not None:
         check_gold(folder, gold)
 
@@ -126,8 +139,10 @@ def check_gold(public: Path, gold: Path) -> None:
     for config in ssd.CONFIGS:
         have, want = _test_ids(gold, config), _test_ids(public, config)
         if have != want:
-            raise ValueError(f"--gold {gold}: its {config} test ids are not those of {public} "
-                             f"({len(want - have)} without gold, {len(have - want)} not in the copy); give the gold that blind wrote with it")
+            raise ValueError(
+                f"--gold {gold}: its {config} test ids are not those of {public} "
+                f"({len(want - have)} without gold, {len(have - want)} not in the copy); give the gold that blind wrote with it"
+            )
 
 
 def copy_files(folder: Path, files: tuple[str, ...], out: Path, *, progress: bool = False) -> None:
@@ -149,8 +164,13 @@ def write_space_card(source: Path, out: Path, *, app_file: str, required: tuple[
     missing = [key for key in required if card.data.get(key) in (None, "", [])]
     if missing:
         raise ValueError(f"{source}: the front matter has no {', '.join(missing)} (a Space card needs them)")
-    for key, value in {"sdk": "gradio", "sdk_version": gradio_version(), "python_version": SPACE_PYTHON, "app_file": app_file,
-                       **extra}.items():
+    for key, value in {
+        "sdk": "gradio",
+        "sdk_version": gradio_version(),
+        "python_version": SPACE_PYTHON,
+        "app_file": app_file,
+        **extra,
+    }.items():
         setattr(card.data, key, value)
     card.save(out / "README.md")
 
@@ -187,7 +207,12 @@ def write_metric_tree(metric: str, out: Path) -> Path:
 
 def space_files() -> tuple[str, ...]:
     """The project files the leaderboard needs: ``space/app.py``'s import closure and its assets."""
-    assets = {p for asset in SPACE_ASSETS for p in ([ROOT / asset] if (ROOT / asset).is_file() else (ROOT / asset).rglob("*")) if p.is_file()}
+    assets = {
+        p
+        for asset in SPACE_ASSETS
+        for p in ([ROOT / asset] if (ROOT / asset).is_file() else (ROOT / asset).rglob("*"))
+        if p.is_file()
+    }
     return tuple(sorted({str(p) for p in closure(SPACE_APP).files} | {str(p.relative_to(ROOT)) for p in assets}))
 
 

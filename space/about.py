@@ -4,7 +4,6 @@ submission format, citation)."""
 from __future__ import annotations
 
 from metrics.core import CITATION
-
 from space.disclosure import STEPS_PER_ANSWER
 
 TITLE = "SpeakerSleuth leaderboard"
@@ -125,15 +124,20 @@ gold, whatever this leaderboard shows. Its scores rank nothing; a ranking needs 
 def disclosure_text(policy, rate: tuple[int, int]) -> str:
     """The About tab's section on what the leaderboard shows (``space.disclosure``): the threat model and the bound."""
     if not policy.blind:
-        return ("## What is shown\n\nThis Space serves a labelled build: every submission's scores, their breakdowns "
-                "and analyses, and its canonical predictions are public. One row per submitter, model name and "
-                "setting is on the leaderboard: the newest; earlier ones keep their pages.")
+        return (
+            "## What is shown\n\nThis Space serves a labelled build: every submission's scores, their breakdowns "
+            "and analyses, and its canonical predictions are public. One row per submitter, model name and "
+            "setting is on the leaderboard: the newest; earlier ones keep their pages."
+        )
     k = STEPS_PER_ANSWER
-    state = ("**The round is closed**: the leaderboard shows one row per identity and variant, its selected submission "
-             "(its newest that it has not withdrawn) with its private headline metrics on a grid drawn for that file; "
-             "no submission is taken." if policy.closed else
-             "**The round is open**: the leaderboard shows levels on the *public* part only; the private part decides "
-             "the final ranking and is shown when the round closes.")
+    state = (
+        "**The round is closed**: the leaderboard shows one row per identity and variant, its selected submission "
+        "(its newest that it has not withdrawn) with its private headline metrics on a grid drawn for that file; "
+        "no submission is taken."
+        if policy.closed
+        else "**The round is open**: the leaderboard shows levels on the *public* part only; the private part decides "
+        "the final ranking and is shown when the round closes."
+    )
     return f"""## What is shown: a blind round
 
 The test split of this build is blind, so the leaderboard is built to withstand submitters who probe.

@@ -27,7 +27,6 @@ import httpx  # noqa: E402
 from gradio import networking  # noqa: E402
 
 import speakersleuth_dataset as ssd  # noqa: E402
-
 from space import about
 from space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from space.disclosure import Disclosure
@@ -35,7 +34,8 @@ from space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leader
 from space.review import ReviewDesk, build_review_tab
 from space.sessions import lazy_block_configs
 from space.store import ResultsStore, open_store
-from space.submission_page import SUBMISSION_CSS, TAB_ID as SUBMISSION_TAB, build_submission_tab
+from space.submission_page import SUBMISSION_CSS, build_submission_tab
+from space.submission_page import TAB_ID as SUBMISSION_TAB
 from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file, gold_folder
 from space.uploads import upload_guard
 from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
@@ -71,7 +71,9 @@ def served(url: str, deadline_s: float = LAUNCH_CHECK_S) -> bool:
         left = end - time.monotonic()
         if left <= 0:
             return False
-        logger.info("the server has not answered HEAD %s within %.0f s; asking again (%.0f s left)", url, timeout, left)
+        logger.info(
+            "the server has not answered HEAD %s within %.0f s; asking again (%.0f s left)", url, timeout, left
+        )
         timeout = min(timeout * 2, max(left, 1.0))
         time.sleep(min(0.5, left))
 
@@ -103,9 +105,14 @@ class SpaceApp:
         result. Its check that the started server serves the page waits up to ``check_s`` seconds
         (``served``), so a slow first render on a busy machine does not end the app."""
         kwargs = dict(
-            server_name=self.config.host, server_port=self.config.port, max_file_size=self.config.max_bytes,
+            server_name=self.config.host,
+            server_port=self.config.port,
+            max_file_size=self.config.max_bytes,
             app_kwargs={"middleware": [upload_guard(self.config)]},
-            css=CSS, theme=gr.themes.Soft(), allowed_paths=[str(self.public_dir)], show_error=False,
+            css=CSS,
+            theme=gr.themes.Soft(),
+            allowed_paths=[str(self.public_dir)],
+            show_error=False,
             footer_links=["api"],
         )
         kwargs.update(overrides)
@@ -118,7 +125,9 @@ class SpaceApp:
         return public_dir(self.config)
 
 
-ANALYTICS_SUMMARY_EVERY = 1000  # events between two of Gradio's monitoring summaries (GRADIO_ANALYTICS_CACHE_FREQUENCY)
+ANALYTICS_SUMMARY_EVERY = (
+    1000  # events between two of Gradio's monitoring summaries (GRADIO_ANALYTICS_CACHE_FREQUENCY)
+)
 
 
 def public_dir(config: SpaceConfig) -> Path:
@@ -157,8 +166,13 @@ def _start_queue(blocks: gr.Blocks, config: SpaceConfig) -> None:
     blocks.queue(default_concurrency_limit=max(2, config.concurrency))
 
 
-def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_bootstrap: int | None = None,
-              policy: Disclosure | None = None) -> SpaceApp:
+def build_app(
+    config: SpaceConfig,
+    store: ResultsStore | None = None,
+    *,
+    n_bootstrap: int | None = None,
+    policy: Disclosure | None = None,
+) -> SpaceApp:
     """Open the dataset and the store, load the gold of every variant, and build the Blocks;
     ``policy``: what is shown of the scores (default: ``space.disclosure.policy_for`` the dataset)."""
     lazy_block_configs()  # a new visitor's first event does not build the config of every block (space.sessions)
@@ -168,7 +182,9 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
         raise ValueError(f"{dataset}: no variant has test shards for all three tasks; build the dataset first")
     store = store or open_store(config)
     kwargs = {} if n_bootstrap is None else {"n_bootstrap": n_bootstrap}
-    submitter = Submitter(config, store, dataset, variants=variants, gold=gold_folder(config, dataset), policy=policy, **kwargs)
+    submitter = Submitter(
+        config, store, dataset, variants=variants, gold=gold_folder(config, dataset), policy=policy, **kwargs
+    )
     for variant in variants:  # a blind copy too small to split into a public and a private part is refused here
         submitter.policy.check(submitter.gold(variant))
     submitter.policy.check_copy(dataset, [submitter.gold(v) for v in variants])  # and a paired one, unless allowed
@@ -215,19 +231,33 @@ def build_app(config: SpaceConfig, store: ResultsStore | None = None, *, n_boots
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m space.app", description="Run the SpeakerSleuth leaderboard Space.")
+    parser = argparse.ArgumentParser(
+        prog="python -m space.app", description="Run the SpeakerSleuth leaderboard Space."
+    )
     parser.add_argument("--dataset", help="built dataset folder or Hub dataset id (env SPEAKERSLEUTH_DATASET)")
-    parser.add_argument("--gold", help="private test gold of a blind dataset: folder or Hub id (env SPEAKERSLEUTH_GOLD)")
+    parser.add_argument(
+        "--gold", help="private test gold of a blind dataset: folder or Hub id (env SPEAKERSLEUTH_GOLD)"
+    )
     parser.add_argument("--data-dir", type=Path, help="results store and caches (env SPEAKERSLEUTH_DATA_DIR)")
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1; env SPEAKERSLEUTH_HOST)")
     parser.add_argument("--port", type=int, help="port (default 7860; env SPEAKERSLEUTH_PORT)")
-    parser.add_argument("--allow-paired", action="store_true", default=None,
-                        help=f"{ALLOW_PAIRED_HELP} (env SPEAKERSLEUTH_ALLOW_PAIRED=1)")
+    parser.add_argument(
+        "--allow-paired",
+        action="store_true",
+        default=None,
+        help=f"{ALLOW_PAIRED_HELP} (env SPEAKERSLEUTH_ALLOW_PAIRED=1)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir, host=args.host, port=args.port,
-                                      allow_paired=args.allow_paired)
+        config = SpaceConfig.from_env(
+            dataset=args.dataset,
+            gold=args.gold,
+            data_dir=args.data_dir,
+            host=args.host,
+            port=args.port,
+            allow_paired=args.allow_paired,
+        )
         app = build_app(config)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -38,9 +38,11 @@ from pathlib import Path
 import speakersleuth_dataset as ssd
 
 ENV_PREFIX = "SPEAKERSLEUTH_"
-ALLOW_PAIRED_HELP = ("serve a paired blind copy, whose test rows share dialogues or clips (across rows or variants): "
-                     "anyone who compares those rows' audio finds the altered turn and the scenario, i.e. the hidden "
-                     "gold, whatever the leaderboard shows; for a demo only, never for a ranking")
+ALLOW_PAIRED_HELP = (
+    "serve a paired blind copy, whose test rows share dialogues or clips (across rows or variants): "
+    "anyone who compares those rows' audio finds the altered turn and the scenario, i.e. the hidden "
+    "gold, whatever the leaderboard shows; for a demo only, never for a ranking"
+)
 
 
 def parse_reviewers(raw: str) -> tuple[str, ...]:
@@ -166,4 +168,6 @@ class SpaceConfig:
 
     def _local_folder(self, value: str, what: str) -> Path:
         """``value`` (a folder or a Hub dataset id, downloaded with the token under the data folder) as a local folder."""
-        return ssd.local_folder(value, what, token=self.hf_token, local_dir=self.data_dir / what / value.replace("/", "--"))
+        return ssd.local_folder(
+            value, what, token=self.hf_token, local_dir=self.data_dir / what / value.replace("/", "--")
+        )

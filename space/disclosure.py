@@ -68,14 +68,16 @@ import speakersleuth_dataset as ssd
 from metrics.core import SCENARIOS
 from metrics.score import TABLE2_KEYS, leaderboard_row, score_submission
 from metrics.submission import Gold, Submission
-
 from space.names import fold
 from space.store import BASELINE_SUBMITTER, StoredResult
 
 #: The headline metrics a blind round releases (one per task), and what each is in a score dict.
 RELEASED = ("det_bal_acc", "loc_bal_f1", "disc_acc_avg")
-_RAW = {"det_bal_acc": ("detection", "balanced_accuracy"), "loc_bal_f1": ("localization", "balanced_f1"),
-        "disc_acc_avg": ("discrimination", "accuracy")}
+_RAW = {
+    "det_bal_acc": ("detection", "balanced_accuracy"),
+    "loc_bal_f1": ("localization", "balanced_f1"),
+    "disc_acc_avg": ("discrimination", "accuracy"),
+}
 #: Weight of one scenario's mean in a balanced score (``metrics.core.balanced``).
 _SCENARIO_WEIGHT = {"S1": 0.5, "S2": 0.25, "S3": 0.25}
 MIN_MARGIN = 1.0  # points
@@ -124,7 +126,11 @@ class Disclosure:
     def history(self, records: Iterable[StoredResult], user: str, model_name: str) -> list[StoredResult]:
         """The records ``score`` compares a new submission with: every earlier one of ``user``
         (withdrawn too); for the Space's own baselines, those of the same model only."""
-        return [r for r in records if r.submitter == user and (user != BASELINE_SUBMITTER or r.metadata.model_name == model_name)]
+        return [
+            r
+            for r in records
+            if r.submitter == user and (user != BASELINE_SUBMITTER or r.metadata.model_name == model_name)
+        ]
 
     def row(self, record: StoredResult) -> dict:
         """The flat leaderboard row shown for ``record``."""
@@ -193,9 +199,11 @@ class BlindRound(Disclosure):
     def check_copy(self, dataset, golds):
         shared = shared_instances(dataset, golds)
         if shared and not self.allow_paired:
-            raise ValueError(f"{dataset}: a paired blind copy: {shared} test instances share a dialogue or a clip with "
-                             "another row or variant, so comparing rows shows their gold; serve the --unpaired copy, or "
-                             "start with --allow-paired (SPEAKERSLEUTH_ALLOW_PAIRED=1) for a demo that may leak")
+            raise ValueError(
+                f"{dataset}: a paired blind copy: {shared} test instances share a dialogue or a clip with "
+                "another row or variant, so comparing rows shows their gold; serve the --unpaired copy, or "
+                "start with --allow-paired (SPEAKERSLEUTH_ALLOW_PAIRED=1) for a demo that may leak"
+            )
         self.paired = bool(shared)
 
     def missing(self, sub, gold):
@@ -207,8 +215,10 @@ class BlindRound(Disclosure):
                 gaps.append(f"{task} {len(lacking)} of {len(rows)} (e.g. {lacking[0]})")
         if not gaps:
             return None
-        return (f"a blind round scores whole files: answer every {gold.variant} test instance of every task; "
-                f"without an answer: {', '.join(gaps)}")
+        return (
+            f"a blind round scores whole files: answer every {gold.variant} test instance of every task; "
+            f"without an answer: {', '.join(gaps)}"
+        )
 
     def score(self, sub, gold, history, identity=""):
         parts = self.parts(gold)
@@ -217,14 +227,25 @@ class BlindRound(Disclosure):
         private = score_submission(sub, parts.private, n_bootstrap=self.n_bootstrap, seed=0)
         best = ladder_best(history)
         released, new_best = {}, dict(best)
-        for key, (raw, level) in grid_levels(public, parts.margin, parts.key, "public", identity, gold.variant, digest).items():
+        for key, (raw, level) in grid_levels(
+            public, parts.margin, parts.key, "public", identity, gold.variant, digest
+        ).items():
             if key not in best or level > best[key] + parts.margin[key]:
                 released[key], new_best[key] = shown(level), raw
-        private_levels = grid_levels(private, parts.private_margin, parts.key, "private", identity, gold.variant, digest)
-        return {"policy": POLICY, "tasks": private["tasks"], "margin": parts.margin, "released": released,
-                "ladder_best": new_best, "private_margin": parts.private_margin,
-                "private_released": {key: shown(level) for key, (_, level) in private_levels.items()},
-                "public": public, "private": private}
+        private_levels = grid_levels(
+            private, parts.private_margin, parts.key, "private", identity, gold.variant, digest
+        )
+        return {
+            "policy": POLICY,
+            "tasks": private["tasks"],
+            "margin": parts.margin,
+            "released": released,
+            "ladder_best": new_best,
+            "private_margin": parts.private_margin,
+            "private_released": {key: shown(level) for key, (_, level) in private_levels.items()},
+            "public": public,
+            "private": private,
+        }
 
     def row(self, record):
         shown_values = record.scores.get("private_released" if self.closed else "released", {})
@@ -257,18 +278,25 @@ class BlindRound(Disclosure):
 
     def status(self, record):
         if self.closed:
-            return ("The round is closed: each identity's selected submission of a variant (its newest not withdrawn) "
-                    "is shown with its private headline metrics on a keyed grid; nothing else of the private part is shown.")
+            return (
+                "The round is closed: each identity's selected submission of a variant (its newest not withdrawn) "
+                "is shown with its private headline metrics on a keyed grid; nothing else of the private part is shown."
+            )
         released, margin = record.scores["released"], record.scores["margin"]
         parts = []
         for key in RELEASED:
             if key in released:
-                parts.append(f"{key}: {released[key]:.1f} released (a line of a grid of step {margin[key]:.1f} "
-                             "drawn for this file, at or below its value)")
+                parts.append(
+                    f"{key}: {released[key]:.1f} released (a line of a grid of step {margin[key]:.1f} "
+                    "drawn for this file, at or below its value)"
+                )
             elif _RAW[key][0] in record.scores["tasks"]:
                 parts.append(f"{key}: not released (it did not beat your best by more than {margin[key]:.1f} points)")
-        return ("Blind round: scores on the public part of the test split only, through the Ladder; " + "; ".join(parts)
-                + ". The private part decides the final ranking and is shown when the round closes.")
+        return (
+            "Blind round: scores on the public part of the test split only, through the Ladder; "
+            + "; ".join(parts)
+            + ". The private part decides the final ranking and is shown when the round closes."
+        )
 
 
 def grid_offset(key: bytes, *fields: str) -> float:
@@ -340,17 +368,31 @@ def split_parts(gold: Gold) -> Parts:
         public.update(ordered[: (len(ordered) + 1) // 2])
     halves = []
     for keep in (True, False):
-        tasks = {task: {rid: row for rid, row in rows.items() if (row["dialogue_id"] in public) == keep}
-                 for task, rows in gold.tasks.items()}
+        tasks = {
+            task: {rid: row for rid, row in rows.items() if (row["dialogue_id"] in public) == keep}
+            for task, rows in gold.tasks.items()
+        }
         halves.append(Gold(gold.variant, gold.split, tasks))
     for half, name in zip(halves, ("public", "private")):
         for task, rows in gold.tasks.items():
-            missing = sorted({row.get("scenario") for row in rows.values()} - {row.get("scenario") for row in half.tasks[task].values()})
+            missing = sorted(
+                {row.get("scenario") for row in rows.values()}
+                - {row.get("scenario") for row in half.tasks[task].values()}
+            )
             if missing:
-                raise ValueError(f"the blind {gold.variant} test split is too small for a round: its {name} part has no "
-                                 f"{task} instance of {', '.join(map(str, missing))} (each scenario needs two dialogues)")
-    return Parts(halves[0], halves[1], {key: _margin(halves[0], key) for key in RELEASED},
-                 {key: _margin(halves[1], key) for key in RELEASED}, hashlib.sha256(b"release grid\0" + key).digest())
+                raise ValueError(
+                    f"the blind {gold.variant} test split is too small for a round: its {name} part has no "
+                    f"{task} instance of {', '.join(map(str, missing))} (each scenario needs two dialogues)"
+                )
+    return Parts(
+        halves[0],
+        halves[1],
+        {key: _margin(halves[0], key) for key in RELEASED},
+        {key: _margin(halves[1], key) for key in RELEASED},
+        hashlib.sha256(b"release grid\0" + key).digest(),
+    )
+
+
 def _signatures(gold: Gold) -> dict[str, tuple]:
     signature: dict[str, set] = defaultdict(set)
     for task, rows in gold.tasks.items():
@@ -364,7 +406,9 @@ def _gold_digest(gold: Gold) -> bytes:
     for task in sorted(gold.tasks):
         for rid in sorted(gold.tasks[task]):
             row = gold.tasks[task][rid]
-            digest.update(f"{task}\0{rid}\0{row['dialogue_id']}\0{row.get('scenario')}\0{row.get('answer')}\n".encode())
+            digest.update(
+                f"{task}\0{rid}\0{row['dialogue_id']}\0{row.get('scenario')}\0{row.get('answer')}\n".encode()
+            )
     return digest.digest()
 
 

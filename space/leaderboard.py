@@ -30,7 +30,6 @@ import pandas as pd
 from gradio.components.plot import PlotData
 
 from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, table2_order
-
 from space import about
 from space.disclosure import Disclosure
 from space.store import ResultsStore, StoredResult
@@ -55,13 +54,30 @@ PAPER_SOURCE_NAMES = dict(zip(PAPER_SOURCES, ("Bazinga", "AMI", "Behavior-SD", "
 
 #: Column label of each leaderboard key (``metrics.score.TABLE2_KEYS``): the paper's column names.
 COLUMN_LABELS = {
-    "det_s1_acc": "Det S1", "det_s2_acc": "Det S2", "det_s3_acc": "Det S3", "det_bal_acc": "Det Bal Acc",
-    "loc_s1_f1": "Loc S1 F1", "loc_s2_p": "Loc S2 P", "loc_s2_r": "Loc S2 R", "loc_s2_f1": "Loc S2 F1",
-    "loc_s3_p": "Loc S3 P", "loc_s3_r": "Loc S3 R", "loc_s3_f1": "Loc S3 F1", "loc_bal_f1": "Loc Bal F1",
+    "det_s1_acc": "Det S1",
+    "det_s2_acc": "Det S2",
+    "det_s3_acc": "Det S3",
+    "det_bal_acc": "Det Bal Acc",
+    "loc_s1_f1": "Loc S1 F1",
+    "loc_s2_p": "Loc S2 P",
+    "loc_s2_r": "Loc S2 R",
+    "loc_s2_f1": "Loc S2 F1",
+    "loc_s3_p": "Loc S3 P",
+    "loc_s3_r": "Loc S3 R",
+    "loc_s3_f1": "Loc S3 F1",
+    "loc_bal_f1": "Loc Bal F1",
     **{f"disc_acc_{key}": f"Disc {name}" for key, name in PAPER_SOURCE_NAMES.items()},
-    "disc_acc_avg": "Disc Avg", "ndcg_at_1": "N@1", "ndcg_at_2": "N@2", "exact_match": "EM",
-    "det_paired_acc": "Det Paired", "loc_paired_acc": "Loc Paired", "det_auroc": "Det AUROC", "det_eer": "Det EER",
-    "det_coverage": "Det Coverage", "loc_coverage": "Loc Coverage", "disc_coverage": "Disc Coverage",
+    "disc_acc_avg": "Disc Avg",
+    "ndcg_at_1": "N@1",
+    "ndcg_at_2": "N@2",
+    "exact_match": "EM",
+    "det_paired_acc": "Det Paired",
+    "loc_paired_acc": "Loc Paired",
+    "det_auroc": "Det AUROC",
+    "det_eer": "Det EER",
+    "det_coverage": "Det Coverage",
+    "loc_coverage": "Loc Coverage",
+    "disc_coverage": "Disc Coverage",
     "rank_coverage": "Rank Coverage",
 }
 
@@ -74,8 +90,15 @@ GROUP_COVERAGE = "Coverage"
 GROUP_CI = "95% CI"
 GROUP_THRESHOLD_FREE = "Detection AUROC, EER (scores)"
 GROUP_DETAILS = "Date, link, submission"
-GROUPS = [GROUP_CI, GROUP_THRESHOLD_FREE, GROUP_DETECTION, GROUP_LOCALIZATION, GROUP_DISCRIMINATION, GROUP_COVERAGE,
-          GROUP_DETAILS]
+GROUPS = [
+    GROUP_CI,
+    GROUP_THRESHOLD_FREE,
+    GROUP_DETECTION,
+    GROUP_LOCALIZATION,
+    GROUP_DISCRIMINATION,
+    GROUP_COVERAGE,
+    GROUP_DETAILS,
+]
 DEFAULT_GROUPS: list[str] = []
 
 #: A spreadsheet runs a cell starting with one of these as a formula (OWASP's CSV injection list).
@@ -116,8 +139,13 @@ Scored = list[tuple[StoredResult, dict]]
 def _row(result: StoredResult, flat: dict) -> dict:
     m = result.metadata
     row = {
-        MODEL: f"{m.model_name} [{m.setting}]" if m.setting else m.model_name, VERIFIED: result.verified, "Organisation": m.organisation, "Type": m.model_type,
-        "Weights": m.access, "Date": m.model_date, "Link": safe_link(m.link),
+        MODEL: f"{m.model_name} [{m.setting}]" if m.setting else m.model_name,
+        VERIFIED: result.verified,
+        "Organisation": m.organisation,
+        "Type": m.model_type,
+        "Weights": m.access,
+        "Date": m.model_date,
+        "Link": safe_link(m.link),
         "Submitted": dt.datetime.fromtimestamp(result.created_at, dt.UTC).strftime("%Y-%m-%d"),
         "Submission id": result.id,
     }
@@ -295,12 +323,18 @@ def bias_spec(entries: Scored, variant: str) -> dict:
         s1, s2, s3 = (row.get(column_label(f"det_{s}_acc")) for s in ("s1", "s2", "s3"))
         if any(v is None or pd.isna(v) for v in (s1, s2, s3)):
             continue
-        points.append({
-            "model": row[MODEL], "organisation": row["Organisation"], "type": row["Type"],
-            "verified": VERIFIED_YES if row[VERIFIED] else VERIFIED_NO, "rank": _cell(row[RANK]),
-            "s1": float(s1), "s23": round((s2 + s3) / 2, 1),
-            "description": f"{row[MODEL]} (verified baseline)" if row[VERIFIED] else row[MODEL],
-        })
+        points.append(
+            {
+                "model": row[MODEL],
+                "organisation": row["Organisation"],
+                "type": row["Type"],
+                "verified": VERIFIED_YES if row[VERIFIED] else VERIFIED_NO,
+                "rank": _cell(row[RANK]),
+                "s1": float(s1),
+                "s23": round((s2 + s3) / 2, 1),
+                "description": f"{row[MODEL]} (verified baseline)" if row[VERIFIED] else row[MODEL],
+            }
+        )
     place_labels(points)
     spec = dict(_bias_chart_spec())
     spec["title"] = f"Detection bias on this build ({variant}); {len(points)} submission(s)"
@@ -322,47 +356,120 @@ def _bias_chart_spec() -> dict:
 
 def _bias_chart() -> alt.LayerChart:
     """The detection-bias chart without its points and title (``bias_spec`` adds them)."""
-    x = alt.X("s1:Q", title="S1 accuracy (%), says 'consistent' on consistent dialogues",
-              scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
-    y = alt.Y("s23:Q", title="mean of S2 and S3 accuracy (%)",
-              scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False), axis=alt.Axis(values=list(range(0, 101, 20))))
-    diagonal = alt.Chart(alt.Data(values=[{"s1": 0, "s23": 0}, {"s1": 100, "s23": 100}])).mark_line(
-        strokeDash=[5, 4], color="#888", strokeWidth=1, aria=False).encode(x, y)
+    x = alt.X(
+        "s1:Q",
+        title="S1 accuracy (%), says 'consistent' on consistent dialogues",
+        scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False),
+        axis=alt.Axis(values=list(range(0, 101, 20))),
+    )
+    y = alt.Y(
+        "s23:Q",
+        title="mean of S2 and S3 accuracy (%)",
+        scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False),
+        axis=alt.Axis(values=list(range(0, 101, 20))),
+    )
+    diagonal = (
+        alt.Chart(alt.Data(values=[{"s1": 0, "s23": 0}, {"s1": 100, "s23": 100}]))
+        .mark_line(strokeDash=[5, 4], color="#888", strokeWidth=1, aria=False)
+        .encode(x, y)
+    )
     notes = alt.Chart(pd.DataFrame(NOTES, columns=["s1", "s23", "text", "align"]))
     layers = [diagonal] + [
-        notes.transform_filter(alt.datum.align == align).mark_text(align=align, fontSize=NOTE_FONT_PX, color="#888", aria=False)
-        .encode(x, y, text="text:N") for align in ("left", "right")
+        notes.transform_filter(alt.datum.align == align)
+        .mark_text(align=align, fontSize=NOTE_FONT_PX, color="#888", aria=False)
+        .encode(x, y, text="text:N")
+        for align in ("left", "right")
     ]
     types = list(TYPE_COLOURS)
-    tooltip = [alt.Tooltip("model:N", title="Model"), alt.Tooltip("organisation:N", title="Organisation"),
-               alt.Tooltip("type:N", title="Type"), alt.Tooltip("verified:N", title="Verified"),
-               alt.Tooltip("rank:Q", title="Rank"), alt.Tooltip("s1:Q", title="S1 accuracy", format=".1f"),
-               alt.Tooltip("s23:Q", title="mean S2/S3 accuracy", format=".1f")]
-    ring = alt.Stroke("verified:N", title="Verified (ringed, name in bold)", legend=alt.Legend(labelLimit=320, titleLimit=320),
-                      scale=alt.Scale(domain=[VERIFIED_YES], range=["currentColor"]))
-    layers.append(alt.Chart().transform_filter(alt.datum.verified == VERIFIED_YES).mark_point(
-        shape="circle", filled=False, size=VERIFIED_RING_SIZE, strokeWidth=VERIFIED_RING_WIDTH, opacity=1, aria=False,
-    ).encode(x, y, tooltip=tooltip, stroke=ring))
-    layers.append(alt.Chart().mark_point(filled=True, size=70, opacity=0.85).encode(
-        x, y, tooltip=tooltip, description="description:N",  # what a screen reader says of a point
-        color=alt.Color("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_COLOURS.values()))),
-        shape=alt.Shape("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_SHAPES.values()))),
-    ))
-    for (side, (dx, dy, align, baseline, _)), verified in itertools.product(LABEL_SIDES.items(), (VERIFIED_YES, VERIFIED_NO)):
-        layers.append(alt.Chart().transform_filter((alt.datum.side == side) & (alt.datum.verified == verified)).mark_text(
-            align=align, baseline=baseline, dx=dx, dy=dy, fontSize=LABEL_FONT_PX, limit=LABEL_LIMIT_PX,
-            fontWeight="bold" if verified == VERIFIED_YES else "normal",
-            color="currentColor", aria=False).encode(x, y, text="model:N", tooltip=tooltip))
-    chart = alt.layer(*layers).properties(
-        width=CHART_WIDTH, height=CHART_HEIGHT, background="transparent",
-        usermeta={"embedOptions": {"renderer": "svg", "actions": {"export": True, "source": False,
-                                                                  "compiled": False, "editor": False}}},
-    ).configure(font="ui-sans-serif, system-ui, sans-serif").configure_axis(
-        labelColor="currentColor", titleColor="currentColor", tickColor="currentColor",
-        domainColor="currentColor", gridColor="currentColor", gridOpacity=0.15,
-    ).configure_legend(labelColor="currentColor", titleColor="currentColor", orient="bottom").configure_title(
-        color="currentColor", fontSize=13, fontWeight="normal",
-    ).configure_view(stroke="currentColor", strokeOpacity=0.3)
+    tooltip = [
+        alt.Tooltip("model:N", title="Model"),
+        alt.Tooltip("organisation:N", title="Organisation"),
+        alt.Tooltip("type:N", title="Type"),
+        alt.Tooltip("verified:N", title="Verified"),
+        alt.Tooltip("rank:Q", title="Rank"),
+        alt.Tooltip("s1:Q", title="S1 accuracy", format=".1f"),
+        alt.Tooltip("s23:Q", title="mean S2/S3 accuracy", format=".1f"),
+    ]
+    ring = alt.Stroke(
+        "verified:N",
+        title="Verified (ringed, name in bold)",
+        legend=alt.Legend(labelLimit=320, titleLimit=320),
+        scale=alt.Scale(domain=[VERIFIED_YES], range=["currentColor"]),
+    )
+    layers.append(
+        alt.Chart()
+        .transform_filter(alt.datum.verified == VERIFIED_YES)
+        .mark_point(
+            shape="circle",
+            filled=False,
+            size=VERIFIED_RING_SIZE,
+            strokeWidth=VERIFIED_RING_WIDTH,
+            opacity=1,
+            aria=False,
+        )
+        .encode(x, y, tooltip=tooltip, stroke=ring)
+    )
+    layers.append(
+        alt.Chart()
+        .mark_point(filled=True, size=70, opacity=0.85)
+        .encode(
+            x,
+            y,
+            tooltip=tooltip,
+            description="description:N",  # what a screen reader says of a point
+            color=alt.Color("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_COLOURS.values()))),
+            shape=alt.Shape("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_SHAPES.values()))),
+        )
+    )
+    for (side, (dx, dy, align, baseline, _)), verified in itertools.product(
+        LABEL_SIDES.items(), (VERIFIED_YES, VERIFIED_NO)
+    ):
+        layers.append(
+            alt.Chart()
+            .transform_filter((alt.datum.side == side) & (alt.datum.verified == verified))
+            .mark_text(
+                align=align,
+                baseline=baseline,
+                dx=dx,
+                dy=dy,
+                fontSize=LABEL_FONT_PX,
+                limit=LABEL_LIMIT_PX,
+                fontWeight="bold" if verified == VERIFIED_YES else "normal",
+                color="currentColor",
+                aria=False,
+            )
+            .encode(x, y, text="model:N", tooltip=tooltip)
+        )
+    chart = (
+        alt.layer(*layers)
+        .properties(
+            width=CHART_WIDTH,
+            height=CHART_HEIGHT,
+            background="transparent",
+            usermeta={
+                "embedOptions": {
+                    "renderer": "svg",
+                    "actions": {"export": True, "source": False, "compiled": False, "editor": False},
+                }
+            },
+        )
+        .configure(font="ui-sans-serif, system-ui, sans-serif")
+        .configure_axis(
+            labelColor="currentColor",
+            titleColor="currentColor",
+            tickColor="currentColor",
+            domainColor="currentColor",
+            gridColor="currentColor",
+            gridOpacity=0.15,
+        )
+        .configure_legend(labelColor="currentColor", titleColor="currentColor", orient="bottom")
+        .configure_title(
+            color="currentColor",
+            fontSize=13,
+            fontWeight="normal",
+        )
+        .configure_view(stroke="currentColor", strokeOpacity=0.3)
+    )
     return chart
 
 
@@ -456,8 +563,14 @@ class LeaderboardViews:
     when that variant's results change, at most once per ``coalesce_s`` (thread-safe: refreshes of
     several pages may overlap)."""
 
-    def __init__(self, store: ResultsStore, variants: list[str], export_dir: Path, policy: Disclosure | None = None,
-                 coalesce_s: float = COALESCE_S) -> None:
+    def __init__(
+        self,
+        store: ResultsStore,
+        variants: list[str],
+        export_dir: Path,
+        policy: Disclosure | None = None,
+        coalesce_s: float = COALESCE_S,
+    ) -> None:
         self.store, self.variants, self.export_dir = store, variants, export_dir
         self.policy = policy or Disclosure()
         self.coalesce_s = coalesce_s
@@ -509,8 +622,12 @@ def _variant_tab(variant: str, available: list[str]):
         gr.Markdown(f"The dataset this Space serves has no `{variant}` variant; submissions for it are not possible.")
     toggle = gr.CheckboxGroup(GROUPS, value=DEFAULT_GROUPS, label="Show more columns")
     table = gr.HTML(
-        None, html_template='<div class="ss-lb"></div>', js_on_load=TABLE_JS.read_text(encoding="utf-8"),
-        elem_id=f"ss-leaderboard-{variant}", elem_classes="ss-leaderboard", padding=False,
+        None,
+        html_template='<div class="ss-lb"></div>',
+        js_on_load=TABLE_JS.read_text(encoding="utf-8"),
+        elem_id=f"ss-leaderboard-{variant}",
+        elem_classes="ss-leaderboard",
+        padding=False,
     )
     with gr.Row():
         download = gr.DownloadButton(f"Download CSV ({variant}): all columns", size="sm", elem_id=f"ss-csv-{variant}")
@@ -520,14 +637,22 @@ def _variant_tab(variant: str, available: list[str]):
         gr.Markdown(f"{about.PAPER_NOTE}\n*{paper_caption(variant)}*")
         paper = paper_frame(variant)
         paper_types = ["str", "str"] + ["number"] * (len(paper.columns) - 2)
-        gr.Dataframe(value=one_decimal(paper, paper_types), interactive=False, datatype=paper_types, show_search="search",
-                     pinned_columns=1, label=f"Reported on the original data ({variant})",
-                     elem_id=f"ss-paper-{variant}", max_height=600)
+        gr.Dataframe(
+            value=one_decimal(paper, paper_types),
+            interactive=False,
+            datatype=paper_types,
+            show_search="search",
+            pinned_columns=1,
+            label=f"Reported on the original data ({variant})",
+            elem_id=f"ss-paper-{variant}",
+            max_height=600,
+        )
     return toggle, table, plot, download
 
 
-def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: list[str], export_dir: Path,
-                          policy: Disclosure | None = None):
+def build_leaderboard_tab(
+    store: ResultsStore, variants: list[str], available: list[str], export_dir: Path, policy: Disclosure | None = None
+):
     """One sub-tab per variant with its table, column toggles, CSV download, chart and the paper's
     table. Entries, chart and CSV (``export_dir/speakersleuth-<variant>.csv``) are made again only
     when the results change.
@@ -540,8 +665,14 @@ def build_leaderboard_tab(store: ResultsStore, variants: list[str], available: l
     for variant in variants:
         with gr.Tab(variant, id=f"lb-{variant}"):
             toggle, table, plot, download = _variant_tab(variant, available)
-        toggle.change(lambda g, v=variant: views.refresh_variant(v, g), toggle, [table, plot, download], api_name=False,
-                      concurrency_limit=REFRESH_CONCURRENCY, concurrency_id="refresh")
+        toggle.change(
+            lambda g, v=variant: views.refresh_variant(v, g),
+            toggle,
+            [table, plot, download],
+            api_name=False,
+            concurrency_limit=REFRESH_CONCURRENCY,
+            concurrency_id="refresh",
+        )
         toggles.append(toggle)
         outputs += [table, plot, download]
     return views.refresh, toggles, outputs

@@ -34,7 +34,7 @@ _SPOOF_CHECKER = icu.SpoofChecker()  # its skeleton is safe to compute from many
 #: Characters that draw as blank space: White_Space and symbols that look like it (Braille blank,
 #: a null notehead); invisible default-ignorable ones (ZWSP, U+3164) the skeleton drops.
 _BLANK = icu.UnicodeSet(r"[[:White_Space:]\u2800\U0001D159]")
-CHECK_MARKS = frozenset("\u2713\u2714\u2611\u2705\U0001F5F8\U0001F5F9\u221A")
+CHECK_MARKS = frozenset("\u2713\u2714\u2611\u2705\U0001f5f8\U0001f5f9\u221a")
 
 
 def _skeleton(text: str) -> str:
@@ -83,23 +83,41 @@ def name_conflicts(metadata: Metadata, user: str, entries: Iterable[StoredResult
     name, organisation = metadata.model_name, metadata.organisation
     fields = (("model name", name), ("organisation", organisation))
     unusable = [f"{field} shows no visible character" for field, text in fields if text and fold(text) == {""}]
-    unusable += [f"{field} contains a check mark ({' '.join(sorted(CHECK_MARKS & set(text)))}), which looks like the "
-                 "leaderboard's mark of a verified baseline" for field, text in fields if CHECK_MARKS & set(text)]
+    unusable += [
+        f"{field} contains a check mark ({' '.join(sorted(CHECK_MARKS & set(text)))}), which looks like the "
+        "leaderboard's mark of a verified baseline"
+        for field, text in fields
+        if CHECK_MARKS & set(text)
+    ]
     if unusable:
         return unusable
     entries = list(entries)
     errors = []
-    baseline = next((e.metadata.model_name for e in entries if e.verified and confusable(name, e.metadata.model_name)), None)
+    baseline = next(
+        (e.metadata.model_name for e in entries if e.verified and confusable(name, e.metadata.model_name)), None
+    )
     if baseline is not None:
-        errors.append(f"model name \u201c{name}\u201d reads as the built-in baseline \u201c{baseline}\u201d; "
-                      "the baselines' names are reserved")
-    if organisation and any(form.replace(" ", "").startswith(_RESERVED_ORGANISATION_START) for form in fold(organisation)):
-        errors.append(f"organisation \u201c{organisation}\u201d reads as beginning with \u201cSpeakerSleuth\u201d, "
-                      f"which is reserved for the built-in baselines (\u201c{BASELINE_ORGANISATION}\u201d)")
+        errors.append(
+            f"model name \u201c{name}\u201d reads as the built-in baseline \u201c{baseline}\u201d; "
+            "the baselines' names are reserved"
+        )
+    if organisation and any(
+        form.replace(" ", "").startswith(_RESERVED_ORGANISATION_START) for form in fold(organisation)
+    ):
+        errors.append(
+            f"organisation \u201c{organisation}\u201d reads as beginning with \u201cSpeakerSleuth\u201d, "
+            f"which is reserved for the built-in baselines (\u201c{BASELINE_ORGANISATION}\u201d)"
+        )
     owner = min(
-        (e for e in entries if not e.verified and confusable(name, e.metadata.model_name)
-         and confusable(organisation, e.metadata.organisation)),
-        key=lambda e: e.created_at, default=None,
+        (
+            e
+            for e in entries
+            if not e.verified
+            and confusable(name, e.metadata.model_name)
+            and confusable(organisation, e.metadata.organisation)
+        ),
+        key=lambda e: e.created_at,
+        default=None,
     )
     if owner is not None and owner.submitter != user:
         errors.append(

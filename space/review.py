@@ -99,11 +99,18 @@ def sheet_rows(reviews: list[ReviewDecision], dialogues: dict[str, Dialogue]) ->
         verdict = "reject" if any(d.decision == "reject" for d in decisions) else "accept" if decisions else ""
         reasons = dict.fromkeys(d.reason for d in decisions if d.decision == verdict and d.reason)
         served = dialogues.get(f"{variant}/{dialogue_id}")
-        rows.append({
-            "dialogue_id": dialogue_id, "variant": variant, "decision": verdict, "reason": "; ".join(reasons),
-            "converted_turn": served.converted_turn if served else "", "vc_model": served.vc_model if served else "",
-            "text": "", "audio_files": "",
-        })
+        rows.append(
+            {
+                "dialogue_id": dialogue_id,
+                "variant": variant,
+                "decision": verdict,
+                "reason": "; ".join(reasons),
+                "converted_turn": served.converted_turn if served else "",
+                "vc_model": served.vc_model if served else "",
+                "text": "",
+                "audio_files": "",
+            }
+        )
     return rows
 
 
@@ -118,7 +125,9 @@ def review_sheet(reviews: list[ReviewDecision], dialogues: dict[str, Dialogue]) 
 
 def export_review_sheet(store: ResultsStore, dataset: str | Path, path: str | Path) -> Path:
     """Write the store's review decisions on ``dataset`` as ``review.csv`` at ``path``; returns the path."""
-    write_bytes_atomic(Path(path), review_sheet(store.reviews(), reviewable_dialogues(dataset)).encode("utf-8"), durable=True)
+    write_bytes_atomic(
+        Path(path), review_sheet(store.reviews(), reviewable_dialogues(dataset)).encode("utf-8"), durable=True
+    )
     return Path(path)
 
 
@@ -143,8 +152,15 @@ class ReviewDesk:
     """The Review tab's handlers over one dataset folder and one store. ``identity(profile, address)``
     names who asks (``space.submit.Submitter.identity``); only ``config.reviewers`` may act."""
 
-    def __init__(self, config: SpaceConfig, store: ResultsStore, dataset: str | Path,
-                 identity: Callable[..., str | None], *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: SpaceConfig,
+        store: ResultsStore,
+        dataset: str | Path,
+        identity: Callable[..., str | None],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.config = config
         self.store = store
         self.dataset = Path(dataset)
@@ -158,35 +174,62 @@ class ReviewDesk:
         """``Outcome(True, identity)`` for a configured reviewer, else the one refusal to show."""
         user = self.identity(profile, address)
         if user is None:
-            return Outcome(False, "Sign in with Hugging Face to review." if self.config.on_spaces
-                           else "The server cannot tell who sent this request (no client address); nothing was done.")
+            return Outcome(
+                False,
+                "Sign in with Hugging Face to review."
+                if self.config.on_spaces
+                else "The server cannot tell who sent this request (no client address); nothing was done.",
+            )
         if not self.config.is_reviewer(user):
             return Outcome(False, f"Only the reviewers named in {ENV_PREFIX}REVIEWERS may review; you are {user}.")
         return Outcome(True, user.lower())  # one reviewer however the name is cased
 
-    def decide(self, key: object, decision: object, reason: object, profile: gr.OAuthProfile | None = None, *,
-               address: str | None = THIS_MACHINE) -> Outcome:
+    def decide(
+        self,
+        key: object,
+        decision: object,
+        reason: object,
+        profile: gr.OAuthProfile | None = None,
+        *,
+        address: str | None = THIS_MACHINE,
+    ) -> Outcome:
         """Record one decision on the dialogue ``key`` (``<variant>/<dialogue_id>``); never raises."""
         who = self.reviewer(profile, address)
         if not who.ok:
             return who
         dialogue = self.dialogues.get(str(key or ""))
         if dialogue is None:
-            return Outcome(False, f"Unknown dialogue {encodable(str(key or ''))[:200]!r}; pick one from the list. Nothing was recorded.")
+            return Outcome(
+                False,
+                f"Unknown dialogue {encodable(str(key or ''))[:200]!r}; pick one from the list. Nothing was recorded.",
+            )
         if decision not in DECISIONS:
-            return Outcome(False, f"The decision must be accept or reject, got {encodable(str(decision))[:50]!r}. Nothing was recorded.")
+            return Outcome(
+                False,
+                f"The decision must be accept or reject, got {encodable(str(decision))[:50]!r}. Nothing was recorded.",
+            )
         reason = clean_reason(reason)
         if decision == "reject" and not reason:
-            return Outcome(False, "A rejection needs a reason (what is wrong with the dialogue). Nothing was recorded.")
+            return Outcome(
+                False, "A rejection needs a reason (what is wrong with the dialogue). Nothing was recorded."
+            )
         if len(reason) > MAX_REASON_CHARS:
-            return Outcome(False, f"The reason has {len(reason)} characters; at most {MAX_REASON_CHARS}. Nothing was recorded.")
+            return Outcome(
+                False, f"The reason has {len(reason)} characters; at most {MAX_REASON_CHARS}. Nothing was recorded."
+            )
         try:
-            self.store.add_review(ReviewDecision(dialogue.variant, dialogue.dialogue_id, who.message, decision, reason, self.clock()))
+            self.store.add_review(
+                ReviewDecision(dialogue.variant, dialogue.dialogue_id, who.message, decision, reason, self.clock())
+            )
         except Exception:
             ref = uuid.uuid4().hex[:8]
             logger.exception("review decision %s failed unexpectedly", ref)
-            return Outcome(False, f"Internal error while recording the decision (reference {ref}); nothing was recorded.")
-        return Outcome(True, f"Recorded: {who.message} {decision}s {dialogue.key}" + (f" ({reason})." if reason else "."))
+            return Outcome(
+                False, f"Internal error while recording the decision (reference {ref}); nothing was recorded."
+            )
+        return Outcome(
+            True, f"Recorded: {who.message} {decision}s {dialogue.key}" + (f" ({reason})." if reason else ".")
+        )
 
     def export(self) -> Path:
         """The current ``review.csv`` (a fresh file in this desk's folder)."""
@@ -217,20 +260,34 @@ class ReviewDesk:
         """The dialogue ``key`` to listen to: its text, facts, reference, context turns and the S1/S2/S3 candidates."""
         dialogue = self.dialogues.get(str(key or ""))
         if dialogue is None:
-            return empty_view("<p>Pick a dialogue.</p>" if not key else f"<p>Unknown dialogue {html.escape(repr(str(key)[:200]))}.</p>")
+            return empty_view(
+                "<p>Pick a dialogue.</p>"
+                if not key
+                else f"<p>Unknown dialogue {html.escape(repr(str(key)[:200]))}.</p>"
+            )
         row = self.index.load(dialogue.config, dialogue.instance_id)
         dialogue_value, facts_value, turns, candidates, ref = instance_view(row, dialogue.config)
         who = self.reviewer(profile, client_address(request))
         title = f"{dialogue.key}: converted target turn {dialogue.converted_turn} ({dialogue.vc_model})."
         title += f" {self.current(dialogue, who.message)}" if who.ok else ""
-        return [f"<p>{html.escape(title)}</p>", dialogue_value, facts_value, gr.update(value=ref, visible=ref is not None),
-                *players(turns, TURN_SLOTS), *players(candidates, CANDIDATE_SLOTS)]
+        return [
+            f"<p>{html.escape(title)}</p>",
+            dialogue_value,
+            facts_value,
+            gr.update(value=ref, visible=ref is not None),
+            *players(turns, TURN_SLOTS),
+            *players(candidates, CANDIDATE_SLOTS),
+        ]
 
     def on_decide(self, key, decision, reason, request: gr.Request, profile: gr.OAuthProfile | None = None):
         """Record the decision; the status, the refreshed sheet, and the reason box (emptied once recorded)."""
         address = client_address(request)
         outcome = self.decide(key, decision, reason, profile, address=address)
-        return outcome.html(), self._download(self.reviewer(profile, address)), gr.update(value="") if outcome.ok else gr.update()
+        return (
+            outcome.html(),
+            self._download(self.reviewer(profile, address)),
+            gr.update(value="") if outcome.ok else gr.update(),
+        )
 
 
 CONTROLS = ("decision", "reason", "record")  # what ``on_open`` enables for a reviewer (disabled until then)
@@ -255,19 +312,30 @@ def build_review_tab(desk: ReviewDesk, tab: gr.Tab) -> None:
     keys = list(desk.dialogues)
     if not keys:
         gr.Markdown("This dataset has no dialogue ids in its test split (a blind copy?): review the labelled build.")
-    picker = gr.Dropdown(keys, value=keys[0] if keys else None, label="Dialogue (variant/dialogue id)", elem_id="ss-review-dialogue")
+    picker = gr.Dropdown(
+        keys, value=keys[0] if keys else None, label="Dialogue (variant/dialogue id)", elem_id="ss-review-dialogue"
+    )
     shown = instance_panel("ss-review-title")
     with gr.Row():
-        decision = gr.Radio(list(DECISIONS), value="accept", label="Decision", elem_id="ss-review-decision",
-                            interactive=False)
-        reason = gr.Textbox(label="Reason (required to reject)", max_lines=1, max_length=MAX_REASON_CHARS,
-                            elem_id="ss-review-reason", scale=3, interactive=False)
+        decision = gr.Radio(
+            list(DECISIONS), value="accept", label="Decision", elem_id="ss-review-decision", interactive=False
+        )
+        reason = gr.Textbox(
+            label="Reason (required to reject)",
+            max_lines=1,
+            max_length=MAX_REASON_CHARS,
+            elem_id="ss-review-reason",
+            scale=3,
+            interactive=False,
+        )
     record = gr.Button("Record decision", variant="primary", elem_id="ss-review-record", interactive=False)
     status = gr.HTML(elem_id="ss-review-status")
     download = gr.DownloadButton("Download review.csv", visible=False, size="sm", elem_id="ss-review-download")
 
     picker.input(desk.on_show, picker, shown, api_name="review_show")
-    record.click(desk.on_decide, [picker, decision, reason], [status, download, reason], api_name="review_decide") \
-        .then(desk.on_show, picker, shown, api_name=False)
-    tab.select(desk.on_open, None, [who, download, decision, reason, record], api_name=False) \
-        .then(desk.on_show, picker, shown, api_name=False)
+    record.click(
+        desk.on_decide, [picker, decision, reason], [status, download, reason], api_name="review_decide"
+    ).then(desk.on_show, picker, shown, api_name=False)
+    tab.select(desk.on_open, None, [who, download, decision, reason, record], api_name=False).then(
+        desk.on_show, picker, shown, api_name=False
+    )

@@ -95,8 +95,13 @@ def seed(submitter: Submitter, results: Path, *, progress: bool = True) -> dict[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m space.seed", description=__doc__.split("\n")[0])
-    parser.add_argument("--predictions", type=Path, required=True, metavar="DIR",
-                        help="a folder of predictions JSONL files (searched recursively)")
+    parser.add_argument(
+        "--predictions",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="a folder of predictions JSONL files (searched recursively)",
+    )
     parser.add_argument("--dataset", help="built dataset folder or Hub id (env SPEAKERSLEUTH_DATASET)")
     parser.add_argument("--gold", help="private test gold of a blind dataset (env SPEAKERSLEUTH_GOLD)")
     parser.add_argument("--data-dir", type=Path, help="the Space's data folder (env SPEAKERSLEUTH_DATA_DIR)")
@@ -113,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with open_store(config) as store:
-        submitter = Submitter(config, store, dataset, variants=ssd.variants_present(dataset, every_task=True), gold=gold)
+        submitter = Submitter(
+            config, store, dataset, variants=ssd.variants_present(dataset, every_task=True), gold=gold
+        )
         counts = seed(submitter, args.predictions, progress=not args.no_progress)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
     return 0 if not set(counts) - {"accepted", "duplicate"} else 1

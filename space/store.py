@@ -99,7 +99,9 @@ class StoreFull(RuntimeError):
 
     def __init__(self, used: int, size: int, budget: int):
         self.used, self.size, self.budget = used, size, budget
-        super().__init__(f"the results store holds {used:,} bytes of predictions; {size:,} more would pass its budget of {budget:,}")
+        super().__init__(
+            f"the results store holds {used:,} bytes of predictions; {size:,} more would pass its budget of {budget:,}"
+        )
 
 
 class RateLimited(RuntimeError):
@@ -187,8 +189,9 @@ class ResultsStore(ABC):
         """The record of the same predictions submitted earlier (perhaps withdrawn), if any."""
 
     @abstractmethod
-    def results(self, variant: str | None = None, *, include_withdrawn: bool = False,
-                submitter: str | None = None) -> list[StoredResult]:
+    def results(
+        self, variant: str | None = None, *, include_withdrawn: bool = False, submitter: str | None = None
+    ) -> list[StoredResult]:
         """Every accepted submission (of one variant; of one submitter) not withdrawn (unless
         asked), oldest first."""
 
@@ -291,8 +294,14 @@ def _decoded(text: str) -> Any:
 def _row_to_result(row: tuple) -> StoredResult:
     rid, variant, sha, metadata, submitter, created_at, num_lines, scores, w_submitter, w_at, w_reason = row
     return StoredResult(
-        id=rid, variant=variant, sha256=sha, metadata=Metadata(**_decoded(metadata)),
-        submitter=submitter, created_at=created_at, num_lines=num_lines, scores=_decoded(scores),
+        id=rid,
+        variant=variant,
+        sha256=sha,
+        metadata=Metadata(**_decoded(metadata)),
+        submitter=submitter,
+        created_at=created_at,
+        num_lines=num_lines,
+        scores=_decoded(scores),
         withdrawal=None if w_at is None else Withdrawal(w_submitter, w_at, w_reason),
     )
 
@@ -312,7 +321,9 @@ class SqliteStore(ResultsStore):
             con.execute("PRAGMA journal_mode=WAL")
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise RuntimeError(f"{self.path}: results store schema {version} is newer than this code ({SCHEMA_VERSION})")
+                raise RuntimeError(
+                    f"{self.path}: results store schema {version} is newer than this code ({SCHEMA_VERSION})"
+                )
             with self._write(con):
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     con.execute(statement)
@@ -340,12 +351,30 @@ class SqliteStore(ResultsStore):
             raise
         con.execute("COMMIT")
 
-    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None,
-            admit=None, rate_limit=None):
+    def add(
+        self,
+        *,
+        variant,
+        sha256,
+        predictions,
+        scores,
+        metadata,
+        submitter,
+        num_lines,
+        now=None,
+        budget_bytes=None,
+        admit=None,
+        rate_limit=None,
+    ):
         record = StoredResult(
-            id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
-            submitter=submitter, created_at=time.time() if now is None else now,
-            num_lines=num_lines, scores=scores,
+            id=result_id(variant, sha256),
+            variant=variant,
+            sha256=sha256,
+            metadata=metadata,
+            submitter=submitter,
+            created_at=time.time() if now is None else now,
+            num_lines=num_lines,
+            scores=scores,
         )
         with self._connect() as con, self._write(con):
             existing = self._find(con, variant, sha256)
@@ -364,8 +393,16 @@ class SqliteStore(ResultsStore):
             con.execute(
                 "INSERT INTO submissions (id, variant, sha256, metadata, submitter, created_at, num_lines, scores)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.id, variant, sha256, json.dumps(asdict(metadata)), submitter,
-                 record.created_at, num_lines, json.dumps(scores)),
+                (
+                    record.id,
+                    variant,
+                    sha256,
+                    json.dumps(asdict(metadata)),
+                    submitter,
+                    record.created_at,
+                    num_lines,
+                    json.dumps(scores),
+                ),
             )
             con.execute("INSERT INTO predictions (id, data) VALUES (?, ?)", (record.id, bytes(predictions)))
         return record, True
@@ -439,26 +476,42 @@ class SqliteStore(ResultsStore):
 
     @staticmethod
     def _attempts(con: sqlite3.Connection, submitter: str, since: float) -> int:
-        return con.execute("SELECT COUNT(*) FROM attempts WHERE submitter = ? AND at > ?", (submitter, since)).fetchone()[0]
+        return con.execute(
+            "SELECT COUNT(*) FROM attempts WHERE submitter = ? AND at > ?", (submitter, since)
+        ).fetchone()[0]
 
     def retry_at(self, submitter, limit, window_s, now):
         with self._connect() as con:
-            times = [at for (at,) in con.execute(
-                "SELECT at FROM attempts WHERE submitter = ? AND at > ? ORDER BY at DESC LIMIT ?", (submitter, now - window_s, limit)
-            )]
-        return now if len(times) < limit else times[-1] + window_s  # when the oldest of the last ``limit`` leaves the window
+            times = [
+                at
+                for (at,) in con.execute(
+                    "SELECT at FROM attempts WHERE submitter = ? AND at > ? ORDER BY at DESC LIMIT ?",
+                    (submitter, now - window_s, limit),
+                )
+            ]
+        return (
+            now if len(times) < limit else times[-1] + window_s
+        )  # when the oldest of the last ``limit`` leaves the window
 
     def add_review(self, decision):
         with self._connect() as con, self._write(con):
             con.execute(
                 "INSERT INTO review_decisions (variant, dialogue_id, reviewer, decision, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (decision.variant, decision.dialogue_id, decision.reviewer, decision.decision, decision.reason, decision.at),
+                (
+                    decision.variant,
+                    decision.dialogue_id,
+                    decision.reviewer,
+                    decision.decision,
+                    decision.reason,
+                    decision.at,
+                ),
             )
 
     def reviews(self):
         with self._connect() as con:
-            rows = con.execute("SELECT variant, dialogue_id, reviewer, decision, reason, at FROM review_decisions"
-                               " ORDER BY at, rowid").fetchall()
+            rows = con.execute(
+                "SELECT variant, dialogue_id, reviewer, decision, reason, at FROM review_decisions ORDER BY at, rowid"
+            ).fetchall()
         return [ReviewDecision(*row) for row in rows]
 
     def log_attempts(self, attempts: list[tuple[str, float]]) -> None:
@@ -494,8 +547,13 @@ class HubStore(ResultsStore):
     ``CommitScheduler``; tests pass local stand-ins because both need the network.
     """
 
-    ALLOW_PATTERNS = ["submissions/*/*.json", "predictions/*/*.jsonl", "withdrawals/*/*.json", "reviews/*/*.json",
-                      "attempts.jsonl"]
+    ALLOW_PATTERNS = [
+        "submissions/*/*.json",
+        "predictions/*/*.jsonl",
+        "withdrawals/*/*.json",
+        "reviews/*/*.json",
+        "attempts.jsonl",
+    ]
 
     def __init__(
         self,
@@ -520,8 +578,13 @@ class HubStore(ResultsStore):
         except RepositoryNotFoundError:
             pass  # a new results repo: the scheduler creates it on first push
         self.scheduler = (scheduler_factory or CommitScheduler)(
-            repo_id=repo_id, repo_type="dataset", folder_path=self.folder, every=every_minutes,
-            token=token, allow_patterns=self.ALLOW_PATTERNS, private=True,
+            repo_id=repo_id,
+            repo_type="dataset",
+            folder_path=self.folder,
+            every=every_minutes,
+            token=token,
+            allow_patterns=self.ALLOW_PATTERNS,
+            private=True,
         )
         self._lock = threading.Lock()
         self.index = self._rebuild_index(Path(index_dir))
@@ -538,15 +601,22 @@ class HubStore(ResultsStore):
             if not data.is_file():
                 continue
             index.add(
-                variant=record.variant, sha256=record.sha256, predictions=data.read_bytes(), scores=record.scores,
-                metadata=record.metadata, submitter=record.submitter, num_lines=record.num_lines,
+                variant=record.variant,
+                sha256=record.sha256,
+                predictions=data.read_bytes(),
+                scores=record.scores,
+                metadata=record.metadata,
+                submitter=record.submitter,
+                num_lines=record.num_lines,
                 now=record.created_at,
             )
         for path in sorted(self.folder.glob("withdrawals/*/*.json")):
             withdrawal = Withdrawal(**json.loads(path.read_text(encoding="utf-8")))
             with contextlib.suppress(KeyError, ValueError):  # a withdrawal of a record that did not complete
                 index.withdraw(path.stem, withdrawal.submitter, withdrawal.reason, withdrawal.at)
-        reviews = [ReviewDecision(**json.loads(p.read_text(encoding="utf-8"))) for p in self.folder.glob("reviews/*/*.json")]
+        reviews = [
+            ReviewDecision(**json.loads(p.read_text(encoding="utf-8"))) for p in self.folder.glob("reviews/*/*.json")
+        ]
         for decision in sorted(reviews, key=lambda d: d.at):
             index.add_review(decision)
         log = self.folder / "attempts.jsonl"
@@ -558,8 +628,21 @@ class HubStore(ResultsStore):
     def _predictions_path(self, variant: str, rid: str) -> Path:
         return self.folder / "predictions" / variant / f"{rid}.jsonl"
 
-    def add(self, *, variant, sha256, predictions, scores, metadata, submitter, num_lines, now=None, budget_bytes=None,
-            admit=None, rate_limit=None):
+    def add(
+        self,
+        *,
+        variant,
+        sha256,
+        predictions,
+        scores,
+        metadata,
+        submitter,
+        num_lines,
+        now=None,
+        budget_bytes=None,
+        admit=None,
+        rate_limit=None,
+    ):
         now = time.time() if now is None else now
         with self._lock:
             existing = self.index.find(variant, sha256)
@@ -573,21 +656,35 @@ class HubStore(ResultsStore):
             if rate_limit is not None and self.index.attempts(submitter, now - rate_limit[1]) >= rate_limit[0]:
                 raise RateLimited(f"{submitter} made {rate_limit[0]} submissions in the last {rate_limit[1]} s")
             record = StoredResult(
-                id=result_id(variant, sha256), variant=variant, sha256=sha256, metadata=metadata,
-                submitter=submitter, created_at=now, num_lines=num_lines, scores=scores,
+                id=result_id(variant, sha256),
+                variant=variant,
+                sha256=sha256,
+                metadata=metadata,
+                submitter=submitter,
+                created_at=now,
+                num_lines=num_lines,
+                scores=scores,
             )
             with self.scheduler.lock:
                 write_bytes_atomic(self._predictions_path(variant, record.id), bytes(predictions), durable=True)
                 write_bytes_atomic(
                     self.folder / "submissions" / variant / f"{record.id}.json",
-                    json.dumps(record.to_json(), indent=1).encode("utf-8"), durable=True,
+                    json.dumps(record.to_json(), indent=1).encode("utf-8"),
+                    durable=True,
                 )
                 if rate_limit is not None:  # the attempt goes with the submission, as in the index below
                     with open(self.folder / "attempts.jsonl", "a", encoding="utf-8") as log:
                         log.write(json.dumps({"submitter": submitter, "at": now}) + "\n")
             return self.index.add(
-                variant=variant, sha256=sha256, predictions=predictions, scores=scores, metadata=metadata,
-                submitter=submitter, num_lines=num_lines, now=now, rate_limit=rate_limit,
+                variant=variant,
+                sha256=sha256,
+                predictions=predictions,
+                scores=scores,
+                metadata=metadata,
+                submitter=submitter,
+                num_lines=num_lines,
+                now=now,
+                rate_limit=rate_limit,
             )
 
     def find(self, variant, sha256):
@@ -610,7 +707,8 @@ class HubStore(ResultsStore):
             with self.scheduler.lock:
                 write_bytes_atomic(
                     self.folder / "withdrawals" / record.variant / f"{result_id}.json",
-                    json.dumps(asdict(withdrawal), indent=1).encode("utf-8"), durable=True,
+                    json.dumps(asdict(withdrawal), indent=1).encode("utf-8"),
+                    durable=True,
                 )
             return self.index.withdraw(result_id, submitter, withdrawal.reason, withdrawal.at)
 
@@ -622,7 +720,8 @@ class HubStore(ResultsStore):
             with self.scheduler.lock:
                 write_bytes_atomic(
                     self.folder / "reviews" / decision.variant / f"{uuid.uuid4().hex}.json",
-                    json.dumps(asdict(decision), indent=1).encode("utf-8"), durable=True,
+                    json.dumps(asdict(decision), indent=1).encode("utf-8"),
+                    durable=True,
                 )
             self.index.add_review(decision)
 
@@ -654,7 +753,9 @@ def open_store(config) -> ResultsStore:
     """The store a ``SpaceConfig`` asks for: the Hub store with a token and repo, else SQLite."""
     if config.uses_hub_store:
         return HubStore(
-            config.data_dir / "hub-results", config.results_repo, config.hf_token,
+            config.data_dir / "hub-results",
+            config.results_repo,
+            config.hf_token,
             index_dir=config.data_dir / "hub-index",
         )
     return SqliteStore(config.data_dir)

@@ -84,12 +84,16 @@ def parse_id(text: object) -> str:
         raise ValueError(f"The submission id is longer than {MAX_ID_CHARS} characters; an id looks like {ID_EXAMPLE}.")
     value = value.strip()
     if not value:
-        raise ValueError(f"Enter a submission id (e.g. {ID_EXAMPLE}): it is shown after submitting and in the "
-                         "leaderboard's \u201cDate, link, submission\u201d columns.")
+        raise ValueError(
+            f"Enter a submission id (e.g. {ID_EXAMPLE}): it is shown after submitting and in the "
+            "leaderboard's \u201cDate, link, submission\u201d columns."
+        )
     if not ID_PATTERN.fullmatch(value):
         variants = ", ".join(ssd.VARIANTS[:-1]) + f" or {ssd.VARIANTS[-1]}"
-        raise ValueError(f"The submission id is not an id: an id is a variant ({variants}), a dash and 16 "
-                         f"hexadecimal digits, e.g. {ID_EXAMPLE}.")
+        raise ValueError(
+            f"The submission id is not an id: an id is a variant ({variants}), a dash and 16 "
+            f"hexadecimal digits, e.g. {ID_EXAMPLE}."
+        )
     return value.lower()
 
 
@@ -122,9 +126,15 @@ def details_html(record: StoredResult, note: str = "", history: list[StoredResul
         title += f' <span class="ss-verified" title="{VERIFIED_NOTE}">verified</span>'  # a badge (leaderboard CSS)
     parts = ['<div class="ss-submission">', title + "</h3>"]
     if record.withdrawal is not None:
-        reason = f"Reason: \u201c{esc(record.withdrawal.reason)}\u201d." if record.withdrawal.reason else "No reason was given."
-        parts.append(f'<p class="ss-withdrawn"><b>Withdrawn</b> by its submitter on {_utc(record.withdrawal.at)}; '
-                     f"it is no longer on the leaderboard. {reason}</p>")
+        reason = (
+            f"Reason: \u201c{esc(record.withdrawal.reason)}\u201d."
+            if record.withdrawal.reason
+            else "No reason was given."
+        )
+        parts.append(
+            f'<p class="ss-withdrawn"><b>Withdrawn</b> by its submitter on {_utc(record.withdrawal.at)}; '
+            f"it is no longer on the leaderboard. {reason}</p>"
+        )
     fields = {
         "Submission id": f'<code>{esc(record.id)}</code> (<a href="?{QUERY_PARAMETER}={esc(record.id)}">link to this page</a>)',
         "Variant": esc(record.variant),
@@ -141,9 +151,13 @@ def details_html(record: StoredResult, note: str = "", history: list[StoredResul
     if note:
         parts.append(f'<p class="ss-policy">{esc(note)}</p>')
     if len(history) > 1:
-        items = "".join(f'<li><a href="?{QUERY_PARAMETER}={esc(r.id)}">{esc(r.id)}</a> {_utc(r.created_at)}'
-                        + (" (this page)" if r.id == record.id else "") + (" (withdrawn)" if r.withdrawal else "") + "</li>"
-                        for r in history)
+        items = "".join(
+            f'<li><a href="?{QUERY_PARAMETER}={esc(r.id)}">{esc(r.id)}</a> {_utc(r.created_at)}'
+            + (" (this page)" if r.id == record.id else "")
+            + (" (withdrawn)" if r.withdrawal else "")
+            + "</li>"
+            for r in history
+        )
         fields["Submissions of this row"] = f'<ol class="ss-history">{items}</ol>'
     parts.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields.items()) + "</dl></div>")
     return "".join(parts)
@@ -160,21 +174,33 @@ def analyses_html(analyses: dict, deltas: list[dict]) -> str:
     """The analyses as tables (value and 95% CI per cell, counts per scenario), then the settings'
     deltas against ``main`` when there are any; every cell name escaped."""
     esc = html.escape
-    parts = ['<div class="ss-analyses">', f"<p>Quartiles by the {esc(analyses['duration_basis'])}. Values in %, "
-             "95% CI in brackets; a cell mixes scenarios in the proportions its counts show.</p>"]
-    head = "<tr><th></th><th>Instances (S1/S2/S3)</th>" + "".join(f"<th>{t}</th>" for t in TASK_TITLES.values()) + "</tr>"
+    parts = [
+        '<div class="ss-analyses">',
+        f"<p>Quartiles by the {esc(analyses['duration_basis'])}. Values in %, "
+        "95% CI in brackets; a cell mixes scenarios in the proportions its counts show.</p>",
+    ]
+    head = (
+        "<tr><th></th><th>Instances (S1/S2/S3)</th>" + "".join(f"<th>{t}</th>" for t in TASK_TITLES.values()) + "</tr>"
+    )
     for grouping in GROUPINGS:
         rows = "".join(
-            f"<tr><td>{esc(cell['cell'])}</td><td class=\"ss-num\">{cell['instances']} "
+            f'<tr><td>{esc(cell["cell"])}</td><td class="ss-num">{cell["instances"]} '
             f"({'/'.join(str(n) for n in cell['scenarios'].values())})</td>"
-            + "".join(f'<td class="ss-num">{_value_html(cell[task])}</td>' for task in TASK_TITLES) + "</tr>"
-            for cell in analyses["groups"][grouping])
+            + "".join(f'<td class="ss-num">{_value_html(cell[task])}</td>' for task in TASK_TITLES)
+            + "</tr>"
+            for cell in analyses["groups"][grouping]
+        )
         parts.append(f"<h4>{GROUPING_TITLES[grouping]}</h4><table>{head}{rows}</table>")
     if deltas:
-        parts.append("<h4>Settings of this model (paper Tables 3 and 8): value (minus <code>main</code>)</h4><table><tr><th>Setting</th>"
-                     + "".join(f"<th>{esc(column_label(k))}</th>" for k in DELTA_KEYS) + "</tr>")
+        parts.append(
+            "<h4>Settings of this model (paper Tables 3 and 8): value (minus <code>main</code>)</h4><table><tr><th>Setting</th>"
+            + "".join(f"<th>{esc(column_label(k))}</th>" for k in DELTA_KEYS)
+            + "</tr>"
+        )
         for entry in deltas:
-            cells = "".join(f'<td class="ss-num">{_delta_html(entry["values"][k], entry["delta"][k])}</td>' for k in DELTA_KEYS)
+            cells = "".join(
+                f'<td class="ss-num">{_delta_html(entry["values"][k], entry["delta"][k])}</td>' for k in DELTA_KEYS
+            )
             parts.append(f"<tr><td>{esc(entry['setting'])}</td>{cells}</tr>")
         parts.append("</table>")
     return "".join(parts) + "</div>"
@@ -188,23 +214,59 @@ def _delta_html(value: float | None, delta: float | None) -> str:
 
 def duration_chart(analyses: dict) -> alt.Chart:
     """Detection accuracy and localization F1 by duration quartile: bars with their 95% CIs."""
-    points = [{"quartile": cell["cell"], "task": title, "value": cell[task]["value"],
-               "low": cell[task]["ci"][0] if cell[task]["ci"] else None, "high": cell[task]["ci"][1] if cell[task]["ci"] else None}
-              for cell in analyses["groups"]["duration"] for task, title in TASK_TITLES.items() if cell[task] is not None]
+    points = [
+        {
+            "quartile": cell["cell"],
+            "task": title,
+            "value": cell[task]["value"],
+            "low": cell[task]["ci"][0] if cell[task]["ci"] else None,
+            "high": cell[task]["ci"][1] if cell[task]["ci"] else None,
+        }
+        for cell in analyses["groups"]["duration"]
+        for task, title in TASK_TITLES.items()
+        if cell[task] is not None
+    ]
     frame = pd.DataFrame(points, columns=["quartile", "task", "value", "low", "high"])
-    x = alt.X("quartile:N", title="duration quartile of the judged target clip", sort=None, axis=alt.Axis(labelAngle=0))
+    x = alt.X(
+        "quartile:N", title="duration quartile of the judged target clip", sort=None, axis=alt.Axis(labelAngle=0)
+    )
     offset = alt.XOffset("task:N")
-    bars = alt.Chart(frame).mark_bar().encode(
-        x, offset, y=alt.Y("value:Q", title="%", scale=alt.Scale(domain=[0, 100])), color=alt.Color("task:N", title=None),
-        tooltip=["quartile:N", "task:N", alt.Tooltip("value:Q", format=".1f"), alt.Tooltip("low:Q", format=".1f"),
-                 alt.Tooltip("high:Q", format=".1f")])
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x,
+            offset,
+            y=alt.Y("value:Q", title="%", scale=alt.Scale(domain=[0, 100])),
+            color=alt.Color("task:N", title=None),
+            tooltip=[
+                "quartile:N",
+                "task:N",
+                alt.Tooltip("value:Q", format=".1f"),
+                alt.Tooltip("low:Q", format=".1f"),
+                alt.Tooltip("high:Q", format=".1f"),
+            ],
+        )
+    )
     errors = alt.Chart(frame).mark_rule(color="currentColor").encode(x, offset, y="low:Q", y2="high:Q")
-    return alt.layer(bars, errors).properties(
-        title="Accuracy by duration of the judged clip (paper Fig. 6)", width=420, height=220, background="transparent",
-        usermeta={"embedOptions": {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False,
-                                                                  "editor": False}}},
-    ).configure_axis(labelColor="currentColor", titleColor="currentColor").configure_legend(
-        labelColor="currentColor", orient="bottom").configure_title(color="currentColor", fontWeight="normal")
+    return (
+        alt.layer(bars, errors)
+        .properties(
+            title="Accuracy by duration of the judged clip (paper Fig. 6)",
+            width=420,
+            height=220,
+            background="transparent",
+            usermeta={
+                "embedOptions": {
+                    "renderer": "svg",
+                    "actions": {"export": True, "source": False, "compiled": False, "editor": False},
+                }
+            },
+        )
+        .configure_axis(labelColor="currentColor", titleColor="currentColor")
+        .configure_legend(labelColor="currentColor", orient="bottom")
+        .configure_title(color="currentColor", fontWeight="normal")
+    )
 
 
 @dataclass
@@ -217,7 +279,9 @@ class SubmissionPage:
 
     def __post_init__(self) -> None:
         gold = None if self.submitter.gold_root == self.submitter.dataset else self.submitter.gold_root
-        self.provenance = lru_cache(maxsize=None)(lambda variant: read_provenance(self.submitter.dataset, variant, gold=gold))
+        self.provenance = lru_cache(maxsize=None)(
+            lambda variant: read_provenance(self.submitter.dataset, variant, gold=gold)
+        )
 
     def show(self, text: object):
         """The page of the submission ``text`` names: details, breakdown, predictions download, the
@@ -229,16 +293,32 @@ class SubmissionPage:
         except KeyError as err:
             return self._nothing(f"There is no submission with the id {err.args[0]}.")
         policy = self.submitter.policy
-        history = [r for r in self.submitter.store.results(record.variant, include_withdrawn=True) if row_key(r) == row_key(record)]
+        history = [
+            r
+            for r in self.submitter.store.results(record.variant, include_withdrawn=True)
+            if row_key(r) == row_key(record)
+        ]
         if not policy.shows_details:  # a blind round: the breakdown it allows, no predictions, no analyses
             note = policy.status(record)
-            return (details_html(record, note, history), self.submitter.breakdown(record), gr.DownloadButton(value=None, visible=False),
-                    f"<p>{html.escape(note)}</p>", None)
+            return (
+                details_html(record, note, history),
+                self.submitter.breakdown(record),
+                gr.DownloadButton(value=None, visible=False),
+                f"<p>{html.escape(note)}</p>",
+                None,
+            )
         path = self.download_dir / f"{record.id}.jsonl"  # the store's id, checked by parse_id
         if not path.is_file():
             write_bytes_atomic(path, self.submitter.store.predictions(record.id), durable=True)
-        download = gr.DownloadButton(f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True)
-        return details_html(record, history=history), self.submitter.breakdown(record), download, *self.analyses(record)
+        download = gr.DownloadButton(
+            f"Download the canonical predictions ({record.id}.jsonl)", value=str(path), visible=True
+        )
+        return (
+            details_html(record, history=history),
+            self.submitter.breakdown(record),
+            download,
+            *self.analyses(record),
+        )
 
     def analyses(self, record: StoredResult) -> tuple[str, alt.Chart | None]:
         """The analyses of a stored submission (recomputed from its predictions) and their chart;
@@ -264,8 +344,13 @@ class SubmissionPage:
 
     @staticmethod
     def _nothing(message: str):
-        return (_message_html(message), pd.DataFrame(columns=BREAKDOWN_COLUMNS), gr.DownloadButton(value=None, visible=False),
-                "", None)
+        return (
+            _message_html(message),
+            pd.DataFrame(columns=BREAKDOWN_COLUMNS),
+            gr.DownloadButton(value=None, visible=False),
+            "",
+            None,
+        )
 
     def open_link(self, request: gr.Request):
         """On page load: with ``?submission=<id>``, the Submission tab showing it; without it, or
@@ -283,20 +368,27 @@ class SubmissionPage:
     def choices(self):
         """The chooser's list: every submission on the leaderboard, newest first."""
         results = reversed(self.submitter.store.results())
-        return gr.Dropdown(choices=[(f"{r.metadata.model_name} \u00b7 {r.variant} \u00b7 {r.id}", r.id) for r in results])
+        return gr.Dropdown(
+            choices=[(f"{r.metadata.model_name} \u00b7 {r.variant} \u00b7 {r.id}", r.id) for r in results]
+        )
 
-    def withdraw(self, text: object, reason: str, confirmed: bool, request: gr.Request,
-                 profile: gr.OAuthProfile | None = None):
+    def withdraw(
+        self, text: object, reason: str, confirmed: bool, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ):
         """Withdraw the shown submission as the requesting identity; returns the status and the
         page again (marked withdrawn when it was)."""
-        page = [gr.skip()] * 5  # the page (``SubmissionTab.outputs``: details, breakdown, download, analyses, chart) as it is
+        page = [
+            gr.skip()
+        ] * 5  # the page (``SubmissionTab.outputs``: details, breakdown, download, analyses, chart) as it is
         try:
             rid = parse_id(text)
         except ValueError as err:
             return [_message_html(str(err)), *page]
         if not confirmed:
-            return [_message_html("Tick the box to confirm the withdrawal (it cannot be undone); nothing was withdrawn."),
-                    *page]
+            return [
+                _message_html("Tick the box to confirm the withdrawal (it cannot be undone); nothing was withdrawn."),
+                *page,
+            ]
         result = self.submitter.withdraw(rid, reason, profile, address=client_address(request))
         return [result_html(result), *self.show(rid)]
 
@@ -316,27 +408,45 @@ def build_submission_tab(submitter: Submitter, download_dir: Path) -> Submission
     """The Submission tab's components and events (api names ``submission`` and ``withdraw``);
     ``download_dir``'s files are served as they are (static paths), not copied into Gradio's cache."""
     gr.set_static_paths([download_dir])
-    gr.Markdown(f"One submission: its metadata, the SHA-256 of its canonical predictions (one compact JSON line per "
-                f"instance, sorted), its full per-task breakdown with 95% CIs, those predictions to download, and "
-                f"analyses: detection accuracy and localization F1 by the judged clip's duration quartile, source corpus, "
-                f"VC model and scenario, and, for a model tagged with several settings, each setting against `main`. "
-                f"Link to a submission with `?{QUERY_PARAMETER}=<id>`.")
+    gr.Markdown(
+        f"One submission: its metadata, the SHA-256 of its canonical predictions (one compact JSON line per "
+        f"instance, sorted), its full per-task breakdown with 95% CIs, those predictions to download, and "
+        f"analyses: detection accuracy and localization F1 by the judged clip's duration quartile, source corpus, "
+        f"VC model and scenario, and, for a model tagged with several settings, each setting against `main`. "
+        f"Link to a submission with `?{QUERY_PARAMETER}=<id>`."
+    )
     with gr.Row():
-        chooser = gr.Dropdown([], value=None, label="Submission (choose, or paste an id)", allow_custom_value=True,
-                              filterable=True, scale=4, elem_id="ss-submission-id")
+        chooser = gr.Dropdown(
+            [],
+            value=None,
+            label="Submission (choose, or paste an id)",
+            allow_custom_value=True,
+            filterable=True,
+            scale=4,
+            elem_id="ss-submission-id",
+        )
         show_button = gr.Button("Show", scale=1, elem_id="ss-submission-show")
     details = gr.HTML(elem_id="ss-submission-details")
-    download = gr.DownloadButton("Download the canonical predictions", visible=False, size="sm",
-                                 elem_id="ss-submission-download")
-    breakdown = gr.Dataframe(value=pd.DataFrame(columns=BREAKDOWN_COLUMNS), datatype="str", interactive=False,
-                             label="Per-task breakdown", elem_id="ss-submission-breakdown", max_height=700)
+    download = gr.DownloadButton(
+        "Download the canonical predictions", visible=False, size="sm", elem_id="ss-submission-download"
+    )
+    breakdown = gr.Dataframe(
+        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
+        datatype="str",
+        interactive=False,
+        label="Per-task breakdown",
+        elem_id="ss-submission-breakdown",
+        max_height=700,
+    )
     with gr.Accordion("Analyses: by clip duration, source corpus, VC model, scenario and setting", open=True):
         chart = gr.Plot(show_label=False, elem_id="ss-submission-chart", elem_classes="ss-bias")
         analyses = gr.HTML(elem_id="ss-submission-analyses")
     with gr.Accordion("Withdraw this submission", open=False):
-        gr.Markdown("Only the identity that submitted it can withdraw a submission (the Hugging Face user on Spaces, "
-                    "elsewhere the network address it came from). It leaves the leaderboard; its record, and who "
-                    "withdrew it, when and why, stay in the store, and the same predictions cannot be submitted again.")
+        gr.Markdown(
+            "Only the identity that submitted it can withdraw a submission (the Hugging Face user on Spaces, "
+            "elsewhere the network address it came from). It leaves the leaderboard; its record, and who "
+            "withdrew it, when and why, stay in the store, and the same predictions cannot be submitted again."
+        )
         if submitter.config.on_spaces:
             gr.LoginButton()
         reason = gr.Textbox(label="Reason (optional, shown on the page)", max_length=MAX_LINK_CHARS, max_lines=1)
@@ -348,5 +458,7 @@ def build_submission_tab(submitter: Submitter, download_dir: Path) -> Submission
     outputs = [details, breakdown, download, analyses, chart]
     show_button.click(page.show, chooser, outputs, api_name="submission")
     chooser.input(page.show, chooser, outputs, api_name=False)
-    withdrawn = withdraw_button.click(page.withdraw, [chooser, reason, confirmed], [status, *outputs], api_name="withdraw")
+    withdrawn = withdraw_button.click(
+        page.withdraw, [chooser, reason, confirmed], [status, *outputs], api_name="withdraw"
+    )
     return SubmissionTab(page, chooser, outputs, withdrawn)

@@ -37,7 +37,6 @@ import speakersleuth_dataset as ssd
 from metrics.analysis import SETTINGS
 from metrics.score import leaderboard_row
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
-
 from space.config import SpaceConfig
 from space.disclosure import RELEASED, Disclosure, policy_for, released_task
 from space.leaderboard import column_label
@@ -94,8 +93,13 @@ def _joins_emoji(text: str, i: int) -> bool:
 
 
 def clean_metadata(
-    model_name: Any, organisation: Any = "", model_type: Any = "other", access: Any = "open",
-    link: Any = "", model_date: Any = "", setting: Any = "",
+    model_name: Any,
+    organisation: Any = "",
+    model_type: Any = "other",
+    access: Any = "open",
+    link: Any = "",
+    model_date: Any = "",
+    setting: Any = "",
 ) -> Metadata:
     """Validate the form; returns ``Metadata`` or raises ``FormError`` listing every problem.
 
@@ -126,8 +130,15 @@ def clean_metadata(
         errors.append(f"setting must be one of {', '.join(SETTINGS)}, or empty (not tagged)")
     if errors:
         raise FormError(errors)
-    return Metadata(model_name=name, organisation=org, model_type=model_type, access=access, link=url, model_date=date,
-                    setting=setting)
+    return Metadata(
+        model_name=name,
+        organisation=org,
+        model_type=model_type,
+        access=access,
+        link=url,
+        model_date=date,
+        setting=setting,
+    )
 
 
 def _is_date(text: str) -> bool:
@@ -163,8 +174,10 @@ def gold_folder(config: SpaceConfig, dataset: Path) -> Path | None:
     dataset's own; a blind dataset without a configured gold folder is refused."""
     gold = config.gold_folder()
     if gold is None and ssd.is_blind(dataset):
-        raise ValueError(f"{dataset} is a blind copy without test gold: give its private gold folder "
-                         "(--gold <folder or Hub id>, or SPEAKERSLEUTH_GOLD)")
+        raise ValueError(
+            f"{dataset} is a blind copy without test gold: give its private gold folder "
+            "(--gold <folder or Hub id>, or SPEAKERSLEUTH_GOLD)"
+        )
     return gold
 
 
@@ -215,8 +228,14 @@ class Submitter:
         return f"ip:{address}"
 
     def submit(
-        self, data: bytes | str | os.PathLike | None, variant: str, form: dict[str, Any],
-        profile: gr.OAuthProfile | None = None, *, address: str | None = THIS_MACHINE, as_user: str | None = None,
+        self,
+        data: bytes | str | os.PathLike | None,
+        variant: str,
+        form: dict[str, Any],
+        profile: gr.OAuthProfile | None = None,
+        *,
+        address: str | None = THIS_MACHINE,
+        as_user: str | None = None,
         rate_limited: bool = True,
     ) -> SubmitResult:
         """The whole path for one upload; never raises. ``data`` is the file's bytes or the path
@@ -228,10 +247,16 @@ class Submitter:
             return self._submit(data, variant, form, as_user or self.identity(profile, address), rate_limited)
         except Exception:
             logger.exception("submission %s failed unexpectedly", ref)
-            return SubmitResult("error", f"Internal error while handling the submission (reference {ref}); nothing was stored.")
+            return SubmitResult(
+                "error", f"Internal error while handling the submission (reference {ref}); nothing was stored."
+            )
 
     def withdraw(
-        self, result_id: str, reason: str = "", profile: gr.OAuthProfile | None = None, *,
+        self,
+        result_id: str,
+        reason: str = "",
+        profile: gr.OAuthProfile | None = None,
+        *,
         address: str | None = THIS_MACHINE,
     ) -> SubmitResult:
         """Withdraw one's own submission (the identity that submitted it); never raises. The row
@@ -247,7 +272,9 @@ class Submitter:
         try:
             record = self.store.withdraw(result_id, user, reason, now=self.clock())
         except KeyError:
-            return SubmitResult("invalid", "Nothing was withdrawn.", [f"there is no submission with the id {result_id!r}"])
+            return SubmitResult(
+                "invalid", "Nothing was withdrawn.", [f"there is no submission with the id {result_id!r}"]
+            )
         except (PermissionError, ValueError) as err:
             return SubmitResult("invalid", "Nothing was withdrawn.", [str(err)])
         except Exception:
@@ -255,8 +282,10 @@ class Submitter:
             logger.exception("withdrawal %s failed unexpectedly", ref)
             return SubmitResult("error", f"Internal error while withdrawing (reference {ref}); nothing was changed.")
         return SubmitResult(
-            "withdrawn", f"Withdrawn: \u201c{record.metadata.model_name}\u201d is off the {record.variant} leaderboard. "
-            "The store keeps the record of it and of this withdrawal.", record=record,
+            "withdrawn",
+            f"Withdrawn: \u201c{record.metadata.model_name}\u201d is off the {record.variant} leaderboard. "
+            "The store keeps the record of it and of this withdrawal.",
+            record=record,
         )
 
     def _submit(self, data, variant, form, user, rate_limited) -> SubmitResult:
@@ -275,8 +304,9 @@ class Submitter:
             return SubmitResult("invalid", "The form is incomplete; nothing was scored.", errors)
         if self.policy.closed:
             return SubmitResult("closed", _CLOSED)
+
         def admit(stored: list[StoredResult]) -> list[str]:  # again under the store's lock: two identities racing
-            return name_conflicts(metadata, user, stored)    # for one new name cannot both get it
+            return name_conflicts(metadata, user, stored)  # for one new name cannot both get it
 
         if taken := admit(self.store.results(include_withdrawn=True)):
             return SubmitResult("invalid", NAME_REFUSED, taken)
@@ -309,14 +339,23 @@ class Submitter:
         """Score a parsed submission against ``user``'s history and store it (its ``stored`` canonical
         predictions and their SHA-256) under ``turn(user)``."""
         canonical, sha256 = stored
-        history = self.policy.history(self.store.results(variant, include_withdrawn=True, submitter=user), user,
-                                      metadata.model_name)
+        history = self.policy.history(
+            self.store.results(variant, include_withdrawn=True, submitter=user), user, metadata.model_name
+        )
         scores = self.policy.score(sub, gold, history, user)
         try:
             record, created = self.store.add(
-                variant=variant, sha256=sha256, predictions=canonical, scores=scores,
-                metadata=metadata, submitter=user, num_lines=sub.num_lines, now=self.clock(),
-                budget_bytes=self.config.store_budget_bytes, admit=admit, rate_limit=limit,
+                variant=variant,
+                sha256=sha256,
+                predictions=canonical,
+                scores=scores,
+                metadata=metadata,
+                submitter=user,
+                num_lines=sub.num_lines,
+                now=self.clock(),
+                budget_bytes=self.config.store_budget_bytes,
+                admit=admit,
+                rate_limit=limit,
             )
         except StoreFull:
             return _store_full()
@@ -335,7 +374,11 @@ class Submitter:
             return SubmitResult("invalid", "The uploaded file is no longer on the server; upload it again.")
         size = os.path.getsize(path)
         if size > self.config.max_bytes:
-            return SubmitResult("invalid", "The file is too large.", [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"])
+            return SubmitResult(
+                "invalid",
+                "The file is too large.",
+                [f"file has {size:,} bytes; the limit is {self.config.max_bytes:,}"],
+            )
         return Path(path).read_bytes()
 
     @property
@@ -424,11 +467,14 @@ def _when(timestamp: float) -> str:
 
 
 def _duplicate(record: StoredResult) -> SubmitResult:
-    said = (f"These predictions (the same answers, however the file is written) were already submitted on the "
-            f"{record.variant} variant as \u201c{record.metadata.model_name}\u201d on {_when(record.created_at)}")
+    said = (
+        f"These predictions (the same answers, however the file is written) were already submitted on the "
+        f"{record.variant} variant as \u201c{record.metadata.model_name}\u201d on {_when(record.created_at)}"
+    )
     if record.withdrawal is not None:
         return SubmitResult(
-            "duplicate", f"{said} and withdrawn on {_when(record.withdrawal.at)}; withdrawn predictions cannot be "
+            "duplicate",
+            f"{said} and withdrawn on {_when(record.withdrawal.at)}; withdrawn predictions cannot be "
             "submitted again. Nothing was stored.",
         )
     return SubmitResult("duplicate", f"{said}; nothing new was stored. Its scores:", record=record)
@@ -437,7 +483,8 @@ def _duplicate(record: StoredResult) -> SubmitResult:
 def _store_full() -> SubmitResult:
     logger.warning("the results store has reached its size budget; submissions are refused")
     return SubmitResult(
-        "full", "The leaderboard's store is full (its size budget is spent), so no new submission can be stored now; "
+        "full",
+        "The leaderboard's store is full (its size budget is spent), so no new submission can be stored now; "
         "nothing was stored. Please tell the maintainers.",
     )
 
@@ -468,16 +515,19 @@ def breakdown_frame(scores: dict[str, Any]) -> pd.DataFrame:
     row = leaderboard_row(scores)
     records = []
     for key, value in row.items():
-        if key.endswith("_ci") or (key.startswith("disc_acc_") and key != "disc_acc_avg" and value is None
-                                   and scores.get("discrimination")):
+        if key.endswith("_ci") or (
+            key.startswith("disc_acc_") and key != "disc_acc_avg" and value is None and scores.get("discrimination")
+        ):
             continue
         ci = row.get(f"{key}_ci")
-        records.append({
-            "task": _task_of(key),
-            "metric": column_label(key),
-            "value": "n/a" if value is None else f"{value:.1f}",
-            "95% CI": f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else "",
-        })
+        records.append(
+            {
+                "task": _task_of(key),
+                "metric": column_label(key),
+                "value": "n/a" if value is None else f"{value:.1f}",
+                "95% CI": f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else "",
+            }
+        )
     return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
 
 
@@ -494,8 +544,14 @@ def released_frame(record: StoredResult, *, private: bool = False, selected: boo
         if released_task(key) not in record.scores.get("tasks", []):
             continue
         value = "not selected" if not selected else f"{values[key]:.1f}" if key in values else "not released"
-        records.append({"task": released_task(key), "metric": f"{column_label(key)} ({part} part)", "value": value,
-                        "95% CI": f"steps of {steps[key]:.1f}" if key in steps else ""})
+        records.append(
+            {
+                "task": released_task(key),
+                "metric": f"{column_label(key)} ({part} part)",
+                "value": value,
+                "95% CI": f"steps of {steps[key]:.1f}" if key in steps else "",
+            }
+        )
     return pd.DataFrame.from_records(records, columns=BREAKDOWN_COLUMNS)
 
 
@@ -548,23 +604,55 @@ def build_submit_tab(submitter: Submitter):
             model_type = gr.Radio(list(MODEL_TYPES), value="LALM", label="Model type")
             access = gr.Radio(list(ACCESS), value="open", label="Weights")
         with gr.Column():
-            link = gr.Textbox(label="Link (paper, model card or code; http(s))", max_length=MAX_LINK_CHARS, max_lines=1)
+            link = gr.Textbox(
+                label="Link (paper, model card or code; http(s))", max_length=MAX_LINK_CHARS, max_lines=1
+            )
             model_date = gr.Textbox(label="Model date (YYYY-MM-DD or YYYY-MM)", max_length=10, max_lines=1)
-            variant = gr.Dropdown(submitter.variants, value=submitter.variants[0] if submitter.variants else None, label="Variant")
-            setting = gr.Dropdown([("not tagged", ""), *((s, s) for s in SETTINGS)], value="", elem_id="ss-setting",
-                                  label="Setting (optional): tag runs of one model in several settings to compare them")
-            upload = SubmissionFile(label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload")
+            variant = gr.Dropdown(
+                submitter.variants, value=submitter.variants[0] if submitter.variants else None, label="Variant"
+            )
+            setting = gr.Dropdown(
+                [("not tagged", ""), *((s, s) for s in SETTINGS)],
+                value="",
+                elem_id="ss-setting",
+                label="Setting (optional): tag runs of one model in several settings to compare them",
+            )
+            upload = SubmissionFile(
+                label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload"
+            )
     button = gr.Button("Submit", variant="primary")
     status = gr.HTML(elem_id="ss-submit-status")
     breakdown = gr.Dataframe(
-        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS), datatype="str", interactive=False,
-        label="Per-task breakdown", elem_id="ss-breakdown", max_height=700,
+        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
+        datatype="str",
+        interactive=False,
+        label="Per-task breakdown",
+        elem_id="ss-breakdown",
+        max_height=700,
     )
 
-    def handle(file_path, variant_value, name, org, mtype, acc, url, date, setting_value="", request: gr.Request = None,
-               profile: gr.OAuthProfile | None = None):
-        form = {"model_name": name, "organisation": org, "model_type": mtype, "access": acc, "link": url, "model_date": date,
-                "setting": setting_value}
+    def handle(
+        file_path,
+        variant_value,
+        name,
+        org,
+        mtype,
+        acc,
+        url,
+        date,
+        setting_value="",
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        form = {
+            "model_name": name,
+            "organisation": org,
+            "model_type": mtype,
+            "access": acc,
+            "link": url,
+            "model_date": date,
+            "setting": setting_value,
+        }
         try:
             result = submitter.submit(file_path, variant_value, form, profile, address=client_address(request))
         finally:
@@ -573,7 +661,11 @@ def build_submit_tab(submitter: Submitter):
         return result_html(result), frame, None  # the upload is gone from the server: clear its widget
 
     event = button.click(
-        handle, [upload, variant, model_name, organisation, model_type, access, link, model_date, setting],
-        [status, breakdown, upload], api_name="submit", concurrency_limit=config.concurrency, concurrency_id="submit",
+        handle,
+        [upload, variant, model_name, organisation, model_type, access, link, model_date, setting],
+        [status, breakdown, upload],
+        api_name="submit",
+        concurrency_limit=config.concurrency,
+        concurrency_id="submit",
     )
     return event

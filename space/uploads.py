@@ -55,8 +55,17 @@ class UploadGuard:
     module docstring); every other request passes untouched. An upload that fails (any status
     but 200) is not charged to its address."""
 
-    def __init__(self, app, *, per_address_bytes: int, total_bytes: int, window_s: float,
-                 folder: str | os.PathLike, behind_proxy: bool = False, clock=time.monotonic):
+    def __init__(
+        self,
+        app,
+        *,
+        per_address_bytes: int,
+        total_bytes: int,
+        window_s: float,
+        folder: str | os.PathLike,
+        behind_proxy: bool = False,
+        clock=time.monotonic,
+    ):
         self.app = app
         self.behind_proxy = behind_proxy
         self.per_address_bytes = per_address_bytes
@@ -113,7 +122,9 @@ class UploadGuard:
         if raw is None:
             return 0, PlainTextResponse("Upload refused: the request has no Content-Length header.", status_code=411)
         if not (raw.isascii() and raw.isdigit()):
-            return 0, PlainTextResponse(f"Upload refused: Content-Length {raw!r} is not a number of bytes.", status_code=400)
+            return 0, PlainTextResponse(
+                f"Upload refused: Content-Length {raw!r} is not a number of bytes.", status_code=400
+            )
         return int(raw), None
 
     def _over_budget(self, address: str, size: int) -> PlainTextResponse | None:
@@ -135,7 +146,9 @@ class UploadGuard:
         if size > self.per_address_bytes:
             return PlainTextResponse(refusal + " Upload fewer or smaller files.", status_code=413)
         wait = max(1, math.ceil(charges[0].at + self.window_s - now))
-        return PlainTextResponse(f"{refusal} Try again in {wait} s.", status_code=429, headers={"Retry-After": str(wait)})
+        return PlainTextResponse(
+            f"{refusal} Try again in {wait} s.", status_code=429, headers={"Retry-After": str(wait)}
+        )
 
     def _over_cap(self, held: int, size: int) -> PlainTextResponse | None:
         if held + self.in_flight + size <= self.total_bytes:
@@ -150,8 +163,12 @@ class UploadGuard:
 def upload_guard(config) -> Middleware:
     """The ``UploadGuard`` for a ``SpaceConfig``, over Gradio's upload folder, for ``app_kwargs``."""
     return Middleware(
-        UploadGuard, per_address_bytes=config.upload_budget_bytes, total_bytes=config.upload_cap_bytes,
-        window_s=config.upload_ttl_s, folder=get_upload_folder(), behind_proxy=config.on_spaces,
+        UploadGuard,
+        per_address_bytes=config.upload_budget_bytes,
+        total_bytes=config.upload_cap_bytes,
+        window_s=config.upload_ttl_s,
+        folder=get_upload_folder(),
+        behind_proxy=config.on_spaces,
     )
 
 

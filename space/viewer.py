@@ -63,7 +63,8 @@ class InstanceIndex:
 
     def ids(self, config: str, source: str | None = None, scenario: str | None = None) -> list[str]:
         return [
-            r.id for r in self.refs(config)
+            r.id
+            for r in self.refs(config)
             if (source in (None, ANY) or r.source_dataset == source)
             and (scenario in (None, ANY) or r.scenario == scenario)
         ]
@@ -128,7 +129,9 @@ def dialogue_html(row: dict[str, Any], task: str) -> str:
 def facts_html(row: dict[str, Any], task: str) -> str:
     """Gold labels and provenance as a small definition table (a blind row has neither)."""
     facts: list[tuple[str, Any]] = [
-        ("id", row["id"]), ("dialogue", row.get("dialogue_id")), ("source dataset", row["source_dataset"]),
+        ("id", row["id"]),
+        ("dialogue", row.get("dialogue_id")),
+        ("source dataset", row["source_dataset"]),
         ("variant", row["variant"]),
         ("target speaker", f"{row['target_speaker']} ({row['target_gender']})"),
     ]
@@ -154,7 +157,12 @@ def _gold_facts(row: dict[str, Any], task: str) -> list[tuple[str, Any]]:
         for label, speaker, sim in zip(
             row["candidate_labels"], row["candidate_substitute_speakers"], row["candidate_similarities"]
         ):
-            facts.append((f"candidate {label} speaker", f"{speaker or row['target_speaker']} (similarity {_fmt_similarity(sim)})"))
+            facts.append(
+                (
+                    f"candidate {label} speaker",
+                    f"{speaker or row['target_speaker']} (similarity {_fmt_similarity(sim)})",
+                )
+            )
     else:
         facts += [
             ("scenario", row["scenario"]),
@@ -171,7 +179,9 @@ def _gold_facts(row: dict[str, Any], task: str) -> list[tuple[str, Any]]:
     return facts
 
 
-def instance_view(row: dict[str, Any], config: str) -> tuple[str, str, list[tuple[str, bytes | None]], list[tuple[str, bytes | None]], bytes | None]:
+def instance_view(
+    row: dict[str, Any], config: str
+) -> tuple[str, str, list[tuple[str, bytes | None]], list[tuple[str, bytes | None]], bytes | None]:
     """Everything the tab shows for one instance: dialogue HTML, facts HTML, the turn players
     ``[(label, wav)]``, the candidate players ``[(label, wav)]`` and the reference clip."""
     task = ssd.get_config(config).task
@@ -215,7 +225,8 @@ def empty_view(message: str) -> list:
 def players(items: list[tuple[str, bytes | None]], slots: int) -> list:
     """``slots`` audio updates: one labelled player per item, the rest hidden."""
     return [
-        gr.update(value=items[i][1], label=items[i][0], visible=True) if i < len(items)
+        gr.update(value=items[i][1], label=items[i][0], visible=True)
+        if i < len(items)
         else gr.update(value=None, visible=False)
         for i in range(slots)
     ]
@@ -236,9 +247,14 @@ class ViewerEvents:
         except KeyError:
             return empty_view(f"<p>No instance {_e(repr(instance_id))} in config {_e(config)}.</p>")
         dialogue_value, facts_value, turns, candidates, ref = instance_view(row, config)
-        return [f"<p>{_e(config)} / {_e(instance_id)}</p>", dialogue_value, facts_value,
-                gr.update(value=ref, visible=ref is not None),
-                *players(turns, TURN_SLOTS), *players(candidates, CANDIDATE_SLOTS)]
+        return [
+            f"<p>{_e(config)} / {_e(instance_id)}</p>",
+            dialogue_value,
+            facts_value,
+            gr.update(value=ref, visible=ref is not None),
+            *players(turns, TURN_SLOTS),
+            *players(candidates, CANDIDATE_SLOTS),
+        ]
 
     def refilter(self, config, source, scenario):
         ids = self.index.ids(config, source, scenario) if config else []
@@ -247,13 +263,21 @@ class ViewerEvents:
     def on_config(self, config):
         sources = [ANY] + (self.index.sources(config) if config else [])
         ids = self.index.ids(config) if config else []
-        return gr.update(choices=sources, value=ANY), gr.update(value=ANY), gr.update(choices=ids, value=ids[0] if ids else None)
+        return (
+            gr.update(choices=sources, value=ANY),
+            gr.update(value=ANY),
+            gr.update(choices=ids, value=ids[0] if ids else None),
+        )
 
     def on_paste(self, text, config):
         instance_id = (text or "").strip()
         found = self.index.locate(instance_id, prefer=config) if instance_id else None
         if found is None:
-            return [gr.update(), gr.update(), *empty_view(f"<p>Unknown instance id {_e(repr(instance_id[:200]))}.</p>")]
+            return [
+                gr.update(),
+                gr.update(),
+                *empty_view(f"<p>Unknown instance id {_e(repr(instance_id[:200]))}.</p>"),
+            ]
         ids = self.index.ids(found)
         return [gr.update(value=found), gr.update(choices=ids, value=instance_id), *self.show(found, instance_id)]
 
@@ -267,11 +291,18 @@ def instance_panel(message_id: str | None = None) -> list:
             dialogue = gr.HTML(label="Dialogue")
         with gr.Column(scale=2):
             facts = gr.HTML(label="Gold labels and provenance")
-    reference = gr.Audio(label="Reference clip of the target speaker", interactive=False, visible=False, buttons=["download"])
+    reference = gr.Audio(
+        label="Reference clip of the target speaker", interactive=False, visible=False, buttons=["download"]
+    )
     with gr.Row():
-        turn_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(TURN_SLOTS)]
+        turn_players = [
+            gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(TURN_SLOTS)
+        ]
     with gr.Row():
-        candidate_players = [gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"]) for _ in range(CANDIDATE_SLOTS)]
+        candidate_players = [
+            gr.Audio(interactive=False, visible=False, min_width=220, buttons=["download"])
+            for _ in range(CANDIDATE_SLOTS)
+        ]
     return [message, dialogue, facts, reference, *turn_players, *candidate_players]
 
 
@@ -283,19 +314,29 @@ def build_viewer_tab(index: InstanceIndex):
     with gr.Row():
         config_dd = gr.Dropdown(configs, value=first, label="Config")
         source_dd = gr.Dropdown([ANY] + (index.sources(first) if first else []), value=ANY, label="Source dataset")
-        scenario_dd = gr.Dropdown([ANY, *ssd.SCENARIOS], value=ANY, label="Scenario (detection/localization)",
-                                  visible=not ssd.is_blind(index.root, index.split))  # a blind copy has no scenario to filter by
+        scenario_dd = gr.Dropdown(
+            [ANY, *ssd.SCENARIOS],
+            value=ANY,
+            label="Scenario (detection/localization)",
+            visible=not ssd.is_blind(index.root, index.split),
+        )  # a blind copy has no scenario to filter by
         first_ids = index.ids(first) if first else []
-        id_dd = gr.Dropdown(first_ids, value=first_ids[0] if first_ids else None, label="Instance", allow_custom_value=True)  # any config's id (the API); show() checks it
+        id_dd = gr.Dropdown(
+            first_ids, value=first_ids[0] if first_ids else None, label="Instance", allow_custom_value=True
+        )  # any config's id (the API); show() checks it
     with gr.Row():
         pasted = gr.Textbox(label="Or paste an instance id", max_lines=1, max_length=200, scale=4)
         go = gr.Button("Show", scale=1)
     outputs = instance_panel()
 
     events = ViewerEvents(index)
-    config_dd.input(events.on_config, config_dd, [source_dd, scenario_dd, id_dd]).then(events.show, [config_dd, id_dd], outputs)
+    config_dd.input(events.on_config, config_dd, [source_dd, scenario_dd, id_dd]).then(
+        events.show, [config_dd, id_dd], outputs
+    )
     for dd in (source_dd, scenario_dd):
-        dd.input(events.refilter, [config_dd, source_dd, scenario_dd], id_dd).then(events.show, [config_dd, id_dd], outputs)
+        dd.input(events.refilter, [config_dd, source_dd, scenario_dd], id_dd).then(
+            events.show, [config_dd, id_dd], outputs
+        )
     id_dd.input(events.show, [config_dd, id_dd], outputs, api_name="view_instance")
     for trigger in (go.click, pasted.submit):
         trigger(events.on_paste, [pasted, config_dd], [config_dd, id_dd, *outputs], api_name=False)

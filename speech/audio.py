@@ -36,8 +36,9 @@ def resample(wav: np.ndarray, orig_sr: int, target_sr: int = SAMPLING_RATE) -> n
     try:
         from scipy.signal import resample_poly
     except ImportError:
-        raise ImportError(f"resampling {orig_sr} Hz audio to {target_sr} Hz needs scipy: "
-                          "pip install 'speakersleuth[audio]'") from None
+        raise ImportError(
+            f"resampling {orig_sr} Hz audio to {target_sr} Hz needs scipy: pip install 'speakersleuth[audio]'"
+        ) from None
 
     g = gcd(int(orig_sr), int(target_sr))
     return resample_poly(wav, int(target_sr) // g, int(orig_sr) // g).astype(np.float32)
@@ -65,7 +66,9 @@ def seeded_praat(audio: np.ndarray, *settings: float) -> Iterator[None]:
     from parselmouth.praat import run
 
     key = audio.tobytes() + np.float64(settings).tobytes()
-    run(f"random_initializeWithSeedUnsafelyButPredictably ({int.from_bytes(hashlib.blake2b(key, digest_size=6).digest(), 'big')})")
+    run(
+        f"random_initializeWithSeedUnsafelyButPredictably ({int.from_bytes(hashlib.blake2b(key, digest_size=6).digest(), 'big')})"
+    )
     try:
         yield
     finally:

@@ -91,7 +91,10 @@ def check_model_folders(folders: Sequence[ModelFolder], staging: str) -> None:
     problems = [
         f"model folder {path} (--model-dir {name}=DIR) "
         + (f"lacks {', '.join(missing)}" if path.is_dir() else f"does not exist; it needs {', '.join(missing)}")
-        for (name, path), missing in lacking.items() if missing
+        for (name, path), missing in lacking.items()
+        if missing
     ]
     if problems:
-        raise ModelFolderError(f"{folders[0].name}: {'; '.join(problems)}. {staging} Nothing is downloaded at run time.")
+        raise ModelFolderError(
+            f"{folders[0].name}: {'; '.join(problems)}. {staging} Nothing is downloaded at run time."
+        )

@@ -32,8 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def roc_summaries(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray,
-                  groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def roc_summaries(
+    labels: np.ndarray, scores: np.ndarray, weights: np.ndarray, groups: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """AUROC and EER (fractions, shape ``(R,)``) of ``scores`` (higher = class 1) against binary
     ``labels`` (``(n,)``) under each row of ``weights``; NaN in a row where a class has no weight.
 
@@ -48,9 +49,15 @@ def roc_summaries(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray,
             raise ValueError(f"labels {labels.shape} and weights {weights.shape} do not match")
         groups = np.arange(labels.size)
     groups = np.asarray(groups, dtype=np.int64)
-    if not (labels.ndim == 1 and labels.shape == scores.shape == groups.shape and weights.ndim == 2
-            and (groups.size == 0 or 0 <= groups.min() <= groups.max() < weights.shape[1])):
-        raise ValueError(f"labels {labels.shape}, scores {scores.shape}, groups {groups.shape} and weights {weights.shape} do not match")
+    if not (
+        labels.ndim == 1
+        and labels.shape == scores.shape == groups.shape
+        and weights.ndim == 2
+        and (groups.size == 0 or 0 <= groups.min() <= groups.max() < weights.shape[1])
+    ):
+        raise ValueError(
+            f"labels {labels.shape}, scores {scores.shape}, groups {groups.shape} and weights {weights.shape} do not match"
+        )
     if not np.isfinite(scores).all():
         raise ValueError("scores must be finite")
     if not scores.size:
@@ -116,4 +123,7 @@ def equal_error_rate(same, different) -> float:
     if not len(same) or not len(different):
         raise ValueError(f"an EER needs same- and different-speaker trials; got {len(same)} and {len(different)}")
     labels = np.concatenate([np.ones(len(same), dtype=np.int64), np.zeros(len(different), dtype=np.int64)])
-    return 100.0 * roc_summary(labels, np.concatenate([np.asarray(same, np.float64), np.asarray(different, np.float64)]))[1]
+    return (
+        100.0
+        * roc_summary(labels, np.concatenate([np.asarray(same, np.float64), np.asarray(different, np.float64)]))[1]
+    )

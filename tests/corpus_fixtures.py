@@ -43,8 +43,13 @@ def spoken(spans: list[tuple[float, float, Voice]], seconds: float, sr: int, see
 
 # --- DailyTalk ---------------------------------------------------------------------------------
 
-def write_dailytalk(root: Path, dialogues: dict[int, list[tuple[int, str, float]]], sr: int = 22050,
-                    voices: dict[int, Voice] | None = None) -> Path:
+
+def write_dailytalk(
+    root: Path,
+    dialogues: dict[int, list[tuple[int, str, float]]],
+    sr: int = 22050,
+    voices: dict[int, Voice] | None = None,
+) -> Path:
     """``dialogues``: {dialogue index: [(speaker 0|1, text, seconds), ...]} in utterance order;
     ``voices``: {speaker: voice} for speech-like audio.
 
@@ -57,11 +62,22 @@ def write_dailytalk(root: Path, dialogues: dict[int, list[tuple[int, str, float]
         for u, (spk, text, seconds) in enumerate(utts):
             stem = root / "data" / str(d) / f"{u}_{spk}_d{d}"
             stem.parent.mkdir(parents=True, exist_ok=True)
-            audio = spoken([(0.0, seconds, voices[spk])], seconds, sr, seed=index) if voices else tone(seconds, sr, 200.0 + 100 * spk)
+            audio = (
+                spoken([(0.0, seconds, voices[spk])], seconds, sr, seed=index)
+                if voices
+                else tone(seconds, sr, 200.0 + 100 * spk)
+            )
             sf.write(stem.with_suffix(".wav"), audio, sr)
             stem.with_suffix(".txt").write_text(text + "\n")
-            entries[str(u)] = {"speaker": spk, "text": text, "index": index, "turn": u,
-                               "topic": "ordinary_life", "emotion": "no emotion", "act": "inform"}
+            entries[str(u)] = {
+                "speaker": spk,
+                "text": text,
+                "index": index,
+                "turn": u,
+                "topic": "ordinary_life",
+                "emotion": "no emotion",
+                "act": "inform",
+            }
             index += 1
         meta[str(d)] = dict(reversed(entries.items()))
     root.mkdir(parents=True, exist_ok=True)
@@ -75,12 +91,20 @@ NITE = "http://nite.sourceforge.net/"
 
 
 def _xml(root_tag: str, nite_id: str, body: str) -> str:
-    return (f'<?xml version="1.0" encoding="ISO-8859-1" standalone="yes"?>\n'
-            f'<{root_tag} nite:id="{nite_id}" xmlns:nite="{NITE}">\n{body}</{root_tag}>\n')
+    return (
+        f'<?xml version="1.0" encoding="ISO-8859-1" standalone="yes"?>\n'
+        f'<{root_tag} nite:id="{nite_id}" xmlns:nite="{NITE}">\n{body}</{root_tag}>\n'
+    )
 
 
-def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16000,
-              annotations: str = "zip", voices: dict[str, Voice] | None = None) -> Path:
+def write_ami(
+    data_dir: Path,
+    meetings: dict,
+    seconds: float = 8.0,
+    sr: int = 16000,
+    annotations: str = "zip",
+    voices: dict[str, Voice] | None = None,
+) -> Path:
     """Write AMI audio (``amicorpus/<M>/audio/<M>.Headset-<ch>.wav`` and ``<M>.Mix-Headset.wav``) and
     the NXT manual annotations (``corpusResources/meetings.xml``, ``words/``, ``segments/``), either
     as ``ami_public_manual_1.6.2.zip`` in ``data_dir`` (``annotations="zip"``) or as the folder
@@ -97,9 +121,12 @@ def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16
         speakers = "".join(
             f'  <speaker nite:id="{meeting}.speaker.{agent}" nxt_agent="{agent}" channel="{a["channel"]}" '
             f'global_name="{a["global_name"]}" role="PM" camera="closeup{a["channel"] + 1}"/>\n'
-            for agent, a in agents.items())
-        meeting_xml.append(f'<meeting nite:id="{meeting}.meeting" observation="{meeting}" type="scenario" '
-                           f'visibility="public" seen_type="test">\n{speakers}</meeting>\n')
+            for agent, a in agents.items()
+        )
+        meeting_xml.append(
+            f'<meeting nite:id="{meeting}.meeting" observation="{meeting}" type="scenario" '
+            f'visibility="public" seen_type="test">\n{speakers}</meeting>\n'
+        )
         mix = np.zeros(int(seconds * sr), dtype=np.float32)
         for agent, a in agents.items():
             words, segs, n = [], [], 0
@@ -113,13 +140,16 @@ def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16
                         flags = "".join(f' {f}="true"' for f in w[3:])
                         words.append(f'  <w {wid} starttime="{w[0]}" endtime="{w[1]}"{flags}>{w[2]}</w>\n')
                     n += 1
-                segs.append(f'  <segment nite:id="{meeting}.sync.{len(segs)}" transcriber_start="{seg_start}" '
-                            f'transcriber_end="{seg_end}" channel="{a["channel"]}">\n'
-                            f'    <nite:child href="{meeting}.{agent}.words.xml#id({meeting}.{agent}.words{first})'
-                            f'..id({meeting}.{agent}.words{n - 1})"/>\n  </segment>\n')
+                segs.append(
+                    f'  <segment nite:id="{meeting}.sync.{len(segs)}" transcriber_start="{seg_start}" '
+                    f'transcriber_end="{seg_end}" channel="{a["channel"]}">\n'
+                    f'    <nite:child href="{meeting}.{agent}.words.xml#id({meeting}.{agent}.words{first})'
+                    f'..id({meeting}.{agent}.words{n - 1})"/>\n  </segment>\n'
+                )
             files[f"words/{meeting}.{agent}.words.xml"] = _xml("nite:root", f"{meeting}.{agent}.words", "".join(words))
-            files[f"segments/{meeting}.{agent}.segments.xml"] = _xml("nite:root", f"{meeting}.{agent}.segs",
-                                                                     "".join(segs))
+            files[f"segments/{meeting}.{agent}.segments.xml"] = _xml(
+                "nite:root", f"{meeting}.{agent}.segs", "".join(segs)
+            )
             if voices:
                 audio = spoken([(a0, b0, voices[a["global_name"]]) for a0, b0, _ in a["segments"]], seconds, sr)
             else:
@@ -144,9 +174,18 @@ def write_ami(data_dir: Path, meetings: dict, seconds: float = 8.0, sr: int = 16
 
 # --- Behavior-SD -------------------------------------------------------------------------------
 
-def behavior_sd_record(soda_index: int, utterances: list[tuple[int, str, float, float]], genders: list[str],
-                       speaker_ids: list[str], sr: int = 22050, channels: int = 1, audio_seconds: float | None = None,
-                       audio_format: str = "FLAC", voices: dict[str, Voice] | None = None) -> dict:
+
+def behavior_sd_record(
+    soda_index: int,
+    utterances: list[tuple[int, str, float, float]],
+    genders: list[str],
+    speaker_ids: list[str],
+    sr: int = 22050,
+    channels: int = 1,
+    audio_seconds: float | None = None,
+    audio_format: str = "FLAC",
+    voices: dict[str, Voice] | None = None,
+) -> dict:
     """One Behavior-SD record as documented on its card, plus an ``audio`` {bytes, path} column.
 
     ``utterances``: [(speaker_idx, tts_text, start_time, end_time)]; ``voices``: {speaker id: voice}
@@ -161,13 +200,27 @@ def behavior_sd_record(soda_index: int, utterances: list[tuple[int, str, float, 
     sf.write(buf, audio, sr, format=audio_format)
     names = ["Cornell", "Dontrell"]
     return {
-        "soda_split": "test", "soda_index": soda_index, "narrative": "Two friends plan a trip.",
-        "speakers": names, "num_turns": len(utterances),
+        "soda_split": "test",
+        "soda_index": soda_index,
+        "narrative": "Two friends plan a trip.",
+        "speakers": names,
+        "num_turns": len(utterances),
         "behaviors": [{"utterance_length": 0, "filler_words": 0, "backchannels": 0, "interruptions": 0}] * 2,
-        "utterances": [{"uttr_idx": i, "uttr_type": None, "speaker_idx": s, "speaker": names[s], "tts_text": text,
-                        "dur_samples": int(round((end - start) * sr)), "start_time": start, "end_time": end}
-                       for i, (s, text, start, end) in enumerate(utterances)],
-        "tts_speaker_ids": speaker_ids, "tts_genders": genders,
+        "utterances": [
+            {
+                "uttr_idx": i,
+                "uttr_type": None,
+                "speaker_idx": s,
+                "speaker": names[s],
+                "tts_text": text,
+                "dur_samples": int(round((end - start) * sr)),
+                "start_time": start,
+                "end_time": end,
+            }
+            for i, (s, text, start, end) in enumerate(utterances)
+        ],
+        "tts_speaker_ids": speaker_ids,
+        "tts_genders": genders,
         "audio": {"bytes": buf.getvalue(), "path": f"{soda_index}.flac"},
     }
 
@@ -186,8 +239,15 @@ def write_table(path: Path, records: list[dict], drop: tuple[str, ...] = ()) -> 
 
 # --- Bazinga -----------------------------------------------------------------------------------
 
-def write_bazinga(root: Path, episodes: dict[str, list[tuple[str, float, float, str]]], genders: dict[str, str],
-                  seconds: float = 6.0, sr: int = 16000, voices: dict[str, Voice] | None = None) -> Path:
+
+def write_bazinga(
+    root: Path,
+    episodes: dict[str, list[tuple[str, float, float, str]]],
+    genders: dict[str, str],
+    seconds: float = 6.0,
+    sr: int = 16000,
+    voices: dict[str, Voice] | None = None,
+) -> Path:
     """The local Bazinga layout ``builder_scripts.sources.bazinga`` accepts.
 
     ``episodes``: {identifier: [(speaker, start, end, text)]}, written in the given row order;

@@ -27,13 +27,23 @@ def build_wheel(out: Path) -> Path:
     import subprocess
     import sys
 
-    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True,
-                            capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     source = out / "source"
     for name in filter(None, listed):
         if (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out / "wheels"), str(source)],
-                   check=True, timeout=300, cwd=out, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out / "wheels"), str(source)],
+        check=True,
+        timeout=300,
+        cwd=out,
+        capture_output=True,
+    )
     return next((out / "wheels").glob("speakersleuth-*.whl"))

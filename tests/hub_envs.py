@@ -21,9 +21,15 @@ def make_env(requirements: list[str], env: Path, python: str | None = None) -> P
     a Space card's ``python_version``; default this interpreter's); returns its python."""
     if not UV.is_file():
         pytest.fail(f"{UV}: uv is not installed (requirements.txt pins it; ./setup.sh installs it)")
-    subprocess.run([str(UV), "venv", "-q", "--python", python or sys._base_executable, str(env)], check=True, timeout=300)
-    done = subprocess.run([str(UV), "pip", "install", "-q", "--python", str(env / "bin" / "python"), *requirements],
-                          capture_output=True, text=True, timeout=900)
+    subprocess.run(
+        [str(UV), "venv", "-q", "--python", python or sys._base_executable, str(env)], check=True, timeout=300
+    )
+    done = subprocess.run(
+        [str(UV), "pip", "install", "-q", "--python", str(env / "bin" / "python"), *requirements],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return env / "bin" / "python"
 

@@ -42,16 +42,25 @@ class FakeServer(ThreadingHTTPServer):
 
 def prompt_kind(text: str) -> str:
     """Which query a request's text is (from the answer format line of the prompt)."""
-    for key, kind in (('"inconsistent_turns"', "localization"), ('"ranking"', "ranking"),
-                      ('"same_speaker"', "same_speaker"), ("<one of A, B, C>", "choice")):
+    for key, kind in (
+        ('"inconsistent_turns"', "localization"),
+        ('"ranking"', "ranking"),
+        ('"same_speaker"', "same_speaker"),
+        ("<one of A, B, C>", "choice"),
+    ):
         if key in text:
             return kind
     return "detection"
 
 
 def canned_answer(kind: str, body: dict | None = None) -> str:
-    return {"detection": "Answer: inconsistent", "localization": '```json\n{"inconsistent_turns": [2]}\n```',
-            "choice": '{"answer": "B"}', "ranking": "B > C > A", "same_speaker": '{"same_speaker": true}'}[kind]
+    return {
+        "detection": "Answer: inconsistent",
+        "localization": '```json\n{"inconsistent_turns": [2]}\n```',
+        "choice": '{"answer": "B"}',
+        "ranking": "B > C > A",
+        "same_speaker": '{"same_speaker": true}',
+    }[kind]
 
 
 def request_text(path: str, body: dict) -> str:
@@ -69,8 +78,14 @@ class _Handler(BaseHTTPRequestHandler):
         size = int(self.headers["Content-Length"])
         body = json.loads(self.rfile.read(size))
         with server.lock:
-            server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                    "body": body, "size": size})
+            server.requests.append(
+                {
+                    "path": self.path,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": body,
+                    "size": size,
+                }
+            )
             server.in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server.in_flight)
             step = server.script.popleft() if server.script else None
@@ -85,16 +100,25 @@ class _Handler(BaseHTTPRequestHandler):
                 status, headers = 200, {}
                 text = server.answer(prompt_kind(request_text(self.path, body)), body)
                 if "chat/completions" in self.path:
-                    payload = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                               "system_fingerprint": "fp_test",
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": text}}],
-                               "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                    payload = {
+                        "id": "c",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "system_fingerprint": "fp_test",
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    }
                 else:
-                    payload = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                               "finishReason": "STOP"}],
-                               "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5},
-                               "modelVersion": "gemini-test"}
+                    payload = {
+                        "candidates": [
+                            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
+                        ],
+                        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5},
+                        "modelVersion": "gemini-test",
+                    }
             data = json.dumps(payload).encode()
             self.send_response(status)
             for k, v in headers.items():

@@ -52,7 +52,11 @@ class SpeechLikeCorpus(DialogueSource):
                 if not turn.audio.path.is_file():
                     turn.audio.path.parent.mkdir(parents=True, exist_ok=True)
                     voice = SPEAKERS[turn.speaker][1]
-                    sf.write(turn.audio.path, speech_like(voice, turn.audio.end, seed=100 * int(dialogue.dialogue_id) + i), 16000)
+                    sf.write(
+                        turn.audio.path,
+                        speech_like(voice, turn.audio.end, seed=100 * int(dialogue.dialogue_id) + i),
+                        16000,
+                    )
         return self
 
     def dialogues(self) -> Iterator[Dialogue]:
@@ -64,7 +68,7 @@ class SpeechLikeCorpus(DialogueSource):
                 gender = SPEAKERS[speaker][0]
                 path = self.root / f"d{d}" / f"{i:03d}_{speaker}.wav"
                 seconds = 1.1 + 0.1 * ((d + i) % 5)
-                words = WORDS[(i * 3) % 12: (i * 3) % 12 + 4 + i % 3]
+                words = WORDS[(i * 3) % 12 : (i * 3) % 12 + 4 + i % 3]
                 turns.append(Turn(speaker, gender, " ".join(words), AudioSpan(path, 0.0, seconds)))
             yield Dialogue(str(d), self.name, tuple(turns))
 
@@ -77,21 +81,37 @@ def write_dailytalk_speechlike(root: Path, dialogues: int = 4, turns: int = 26) 
     """DailyTalk's on-disk layout (``metadata.json``, ``data/<d>/<u>_<spk>_d<d>.wav``) with
     ``dialogues`` dialogues of ``turns`` alternating turns, spoken by ``DAILYTALK_VOICES``."""
     layout = {
-        d: [(u % 2, " ".join(WORDS[(u * 3) % 12: (u * 3) % 12 + 4 + u % 3]), 1.1 + 0.1 * ((d + u) % 5)) for u in range(turns)]
+        d: [
+            (u % 2, " ".join(WORDS[(u * 3) % 12 : (u * 3) % 12 + 4 + u % 3]), 1.1 + 0.1 * ((d + u) % 5))
+            for u in range(turns)
+        ]
         for d in range(dialogues)
     }
     write_dailytalk(root, layout, sr=16000)
     for d, utterances in layout.items():
         for u, (spk, _, seconds) in enumerate(utterances):
-            sf.write(root / "data" / str(d) / f"{u}_{spk}_d{d}.wav", speech_like(DAILYTALK_VOICES[spk], seconds, seed=1000 * d + u), 16000)
+            sf.write(
+                root / "data" / str(d) / f"{u}_{spk}_d{d}.wav",
+                speech_like(DAILYTALK_VOICES[spk], seconds, seed=1000 * d + u),
+                16000,
+            )
     return root
 
 
 #: AMI meetings of two participants, a woman and a man each (global names as in AMI: gender first)
 AMI_SPEAKERS = {
-    "ES2002a": (("FEE005", Voice(f0=205.0, vtl=1.14, open_quotient=0.7)), ("MEE006", Voice(f0=112.0, vtl=0.99, open_quotient=0.56))),
-    "ES2003a": (("FEE009", Voice(f0=232.0, vtl=1.19, open_quotient=0.64)), ("MEE010", Voice(f0=132.0, vtl=1.03, open_quotient=0.6))),
-    "ES2004a": (("FEO011", Voice(f0=195.0, vtl=1.1, open_quotient=0.68)), ("MEO012", Voice(f0=98.0, vtl=0.96, open_quotient=0.54))),
+    "ES2002a": (
+        ("FEE005", Voice(f0=205.0, vtl=1.14, open_quotient=0.7)),
+        ("MEE006", Voice(f0=112.0, vtl=0.99, open_quotient=0.56)),
+    ),
+    "ES2003a": (
+        ("FEE009", Voice(f0=232.0, vtl=1.19, open_quotient=0.64)),
+        ("MEE010", Voice(f0=132.0, vtl=1.03, open_quotient=0.6)),
+    ),
+    "ES2004a": (
+        ("FEO011", Voice(f0=195.0, vtl=1.1, open_quotient=0.68)),
+        ("MEO012", Voice(f0=98.0, vtl=0.96, open_quotient=0.54)),
+    ),
 }
 
 
@@ -105,11 +125,19 @@ def write_ami_speechlike(root: Path, turns: int = 26) -> tuple[Path, tuple[str, 
         start = 0.3
         for u in range(turns):
             seconds = 1.8 + 0.15 * ((m + u) % 5)
-            words = WORDS[(u * 3) % 12: (u * 3) % 12 + 4 + u % 3]
+            words = WORDS[(u * 3) % 12 : (u * 3) % 12 + 4 + u % 3]
             step = seconds / len(words)
-            segments[u % 2].append((start, start + seconds, [(round(start + i * step, 3), round(start + (i + 1) * step, 3), w) for i, w in enumerate(words)]))
+            segments[u % 2].append(
+                (
+                    start,
+                    start + seconds,
+                    [(round(start + i * step, 3), round(start + (i + 1) * step, 3), w) for i, w in enumerate(words)],
+                )
+            )
             start += seconds + 0.3
-        length = max(length, float(np.ceil(start + 0.5)))  # whole seconds: write_ami sizes its arrays by int(seconds * sr)
+        length = max(
+            length, float(np.ceil(start + 0.5))
+        )  # whole seconds: write_ami sizes its arrays by int(seconds * sr)
         meetings[meeting] = {
             agent: {"global_name": name, "channel": c, "segments": segments[c]}
             for c, (agent, (name, _)) in enumerate(zip("AB", AMI_SPEAKERS[meeting]))
@@ -117,7 +145,11 @@ def write_ami_speechlike(root: Path, turns: int = 26) -> tuple[Path, tuple[str, 
     write_ami(root, meetings, seconds=length)
     for meeting, speakers in AMI_SPEAKERS.items():
         for c, (_, voice) in enumerate(speakers):
-            sf.write(root / "amicorpus" / meeting / "audio" / f"{meeting}.Headset-{c}.wav", speech_like(voice, length, seed=_seed(meeting, str(c))), 16000)
+            sf.write(
+                root / "amicorpus" / meeting / "audio" / f"{meeting}.Headset-{c}.wav",
+                speech_like(voice, length, seed=_seed(meeting, str(c))),
+                16000,
+            )
     return root, tuple(AMI_SPEAKERS)
 
 
@@ -136,7 +168,10 @@ def speechlike_voicing(monkeypatch) -> None:
         if not path.is_file():
             rng = np.random.default_rng(_seed(voice_id))
             female = Voicer.voice(voice_id).gender == "female"
-            voice = Voice(f0=rng.uniform(195, 250) if female else rng.uniform(95, 130), vtl=rng.uniform(1.1, 1.2) if female else rng.uniform(0.95, 1.05))
+            voice = Voice(
+                f0=rng.uniform(195, 250) if female else rng.uniform(95, 130),
+                vtl=rng.uniform(1.1, 1.2) if female else rng.uniform(0.95, 1.05),
+            )
             path.parent.mkdir(parents=True, exist_ok=True)
             sf.write(path, speech_like(voice, estimate_duration(text), seed=_seed(voice_id, text)), 16000)
         return path

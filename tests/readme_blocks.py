@@ -28,7 +28,7 @@ def blocks(lang: str) -> list[Block]:
         if match.group(1) != lang:
             continue
         after = found[i + 1] if i + 1 < len(found) else None
-        between = source[match.end():after.start()] if after else ""
+        between = source[match.end() : after.start()] if after else ""
         output = after.group(2) if after and after.group(1) == "text" and len(between.strip().split()) <= 2 else None
         result.append(Block(lang, match.group(2), source.count("\n", 0, match.start()) + 1, output))
     return result

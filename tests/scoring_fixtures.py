@@ -21,7 +21,13 @@ def synthetic_gold(dialogues: int, rng: random.Random, variant: str = "main") ->
         dialogue_id, source, k = f"dlg{d:05d}", SOURCES[d % len(SOURCES)], rng.randint(1, N_TURNS)
         for scenario in ("S1", "S2", "S3"):
             rid = f"{variant}-{d:05d}-{scenario}"
-            common = {"id": rid, "dialogue_id": dialogue_id, "source_dataset": source, "scenario": scenario, "num_target_turns": N_TURNS}
+            common = {
+                "id": rid,
+                "dialogue_id": dialogue_id,
+                "source_dataset": source,
+                "scenario": scenario,
+                "num_target_turns": N_TURNS,
+            }
             tasks["detection"][rid] = {**common, "label": "consistent" if scenario == "S1" else "inconsistent"}
             tasks["localization"][rid] = {**common, "inconsistent_turns": [] if scenario == "S1" else [k]}
         order = ["S1", "S2", "S3"]

@@ -19,10 +19,15 @@ from metrics.submission import Gold  # noqa: E402
 from space.config import SpaceConfig  # noqa: E402
 from tests.synthetic import build_synthetic_dataset  # noqa: E402
 
-
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 TIMEOUT_MS = 30_000
 
 
@@ -49,8 +54,17 @@ def predictions(gold: Gold, pattern: int = 0) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def add_result(store, gold: Gold, name: str, pattern: int = 0, *, submitter: str = "test", model_type: str = "other",
-               without: tuple[str, ...] = (), link: str = ""):
+def add_result(
+    store,
+    gold: Gold,
+    name: str,
+    pattern: int = 0,
+    *,
+    submitter: str = "test",
+    model_type: str = "other",
+    without: tuple[str, ...] = (),
+    link: str = "",
+):
     """Store ``predictions(gold, pattern)`` scored (50 resamples) under ``name`` straight into
     ``store``, leaving out the scores of the tasks in ``without``; the hash is made unique per
     name, so the same predictions can stand under several names. Returns the record."""
@@ -62,10 +76,18 @@ def add_result(store, gold: Gold, name: str, pattern: int = 0, *, submitter: str
 
     data = predictions(gold, pattern)
     submission = parse_submission(data, gold)
-    scores = {task: s for task, s in score_submission(submission, gold, n_bootstrap=50, seed=0).items() if task not in without}
+    scores = {
+        task: s
+        for task, s in score_submission(submission, gold, n_bootstrap=50, seed=0).items()
+        if task not in without
+    }
     record, _ = store.add(
-        variant="main", sha256=hashlib.sha256(name.encode("utf-8", "surrogatepass") + data).hexdigest(), predictions=data,
-        scores=scores, metadata=Metadata(name, "org", model_type, "open", link), submitter=submitter,
+        variant="main",
+        sha256=hashlib.sha256(name.encode("utf-8", "surrogatepass") + data).hexdigest(),
+        predictions=data,
+        scores=scores,
+        metadata=Metadata(name, "org", model_type, "open", link),
+        submitter=submitter,
         num_lines=submission.num_lines,
     )
     return record
@@ -85,14 +107,18 @@ def wait_served(url: str, process: subprocess.Popen, log: Path, timeout: float =
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if process.poll() is not None:
-            raise RuntimeError(f"the server exited with {process.returncode} before serving {url}:\n{log.read_text(errors='replace')[-3000:]}")
+            raise RuntimeError(
+                f"the server exited with {process.returncode} before serving {url}:\n{log.read_text(errors='replace')[-3000:]}"
+            )
         try:
             if httpx.get(url, timeout=5).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.25)
-    raise RuntimeError(f"the server did not serve {url} within {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
+    raise RuntimeError(
+        f"the server did not serve {url} within {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}"
+    )
 
 
 def served_config(dataset: Path, data_dir: Path, **overrides) -> SpaceConfig:

@@ -42,7 +42,13 @@ def dialogue_records(variant: str, index: int, rng: random.Random) -> tuple[list
     turns, positions = [], []
     for i in range(2 * n):
         is_target = i % 2 == 0
-        turns.append({"speaker": target if is_target else other, "text": f"turn {i} of dialogue {index}", "is_target": is_target})
+        turns.append(
+            {
+                "speaker": target if is_target else other,
+                "text": f"turn {i} of dialogue {index}",
+                "is_target": is_target,
+            }
+        )
         if is_target:
             positions.append(i)
     seed = 1000 * index
@@ -64,7 +70,9 @@ def dialogue_records(variant: str, index: int, rng: random.Random) -> tuple[list
     for scenario, substitute in (("S1", None), ("S2", opposite), ("S3", similar)):
         audio = list(clips)
         if substitute:
-            audio[k - 1] = versions[scenario] = tone(SPEAKERS[substitute][1], len(clips[k - 1]) / ssd.SAMPLING_RATE, seed + k)
+            audio[k - 1] = versions[scenario] = tone(
+                SPEAKERS[substitute][1], len(clips[k - 1]) / ssd.SAMPLING_RATE, seed + k
+            )
         records.append(
             {
                 **common,

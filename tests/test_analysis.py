@@ -34,19 +34,25 @@ def hand_made() -> tuple[Gold, Provenance]:
     ids, dialogue, scenario, source, vc_model = map(list, zip(*prov))
     seconds = np.arange(1.0, len(ids) + 1.0)
     return Gold("main", "test", {"detection": detection, "localization": localization}), Provenance(
-        ids, dialogue, scenario, source, vc_model, seconds)
+        ids, dialogue, scenario, source, vc_model, seconds
+    )
 
 
 def submission(gold: Gold, detection, localization=None):
     """A file answering each detection id with ``detection(id)`` (and localization likewise)."""
     lines = [{"task": "detection", "id": rid, "prediction": detection(rid)} for rid in gold.tasks["detection"]]
     if localization is not None:
-        lines += [{"task": "localization", "id": rid, "prediction": localization(rid)} for rid in gold.tasks["localization"]]
+        lines += [
+            {"task": "localization", "id": rid, "prediction": localization(rid)} for rid in gold.tasks["localization"]
+        ]
     return parse_submission("\n".join(json.dumps(line) for line in lines).encode(), gold)
 
 
 def cells(result: dict, grouping: str, task: str = "detection") -> dict[str, tuple]:
-    return {c["cell"].split(" ")[0]: (c[task]["value"], c[task]["ci"]) if c[task] else None for c in result["groups"][grouping]}
+    return {
+        c["cell"].split(" ")[0]: (c[task]["value"], c[task]["ci"]) if c[task] else None
+        for c in result["groups"][grouping]
+    }
 
 
 def test_doctests():
@@ -57,11 +63,21 @@ def test_doctests():
 def test_a_judge_right_only_on_the_longest_clips_scores_0_in_q1_and_100_in_q4():
     gold, prov = hand_made()
     longest = {rid for rid, s in zip(prov.ids, prov.seconds) if s > 18}  # the top quarter of 24 instances
-    right = submission(gold, lambda rid: gold.tasks["detection"][rid]["label"] if rid in longest else
-                       {"consistent": "inconsistent", "inconsistent": "consistent"}[gold.tasks["detection"][rid]["label"]])
+    right = submission(
+        gold,
+        lambda rid: (
+            gold.tasks["detection"][rid]["label"]
+            if rid in longest
+            else {"consistent": "inconsistent", "inconsistent": "consistent"}[gold.tasks["detection"][rid]["label"]]
+        ),
+    )
     result = analyse(right, gold, prov, n_bootstrap=200)
-    assert cells(result, "duration") == {"Q1": (0.0, [0.0, 0.0]), "Q2": (0.0, [0.0, 0.0]), "Q3": (0.0, [0.0, 0.0]),
-                                         "Q4": (100.0, [100.0, 100.0])}
+    assert cells(result, "duration") == {
+        "Q1": (0.0, [0.0, 0.0]),
+        "Q2": (0.0, [0.0, 0.0]),
+        "Q3": (0.0, [0.0, 0.0]),
+        "Q4": (100.0, [100.0, 100.0]),
+    }
     names = [c["cell"] for c in result["groups"]["duration"]]
     assert names == ["Q1 (1.00-6.00 s)", "Q2 (7.00-12.00 s)", "Q3 (13.00-18.00 s)", "Q4 (19.00-24.00 s)"]
     assert [c["instances"] for c in result["groups"]["duration"]] == [6, 6, 6, 6]
@@ -73,7 +89,11 @@ def test_always_inconsistent_by_scenario_source_and_vc_model():
     gold, prov = hand_made()
     always = submission(gold, lambda rid: "inconsistent", lambda rid: [1])
     result = analyse(always, gold, prov, n_bootstrap=200)
-    assert cells(result, "scenario") == {"S1": (0.0, [0.0, 0.0]), "S2": (100.0, [100.0, 100.0]), "S3": (100.0, [100.0, 100.0])}
+    assert cells(result, "scenario") == {
+        "S1": (0.0, [0.0, 0.0]),
+        "S2": (100.0, [100.0, 100.0]),
+        "S3": (100.0, [100.0, 100.0]),
+    }
     assert {k: v[0] for k, v in cells(result, "source").items()} == {"ami": 66.7, "dailytalk": 66.7}
     assert cells(result, "vc_model") == {"knn-vc": (100.0, [100.0, 100.0]), "seed-vc": (100.0, [100.0, 100.0])}
     assert [c["instances"] for c in result["groups"]["vc_model"]] == [8, 8]  # S2 and S3 only
@@ -86,8 +106,11 @@ def test_always_inconsistent_by_scenario_source_and_vc_model():
 
 def test_a_missing_answer_is_wrong_and_an_s1_answered_empty_has_f1_1():
     gold, prov = hand_made()
-    some = parse_submission(b'{"task": "detection", "id": "d0-S1", "prediction": "consistent"}\n'
-                            b'{"task": "localization", "id": "d0-S1", "prediction": []}', gold)
+    some = parse_submission(
+        b'{"task": "detection", "id": "d0-S1", "prediction": "consistent"}\n'
+        b'{"task": "localization", "id": "d0-S1", "prediction": []}',
+        gold,
+    )
     result = analyse(some, gold, prov, n_bootstrap=0)
     assert cells(result, "scenario") == {"S1": (12.5, None), "S2": (0.0, None), "S3": (0.0, None)}
     assert cells(result, "scenario", "localization")["S1"] == (12.5, None)
@@ -108,10 +131,15 @@ def test_provenance_of_a_build_and_of_a_blind_copy(dataset, tmp_path):
     expected = [1.0 + 0.1 * (turns[rid][0] - 1) if turns[rid] else 1.2 for rid in prov.ids]
     assert np.allclose(prov.seconds, expected, atol=1e-4) and len(prov.ids) == len(turns)
     assert set(prov.source) == {"synthetic"} and set(zip(prov.scenario, prov.vc_model)) == {
-        ("S1", None), ("S2", "tone-shift"), ("S3", "tone-shift")}
+        ("S1", None),
+        ("S2", "tone-shift"),
+        ("S3", "tone-shift"),
+    }
     ssd.write_blind(dataset, tmp_path / "public", tmp_path / "gold", allow_known_seed=True)  # a test build
     blind = read_provenance(tmp_path / "public", "main", gold=tmp_path / "gold")
-    assert sorted(blind.seconds) == pytest.approx(sorted(prov.seconds)) and sorted(blind.scenario) == sorted(prov.scenario)
+    assert sorted(blind.seconds) == pytest.approx(sorted(prov.seconds)) and sorted(blind.scenario) == sorted(
+        prov.scenario
+    )
     with pytest.raises(ValueError, match="a blind copy has no provenance .* give its gold folder"):
         read_provenance(tmp_path / "public", "main")
     with pytest.raises(ValueError, match="gold id.* have no target audio there"):
@@ -119,7 +147,10 @@ def test_provenance_of_a_build_and_of_a_blind_copy(dataset, tmp_path):
 
 
 def test_setting_deltas_against_main():
-    rows = {"no_reference": {"det_bal_acc": 55.0, "loc_bal_f1": None}, "main": {"det_bal_acc": 60.0, "loc_bal_f1": 40.0}}
+    rows = {
+        "no_reference": {"det_bal_acc": 55.0, "loc_bal_f1": None},
+        "main": {"det_bal_acc": 60.0, "loc_bal_f1": 40.0},
+    }
     deltas = setting_deltas(rows)
     assert [d["setting"] for d in deltas] == ["main", "no_reference"]
     assert deltas[1]["delta"]["det_bal_acc"] == -5.0 and deltas[1]["delta"]["loc_bal_f1"] is None

@@ -30,7 +30,13 @@ def project_imports(path: Path) -> set[str]:
     """The project parts ``path`` imports (relative imports resolve inside its own part)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
         found |= {name.split(".")[0] for name in names} & set(ALLOWED)
     return found
 
@@ -43,20 +49,29 @@ def part_of(path: Path) -> str:
 def test_imports_point_one_way(path):
     part = part_of(path)
     wrong = project_imports(path) - ALLOWED[part] - {part}
-    assert not wrong, f"{path.relative_to(ROOT)} ({part}) imports {sorted(wrong)}; {part} may import only {sorted(ALLOWED[part])}"
+    assert not wrong, (
+        f"{path.relative_to(ROOT)} ({part}) imports {sorted(wrong)}; {part} may import only {sorted(ALLOWED[part])}"
+    )
 
 
 def test_a_metric_folder_imports_nothing_of_the_project():
     for path in (ROOT / "metrics").glob("*/*.py"):
-        assert not project_imports(path), f"{path.relative_to(ROOT)} must stand alone (evaluate loads the folder by itself)"
+        assert not project_imports(path), (
+            f"{path.relative_to(ROOT)} must stand alone (evaluate loads the folder by itself)"
+        )
 
 
 def test_no_function_over_60_lines():
     long = []
     for path in modules():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
-                long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+            ):
+                long.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                )
     assert not long, "functions over 60 lines: " + ", ".join(long)
 
 
@@ -80,7 +95,9 @@ def module_imports(path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names}
+            found |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names
+            }
     return found & known - {module_name(path)}
 
 

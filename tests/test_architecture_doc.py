@@ -17,8 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "ARCHITECTURE.md"
 PACKAGES = ("builder_scripts", "judges", "metrics", "publishing", "space", "speech")
 #: Short names the text uses for a module, a library or an object of a known class.
-ALIASES = {"ssd": "speakersleuth_dataset", "gr": "gradio", "opts": "builder_scripts.pipeline.BuildOptions",
-           "HfApi": "huggingface_hub.HfApi"}
+ALIASES = {
+    "ssd": "speakersleuth_dataset",
+    "gr": "gradio",
+    "opts": "builder_scripts.pipeline.BuildOptions",
+    "HfApi": "huggingface_hub.HfApi",
+}
 #: Names the text mentions as gone on purpose, with why.
 NOT_THERE = {"gr.inputs": "what Gradio 4 removed (why publishing/metric_widget.py exists)"}
 FILE_SUFFIXES = (".py", ".md", ".txt", ".toml", ".sh", ".json", ".js", ".csv", ".tsv", ".parquet", ".npz", ".yaml")
@@ -99,7 +103,9 @@ def resolves(name: str) -> bool:
 
 
 def test_the_text_names_dotted_symbols():
-    assert {"speakersleuth_dataset.VariantSpec", "metrics.score.score_predictions", "trees.SPACE_UNREACHED"} <= set(documented_names())
+    assert {"speakersleuth_dataset.VariantSpec", "metrics.score.score_predictions", "trees.SPACE_UNREACHED"} <= set(
+        documented_names()
+    )
 
 
 @pytest.mark.parametrize("name", documented_names())

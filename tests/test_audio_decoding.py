@@ -48,13 +48,22 @@ def test_the_fixture_is_rejected_by_ffmpeg_but_read_by_soundfile(rejected_pcm):
     except RuntimeError as err:
         assert "Invalid data found when processing input" in str(err)
     else:
-        pytest.fail("torchcodec/FFmpeg now decodes the fixture: the FFmpeg 5.1 bug these tests guard against is gone here")
+        pytest.fail(
+            "torchcodec/FFmpeg now decodes the fixture: the FFmpeg 5.1 bug these tests guard against is gone here"
+        )
     assert rejected_pcm.size == 31360 and np.abs(rejected_pcm).max() > 1000
 
 
 def test_libsndfile_default_level_writes_the_rejected_bytes(rejected_pcm):
     buffer = io.BytesIO()
-    sf.write(buffer, rejected_pcm, ssd.SAMPLING_RATE, format="FLAC", subtype="PCM_16", compression_level=LIBSNDFILE_DEFAULT_LEVEL)
+    sf.write(
+        buffer,
+        rejected_pcm,
+        ssd.SAMPLING_RATE,
+        format="FLAC",
+        subtype="PCM_16",
+        compression_level=LIBSNDFILE_DEFAULT_LEVEL,
+    )
     assert buffer.getvalue() == REJECTED.read_bytes()
 
 
@@ -75,7 +84,9 @@ def test_encode_audio_falls_back_to_a_level_ffmpeg_reads(rejected_pcm, monkeypat
 def test_encode_audio_refuses_a_clip_no_level_makes_decodable(rejected_pcm, monkeypatch):
     monkeypatch.setattr(ssd, "_RECENT_FLAC", OrderedDict())
     monkeypatch.setattr(ssd, "FLAC_LEVELS", (LIBSNDFILE_DEFAULT_LEVEL,))
-    with pytest.raises(ValueError, match=r"record 'r1' column target_audio\[2\]: FFmpeg .* reads none of the FLAC encodings"):
+    with pytest.raises(
+        ValueError, match=r"record 'r1' column target_audio\[2\]: FFmpeg .* reads none of the FLAC encodings"
+    ):
         ssd.encode_audio(rejected_pcm.astype(np.float32) / 32768, "x", where="record 'r1' column target_audio[2]")
     assert not ssd._RECENT_FLAC, "a refused encoding is not cached"
 
@@ -128,7 +139,11 @@ def test_stock_load_dataset_decodes_every_clip_of_a_written_folder(tmp_path, rej
     for record in [*made[0][0], made[0][1]]:
         record["reference_audio"] = rejected_wave
     turn_records = [r for records, _ in made for r in records]
-    for config, records in (("detection", turn_records), ("localization", turn_records), ("discrimination", [d for _, d in made])):
+    for config, records in (
+        ("detection", turn_records),
+        ("localization", turn_records),
+        ("discrimination", [d for _, d in made]),
+    ):
         with ssd.DatasetWriter(out, config) as writer:
             writer.write_all(records)
     ssd.write_card(out, "# test folder")

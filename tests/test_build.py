@@ -40,8 +40,16 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 def options(tmp: Path, **overrides) -> BuildOptions:
     base = dict(
-        out=tmp / "speakersleuth", cache=tmp / "cache", sources=("speechlike",), dialogues=2, dialogues_10turn=1,
-        margin=0.5, vc="world", vc_4vc=("world", "praat"), validation_dialogues=0, progress=False,
+        out=tmp / "speakersleuth",
+        cache=tmp / "cache",
+        sources=("speechlike",),
+        dialogues=2,
+        dialogues_10turn=1,
+        margin=0.5,
+        vc="world",
+        vc_4vc=("world", "praat"),
+        validation_dialogues=0,
+        progress=False,
     )
     return BuildOptions(**(base | overrides))
 
@@ -63,11 +71,17 @@ def fingerprint(root: Path) -> dict:
         rows = ssd.read_rows(root, name).to_pylist()
         for row in rows:
             audio = b"".join(
-                clip["bytes"] for column in spec.audio_columns
+                clip["bytes"]
+                for column in spec.audio_columns
                 for clip in (row[column] if isinstance(row[column], list) else [row[column]])
             )
             gold = row.get("label") or row.get("answer")
-            out[(name, row["id"])] = (gold, row.get("inconsistent_turns"), row.get("gold_ranking"), hashlib.sha256(audio).hexdigest())
+            out[(name, row["id"])] = (
+                gold,
+                row.get("inconsistent_turns"),
+                row.get("gold_ranking"),
+                hashlib.sha256(audio).hexdigest(),
+            )
     return out
 
 
@@ -103,9 +117,14 @@ def test_build_passes_validator_and_loads_everywhere(built):
 def test_the_card_measures_s2_and_s3_under_every_wheel_encoder(built):
     tmp, _ = built
     root = tmp / "speakersleuth"
-    table = {tuple(cells[:3]): cells[3:] for line in (root / "README.md").read_text().splitlines()
-             if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 9}
-    assert {label for label, variant, scenario in table if variant == "main"} == {encoder_label(e) for e in offline_encoders()}
+    table = {
+        tuple(cells[:3]): cells[3:]
+        for line in (root / "README.md").read_text().splitlines()
+        if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 9
+    }
+    assert {label for label, variant, scenario in table if variant == "main"} == {
+        encoder_label(e) for e in offline_encoders()
+    }
     rows = ssd.read_rows(root, ssd.config_name("detection", "main")).to_pylist()
     for scenario in ("S2", "S3"):  # the build's own encoder (CAM++ by default) agrees with substitute_similarity
         chosen = np.mean([r["substitute_similarity"] for r in rows if r["scenario"] == scenario])
@@ -117,18 +136,26 @@ def test_the_card_measures_how_distinct_the_pool_speakers_are(built):
     and the closest pair, as the bank's own statistics give them."""
     tmp, _ = built
     card = (tmp / "speakersleuth" / "README.md").read_text()
-    rows = {cells[0]: cells[1:] for line in card.splitlines()
-            if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 7 and "pairs)" in line}
+    rows = {
+        cells[0]: cells[1:]
+        for line in card.splitlines()
+        if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 7 and "pairs)" in line
+    }
     assert set(rows) == {encoder_label(e) for e in offline_encoders()}
     genders = [gender for gender, _ in SPEAKERS.values()]  # every speaker of the corpus is in the pool
     for label, (total, female, male, eer, nearest, closest) in rows.items():
         assert (int(total), int(female), int(male)) == (len(genders), genders.count("female"), genders.count("male"))
-        rate, same, different = re.fullmatch(r"([\d.]+) % \((\d+) same-, (\d+) different-speaker pairs\)", eer).groups()
+        rate, same, different = re.fullmatch(
+            r"([\d.]+) % \((\d+) same-, (\d+) different-speaker pairs\)", eer
+        ).groups()
         # better than chance (the README's <= 3 % is the embedded corpus' voice bank, measured by
         # benchmarks/bench_voice_bank.py; this tiny speech-like corpus' speakers are closer)
         assert 0.0 <= float(rate) < 50.0, (label, eer)
         clips = 3 * len(genders)  # the pool takes 3 clips a speaker: every pair of clips is one trial
-        assert (int(same), int(different)) == (3 * len(genders), clips * (clips - 1) // 2 - 3 * len(genders)), (label, eer)
+        assert (int(same), int(different)) == (3 * len(genders), clips * (clips - 1) // 2 - 3 * len(genders)), (
+            label,
+            eer,
+        )
         low, median, high = (float(v) for v in nearest.split(" / "))
         assert -1.0 <= low <= median <= high < 1.0  # no two speakers of the pool share one voice
         pair, cosine = re.fullmatch(r"(\S+ ~ \S+) \((-?[\d.]+)\)", closest).groups()
@@ -147,7 +174,9 @@ def test_s2_and_s3_hold_on_every_instance(built):
             s2, s3 = scen["S2"], scen["S3"]
             assert s2["converted_turn"] == s3["converted_turn"]
             assert s2["substitute_gender"] != s2["target_gender"]
-            assert "/" not in s2["substitute_speaker"] + s3["substitute_speaker"], "a substitute of the row's own source goes by its plain id"
+            assert "/" not in s2["substitute_speaker"] + s3["substitute_speaker"], (
+                "a substitute of the row's own source goes by its plain id"
+            )
             assert s3["substitute_similarity"] > s2["substitute_similarity"]
             k = s2["converted_turn"] - 1
             f0 = median_f0(ssd.load_waveform(s2["target_audio"][k]["bytes"]))
@@ -163,7 +192,12 @@ def test_main_segments_nest_in_the_10turn_ones(built):
     from builder_scripts.scenarios import Unit
 
     tmp, _ = built
-    units = {v: {p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units").glob(f"pool-*/code-*/{v}/speechlike/*.npz")} for v in ("main", "10turn")}
+    units = {
+        v: {
+            p.stem: Unit.load(p).segment for p in (tmp / "cache" / "units").glob(f"pool-*/code-*/{v}/speechlike/*.npz")
+        }
+        for v in ("main", "10turn")
+    }
     shared = set(units["main"]) & set(units["10turn"])
     assert units["10turn"] and shared == set(units["10turn"])
     for name in shared:
@@ -183,7 +217,10 @@ def test_validation_split_is_disjoint_and_leaves_the_test_split_unchanged(built,
     assert fingerprint(root) == fingerprint(tmp / "speakersleuth")  # test rows, labels and audio
     for variant in ssd.VARIANTS:
         name = ssd.config_name("detection", variant)
-        dialogues = {split: {r["dialogue_id"] for r in ssd.read_rows(root, name, split, columns=["dialogue_id"]).to_pylist()} for split in ssd.SPLITS}
+        dialogues = {
+            split: {r["dialogue_id"] for r in ssd.read_rows(root, name, split, columns=["dialogue_id"]).to_pylist()}
+            for split in ssd.SPLITS
+        }
         assert dialogues["validation"] and not dialogues["test"] & dialogues["validation"]
     assert len(load_dataset(str(root), "localization-4vc", split="validation", cache_dir=str(tmp_path / "hf"))) == 3
     assert "| main | validation | speechlike | 1 | 3 | 1 |" in (root / "README.md").read_text()
@@ -257,7 +294,9 @@ def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path,
     store.review = {("main", f"speechlike/{rejected.dialogue_id}"): "review: garbled"}
     (job,) = plan.missing_units(store.verdict)
     later = [segment.dialogue_id for segment, _ in plan.candidates[("main", "test")]]
-    assert job.variants == ("main", "4vc") and later.index(job.segment.dialogue_id) > later.index(kept[-1][0].dialogue_id)
+    assert job.variants == ("main", "4vc") and later.index(job.segment.dialogue_id) > later.index(
+        kept[-1][0].dialogue_id
+    )
     with pytest.raises(RuntimeError, match=f"not made .first: main test speechlike/{job.segment.dialogue_id}"):
         publish(opts, plan, store, {}, {})
     assert not (tmp_path / "out").exists()
@@ -283,8 +322,11 @@ def test_a_library_caller_builds_in_shard_processes_to_the_same_dataset(built, t
 def published(root: Path) -> dict[str, str]:
     """The SHA-256 of every file of a built folder but the hidden build stamp (which names the
     build's own cache folder)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 SHARDED_BUILD = """
@@ -313,11 +355,21 @@ def sharded_build(tmp_path, corpus):
     script = tmp_path / "build_script.py"
     script.write_text(SHARDED_BUILD)
     # as from a terminal: SIGINT at its default (a shell starts background jobs, e.g. a CI runner's, with it ignored)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(corpus)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path), str(corpus)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 180
-    while not ((tmp_path / "cache" / "logs" / "shard1.log").is_file() and list((tmp_path / "cache").glob("units/*/*/*/*/*.npz"))):
+    while not (
+        (tmp_path / "cache" / "logs" / "shard1.log").is_file()
+        and list((tmp_path / "cache").glob("units/*/*/*/*/*.npz"))
+    ):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
     shards = [c for c in psutil.Process(proc.pid).children() if "multiprocessing" in " ".join(c.cmdline())]
@@ -347,7 +399,10 @@ def test_a_killed_shard_is_named_and_the_others_finish(sharded_build, tmp_path):
     victim.kill()
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 1, err
-    assert "build shards [1] failed: shard 1: ended by signal SIGKILL (log " in err and "rerun the same command to resume" in err, err
+    assert (
+        "build shards [1] failed: shard 1: ended by signal SIGKILL (log " in err
+        and "rerun the same command to resume" in err
+    ), err
     assert (tmp_path / "cache" / "build_report.shard0.json").is_file(), "shard 0 finished its units"
 
 
@@ -355,11 +410,19 @@ def test_a_script_without_the_main_guard_is_told_what_to_do(tmp_path, corpus):
     """Spawned shard processes import the calling script; one that calls ``build(jobs=2)`` at
     module level would start shards from shards: each is refused, naming the guard."""
     script = tmp_path / "unguarded.py"
-    script.write_text(SHARDED_BUILD.replace('if __name__ == "__main__":\n    tmp', 'if True:\n    tmp'))
-    done = subprocess.run([sys.executable, str(script), str(tmp_path), str(corpus)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                          capture_output=True, text=True, timeout=300)
+    script.write_text(SHARDED_BUILD.replace('if __name__ == "__main__":\n    tmp', "if True:\n    tmp"))
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(corpus)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1
-    assert 'call it under `if __name__ == "__main__":`' in done.stderr and "build shards [0, 1] failed" in done.stderr, done.stderr[-2000:]
+    assert (
+        'call it under `if __name__ == "__main__":`' in done.stderr and "build shards [0, 1] failed" in done.stderr
+    ), done.stderr[-2000:]
     assert not (tmp_path / "out").exists()
 
 
@@ -481,7 +544,9 @@ def test_a_torch_dataloader_over_every_config_with_the_documented_collate(built)
                         n = samples.numel()
                         assert lengths[j] == n and torch.equal(audio[j, :n], samples), (name, rid, column, j)
                         assert not audio[j, n:].any() and mask[j, :n].all() and not mask[j, n:].any()
-                assert {c: batch[c][i] for c in row if c not in spec.audio_columns} == {c: v for c, v in row.items() if c not in spec.audio_columns}
+                assert {c: batch[c][i] for c in row if c not in spec.audio_columns} == {
+                    c: v for c, v in row.items() if c not in spec.audio_columns
+                }
         assert seen == len(stored) > 0, name
 
 
@@ -492,8 +557,10 @@ def test_the_cards_casting_recipe_and_torch_format(built):
     ds = load_dataset(str(built[0] / "speakersleuth"), "discrimination-4vc", split="test")
     with pytest.raises(TypeError, match="Couldn't cast array of type list"):
         ds.cast_column("candidates", Audio(sampling_rate=8000))
-    full, half = (next(iter(DataLoader(d, batch_size=2, collate_fn=ssd.collate)))
-                  for d in (ds, ds.cast_column("candidates", List(Audio(sampling_rate=8000)))))
+    full, half = (
+        next(iter(DataLoader(d, batch_size=2, collate_fn=ssd.collate)))
+        for d in (ds, ds.cast_column("candidates", List(Audio(sampling_rate=8000))))
+    )
     assert half["candidates_sampling_rate"] == 8000 and full["candidates_sampling_rate"] == ssd.SAMPLING_RATE
     assert (half["candidates_lengths"] - full["candidates_lengths"] / 2).abs().max() <= 1
     assert torch.equal(half["context_audio"], full["context_audio"])  # the other columns keep their rate
@@ -501,4 +568,6 @@ def test_the_cards_casting_recipe_and_torch_format(built):
     with pytest.raises(TypeError, match="AudioDecoder"):
         next(iter(DataLoader(torch_format, batch_size=2)))
     batch = next(iter(DataLoader(torch_format, batch_size=2, collate_fn=ssd.collate)))
-    assert torch.equal(batch["candidates"], full["candidates"]) and torch.equal(batch["candidates_mask"], full["candidates_mask"])
+    assert torch.equal(batch["candidates"], full["candidates"]) and torch.equal(
+        batch["candidates_mask"], full["candidates_mask"]
+    )

@@ -38,10 +38,15 @@ def unit(i: int, rng: np.random.Generator, planted_db: float = 0.0, method: str 
     is ``planted_db`` louder."""
     k = 1 + i % 5
     return SimpleNamespace(
-        converted_turn=k, vc_model=method, targets=[turn(rng) for _ in range(5)],
-        converted={s: turn(rng, -66.0 + planted_db) for s in ("S2", "S3")}, raw_targets=[], raw_converted={},
+        converted_turn=k,
+        vc_model=method,
+        targets=[turn(rng) for _ in range(5)],
+        converted={s: turn(rng, -66.0 + planted_db) for s in ("S2", "S3")},
+        raw_targets=[],
+        raw_converted={},
         segment=SimpleNamespace(source="synthetic", dialogue_id=f"d{i}", target_gender="female"),
-        s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
+        s2=SimpleNamespace(gender="male"),
+        s3=SimpleNamespace(gender="female"),
     )
 
 
@@ -61,7 +66,9 @@ def test_one_decibel_more_in_the_quiet_frames_of_the_altered_turns_is_found_and_
         r = cells[("main", "all", model)]["localization_S2"]
         assert r["all"]["low"] > r["chance"], (model, r)
     warnings = planted.warnings()
-    assert any(line.startswith("voice-free audit main (all, logistic): localization, S2") for line in warnings), warnings
+    assert any(line.startswith("voice-free audit main (all, logistic): localization, S2") for line in warnings), (
+        warnings
+    )
 
 
 def test_a_change_of_voice_alone_leaves_the_voice_free_family_near_chance():
@@ -72,11 +79,21 @@ def test_a_change_of_voice_alone_leaves_the_voice_free_family_near_chance():
     audit = BuildAudit(control_draws=DRAWS)
     for i in range(40):
         audit.add("main", unit(i, rng), artifacts=False)
-    guesses = {"detection": 120, "localization_S2": 40, "localization_S3": 40, "localization": 80, "discrimination": 40}
+    guesses = {
+        "detection": 120,
+        "localization_S2": 40,
+        "localization_S3": 40,
+        "localization": 80,
+        "discrimination": 40,
+    }
     for (_, _, model), result in audit.voice_free_cells().items():
         for task, r in result.items():
             p = r["chance"] / 100
-            assert abs(r["all"]["score"] - r["chance"]) < 100 * 3.5 * np.sqrt(p * (1 - p) / guesses[task]), (model, task, r)
+            assert abs(r["all"]["score"] - r["chance"]) < 100 * 3.5 * np.sqrt(p * (1 - p) / guesses[task]), (
+                model,
+                task,
+                r,
+            )
 
 
 def test_a_dsp_method_is_compared_with_the_same_dialogues_respoken_and_split_by_method():
@@ -88,7 +105,12 @@ def test_a_dsp_method_is_compared_with_the_same_dialogues_respoken_and_split_by_
         audit.add("main", unit(i, rng), artifacts=False)
         method = "praat" if i % 2 else "respeak"
         audit.add("4vc", unit(i, rng, planted_db=6.0 if method == "praat" else 0.0, method=method), artifacts=False)
-    assert {key[:2] for key in audit.voice_free_cells()} == {("main", "all"), ("4vc", "all"), ("4vc", "praat"), ("4vc", "respeak")}
+    assert {key[:2] for key in audit.voice_free_cells()} == {
+        ("main", "all"),
+        ("4vc", "all"),
+        ("4vc", "praat"),
+        ("4vc", "respeak"),
+    }
     differences = audit.respoken_differences()
     assert list(differences) == [("4vc", "praat")]
     assert differences[("4vc", "praat")]["localization_S2"]["low"] > 0
@@ -114,10 +136,18 @@ def test_the_flac_rate_is_taken_net_of_the_voice():
 
 def test_the_voice_free_columns_are_features_no_voice_carries():
     families = VOICE_FREE.families
-    assert list(families) == ["quiet frames", "DC", "quantisation", "above the low-pass", "compressibility net of the voice"]
+    assert list(families) == [
+        "quiet frames",
+        "DC",
+        "quantisation",
+        "above the low-pass",
+        "compressibility net of the voice",
+    ]
     assert "median_f0" not in VOICE_FREE.names and not any(n.startswith("mfcc") for n in VOICE_FREE.names)
     clip = np.zeros(SR, dtype=np.float32)
-    clip[::2] = 3 / 32768  # every other sample 3 steps (far under the floor: all quiet): half odd, two values, half tiny
+    clip[::2] = (
+        3 / 32768
+    )  # every other sample 3 steps (far under the floor: all quiet): half odd, two values, half tiny
     values = VOICE_FREE.measure(clip)["quantisation"]
     assert values == {"odd_sample_share": 0.5, "distinct_value_share": 2 / 1600, "tiny_value_share": 0.5}
 
@@ -130,5 +160,7 @@ def test_a_conversion_without_a_respoken_counterpart_is_judged_against_chance():
     for i in range(24):
         audit.add("4vc", unit(i, rng, planted_db=6.0, method="world"), artifacts=False)
     assert audit.respoken_differences() == {}
-    assert any(line.startswith("shortcut audit 4vc (world; no re-spoken counterpart: against chance): localization, S2")
-               for line in audit.warnings()), audit.warnings()
+    assert any(
+        line.startswith("shortcut audit 4vc (world; no re-spoken counterpart: against chance): localization, S2")
+        for line in audit.warnings()
+    ), audit.warnings()

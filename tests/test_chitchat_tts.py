@@ -92,7 +92,9 @@ def test_normalize_chat(chat, spoken):
     assert normalize_chat(chat) == spoken
 
 
-@pytest.mark.parametrize("chat", [":)", "?", "!!!", "*their", "there*", "<3 <3", "\U0001f602\U0001f602", "  ", ":-D ;)"])
+@pytest.mark.parametrize(
+    "chat", [":)", "?", "!!!", "*their", "there*", "<3 <3", "\U0001f602\U0001f602", "  ", ":-D ;)"]
+)
 def test_unspeakable_messages_are_dropped(chat):
     assert normalize_chat(chat) == ""
     assert not is_speakable(normalize_chat(chat))
@@ -173,7 +175,9 @@ def test_prepare_in_processes_caches_what_reading_the_file_gives(tmp_path, capsy
     limited = ChitchatTTS(tmp_path / "streamed", corpus_dir=tmp_path, max_dialogues=10_000)
     limited.prepare(workers=2)  # a limited source reads its first conversations as they come
     streamed = list(limited.dialogues())
-    assert not list((tmp_path / "streamed").glob("chitchat_turns-*.json")), "a pass with max_dialogues cached something"
+    assert not list((tmp_path / "streamed").glob("chitchat_turns-*.json")), (
+        "a pass with max_dialogues cached something"
+    )
     for workers in (2, 1):
         prepared = ChitchatTTS(tmp_path / f"w{workers}", corpus_dir=tmp_path)
         capsys.readouterr()
@@ -197,7 +201,9 @@ def test_casting_is_deterministic_per_seed(dialogues, tmp_path):
     other = list(ChitchatTTS(tmp_path / "b", seed=1, max_dialogues=n).dialogues())
     cast = [tuple(d.meta["senders"].items()) for d in dialogues[:n]]
     assert cast == [tuple(d.meta["senders"].items()) for d in again]
-    assert [[t.audio.path.name for t in d.turns] for d in dialogues[:n]] == [[t.audio.path.name for t in d.turns] for d in again]
+    assert [[t.audio.path.name for t in d.turns] for d in dialogues[:n]] == [
+        [t.audio.path.name for t in d.turns] for d in again
+    ]
     changed = sum(a != tuple(d.meta["senders"].items()) for a, d in zip(cast, other))
     assert changed > 0.8 * n, f"seed 1 recast only {changed} of {n} dialogues"
 
@@ -210,7 +216,9 @@ def test_casting_never_gives_two_participants_one_voice_and_uses_every_participa
         used.update(v.id for v in cast.values())
         genders.update(v.gender for v in cast.values())
     pool_only = {v.id for v in VOICES if not v.participant}
-    assert pool_only and {v.id for v in voices_of("male") if v.participant}, "the bank lost its pool-only or male participant voices"
+    assert pool_only and {v.id for v in voices_of("male") if v.participant}, (
+        "the bank lost its pool-only or male participant voices"
+    )
     assert set(used) == {v.id for v in VOICES} - pool_only
     assert abs(genders["female"] - genders["male"]) < 0.1 * sum(genders.values())
 
@@ -263,7 +271,9 @@ def test_speaker_pool_is_the_bank_with_seeded_clips(dialogues, tmp_path, written
     assert ChitchatTTS(tmp_path / "a", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3) == pool
     assert len(written) == 3 * len(VOICES), "cached clips were voiced again"
     other = ChitchatTTS(tmp_path / "b", seed=1).speaker_pool(dialogues[:50], clips_per_speaker=3)
-    assert [c.path.name for v in VOICES for c in other[v.id][1]] != [c.path.name for v in VOICES for c in pool[v.id][1]]
+    assert [c.path.name for v in VOICES for c in other[v.id][1]] != [
+        c.path.name for v in VOICES for c in pool[v.id][1]
+    ]
 
 
 def test_pool_workers_start_with_their_share_and_finish_the_rest(dialogues, tmp_path, written):
@@ -271,7 +281,9 @@ def test_pool_workers_start_with_their_share_and_finish_the_rest(dialogues, tmp_
     everything, written[:] = list(written), []
     second = ChitchatTTS(tmp_path / "shared", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3, share=(1, 2))
     assert written == everything[1::2] + everything[0::2], "worker 1 of 2 voices the odd clips first"
-    assert [c.path.name for v in VOICES for c in second[v.id][1]] == [c.path.name for v in VOICES for c in alone[v.id][1]]
+    assert [c.path.name for v in VOICES for c in second[v.id][1]] == [
+        c.path.name for v in VOICES for c in alone[v.id][1]
+    ]
     written[:] = []
     ChitchatTTS(tmp_path / "shared", seed=0).speaker_pool(dialogues[:50], clips_per_speaker=3, share=(0, 2))
     assert written == [], "a clip another worker voiced was voiced again"
@@ -304,13 +316,17 @@ def test_every_voice_is_closer_to_itself_than_to_any_other_voice(bank_clips):
     from speech.encoders import get_encoder  # Resemblyzer with its shipped weights, batched
 
     ids = list(bank_clips)
-    emb = _one_thread(get_encoder("resemblyzer").encode, [c for v in ids for c in bank_clips[v]]).reshape(len(ids), 2, -1)
+    emb = _one_thread(get_encoder("resemblyzer").encode, [c for v in ids for c in bank_clips[v]]).reshape(
+        len(ids), 2, -1
+    )
     assert same_voice_failures(emb, ids) == []
 
 
 def test_duration_estimate_matches_the_voiced_length(bank_clips, dialogues):
     assert all(t.duration == estimate_duration(t.text) for t in dialogues[0].turns)
-    ratios = [estimate_duration(BANK_TEXTS[i]) / (clips[i].size / 16000) for clips in bank_clips.values() for i in range(2)]
+    ratios = [
+        estimate_duration(BANK_TEXTS[i]) / (clips[i].size / 16000) for clips in bank_clips.values() for i in range(2)
+    ]
     assert 0.8 < np.mean(ratios) < 1.2 and 0.6 < min(ratios) and max(ratios) < 1.5, ratios
 
 
@@ -324,8 +340,8 @@ def test_world_keeps_every_bank_voice_pitch_and_reaches_the_other_gender(bank_cl
     """WORLD is the default conversion and the resynthesis every published turn goes through: a
     bank voice must keep its pitch through it (DIO once tracked the Piper voice an octave high),
     and a conversion to a voice of the other gender must land in that gender's F0 range."""
-    from builder_scripts.verification import GENDER_F0_BOUNDARY
     from builder_scripts.vc.world import WorldConverter
+    from builder_scripts.verification import GENDER_F0_BOUNDARY
 
     world = WorldConverter()
     shifted = {}

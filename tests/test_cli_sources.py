@@ -35,8 +35,10 @@ def text(i: int) -> str:
 
 def spans(first: float = 0.0, turns: int = TURNS) -> list[tuple[float, float]]:
     """(start, end) of each of ``turns`` consecutive turns."""
-    return [(round(first + i * (TURN_SECONDS + GAP), 3), round(first + i * (TURN_SECONDS + GAP) + TURN_SECONDS, 3))
-            for i in range(turns)]
+    return [
+        (round(first + i * (TURN_SECONDS + GAP), 3), round(first + i * (TURN_SECONDS + GAP) + TURN_SECONDS, 3))
+        for i in range(turns)
+    ]
 
 
 def track_seconds(turns: int = TURNS) -> float:
@@ -55,9 +57,14 @@ def dailytalk(root: Path) -> Path:
 def bazinga(root: Path) -> Path:
     """An episode of penny talking with sheldon and leonard in turn."""
     rows = [(("penny", ("sheldon", "leonard")[i // 2 % 2])[i % 2], a, b, text(i)) for i, (a, b) in enumerate(spans())]
-    return write_bazinga(root, {"TheBigBangTheory.Season01.Episode01": rows},
-                         {"penny": "female", "sheldon": "male", "leonard": "male"}, seconds=track_seconds(), sr=SR,
-                         voices={"penny": FEMALE2, "sheldon": MALE2, "leonard": MALE3})
+    return write_bazinga(
+        root,
+        {"TheBigBangTheory.Season01.Episode01": rows},
+        {"penny": "female", "sheldon": "male", "leonard": "male"},
+        seconds=track_seconds(),
+        sr=SR,
+        voices={"penny": FEMALE2, "sheldon": MALE2, "leonard": MALE3},
+    )
 
 
 def behavior_sd(root: Path) -> Path:
@@ -65,8 +72,10 @@ def behavior_sd(root: Path) -> Path:
     long = [(i % 2, text(i), a, b) for i, (a, b) in enumerate(spans())]
     short = [(i % 2, text(i + 1), a, b) for i, (a, b) in enumerate(spans(turns=2))]
     voices = {"0001_0": FEMALE, "0002_1": MALE, "0003_1": MALE2}
-    records = [behavior_sd_record(1, long, ["female", "male"], ["0001_0", "0002_1"], sr=SR, voices=voices),
-               behavior_sd_record(2, short, ["female", "male"], ["0001_0", "0003_1"], sr=SR, voices=voices)]
+    records = [
+        behavior_sd_record(1, long, ["female", "male"], ["0001_0", "0002_1"], sr=SR, voices=voices),
+        behavior_sd_record(2, short, ["female", "male"], ["0001_0", "0003_1"], sr=SR, voices=voices),
+    ]
     write_table(root / "data" / "test-00000-of-00001.parquet", records)
     return root
 
@@ -78,13 +87,22 @@ def ami(root: Path) -> Path:
 
     def words(start: float, end: float, sentence: str) -> list[tuple[float, float, str]]:
         step = (end - start) / len(sentence.split())
-        return [(round(start + k * step, 3), round(start + (k + 1) * step, 3), w) for k, w in enumerate(sentence.split())]
+        return [
+            (round(start + k * step, 3), round(start + (k + 1) * step, 3), w) for k, w in enumerate(sentence.split())
+        ]
 
     def meeting(turns: int) -> dict:
         who = ["A" if i % 2 == 0 else "BC"[i // 2 % 2] for i in range(turns)]
-        return {agent: {"global_name": name, "channel": channel, "segments": [
-                    (a, b, words(a, b, text(i))) for i, (a, b) in enumerate(spans(turns=turns)) if who[i] == agent]}
-                for agent, (name, channel, _) in agents.items()}
+        return {
+            agent: {
+                "global_name": name,
+                "channel": channel,
+                "segments": [
+                    (a, b, words(a, b, text(i))) for i, (a, b) in enumerate(spans(turns=turns)) if who[i] == agent
+                ],
+            }
+            for agent, (name, channel, _) in agents.items()
+        }
 
     meetings = {m: meeting(TURNS if m == AMI_EVAL_MEETINGS[0] else 4) for m in AMI_EVAL_MEETINGS}
     write_ami(root, meetings, seconds=track_seconds(), sr=SR, voices={n: v for n, _, v in agents.values()})
@@ -100,13 +118,33 @@ CORPORA = {"dailytalk": dailytalk, "bazinga": bazinga, "behavior_sd": behavior_s
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m builder_scripts <args>`` from the repository root, as the README types it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "builder_scripts", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "builder_scripts", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def build(tmp: Path, *sources: tuple[str, Path]) -> subprocess.CompletedProcess:
-    args = ["build", "--dataset-out", str(tmp / "out"), "--cache", str(tmp / "cache"), "--variant", "main", "--dialogues", "1",
-            "--margin", "0", "--no-progress", "--threads", "1"]
+    args = [
+        "build",
+        "--dataset-out",
+        str(tmp / "out"),
+        "--cache",
+        str(tmp / "cache"),
+        "--variant",
+        "main",
+        "--dialogues",
+        "1",
+        "--margin",
+        "0",
+        "--no-progress",
+        "--threads",
+        "1",
+    ]
     for name, folder in sources:
         args += ["--source", name, "--source-dir", f"{name}={folder}"]
     return cli(*args)
@@ -165,7 +203,12 @@ def test_the_recorded_corpora_build_from_the_command_line(corpora, tmp_path):
     bars = [line for line in result.stderr.replace("\r", "\n").splitlines() if re.search(r"%\||it/s\]", line)]
     assert not bars, bars[:5]  # --no-progress: lhotse's AMI bars too
     ids = ssd.read_rows(tmp_path / "out", "discrimination").column("dialogue_id").to_pylist()
-    assert sorted(ids) == ["ami/ES2004a", "bazinga/TheBigBangTheory.Season01.Episode01", "behavior_sd/test-1", "dailytalk/0"]
+    assert sorted(ids) == [
+        "ami/ES2004a",
+        "bazinga/TheBigBangTheory.Season01.Episode01",
+        "behavior_sd/test-1",
+        "dailytalk/0",
+    ]
     assert json.loads((tmp_path / "cache" / "build_report.json").read_text())["dialogues"] == {"main": 4}
     assert files(corpora["ami"]) == ami_files  # the annotations zip is extracted into the cache, not beside itself
     assert (tmp_path / "cache/sources/ami/ami_public_manual_1.6.2/corpusResources/meetings.xml").is_file()
@@ -188,8 +231,20 @@ def test_chitchat_reads_the_dataset_file_of_its_source_dir(tmp_path, capsys, mon
         raise SystemExit(0)
 
     monkeypatch.setattr(pipeline, "build", reader)
-    code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
-                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--source",
+            "chitchat_tts",
+            "--source-dir",
+            f"chitchat_tts={tmp_path / 'chat'}",
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert read == {"chitchat_tts": ["c1"]}  # c2 has no turns
 
@@ -218,7 +273,7 @@ def damage(name: str, corpus: Path) -> str:
 EMPTY = {
     "dailytalk": "missing {}/metadata.json",
     "ami": "no annotations: neither {0}/ami_public_manual_1.6.2 nor {0}/ami_public_manual_1.6.2.zip exists; "
-           "put AMI's manual annotations zip (or its extracted folder) there",
+    "put AMI's manual annotations zip (or its extracted folder) there",
     "behavior_sd": "no .parquet/.arrow files for split 'test' under {}",
     "bazinga": "missing {}/speakers.csv",
     "chitchat_tts": "missing {}/dataset.json",
@@ -228,8 +283,20 @@ EMPTY = {
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'empty'}",
-                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--source",
+            name,
+            "--source-dir",
+            f"{name}={tmp_path / 'empty'}",
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}; expected " in err
     assert written(tmp_path) == []
@@ -238,8 +305,20 @@ def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_a_file_given_as_the_corpus_folder_is_refused_as_not_a_folder(name, tmp_path, capsys):
     (tmp_path / "corpus.zip").write_bytes(b"PK")
-    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={tmp_path / 'corpus.zip'}",
-                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--source",
+            name,
+            "--source-dir",
+            f"{name}={tmp_path / 'corpus.zip'}",
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {tmp_path / 'corpus.zip'} is not a folder; expected " in err
     assert written(tmp_path) == []
@@ -262,21 +341,43 @@ def wav_bytes(seconds: float = 1.0) -> bytes:
 
 #: source -> (files written into an otherwise empty corpus folder, what the refusal must say after "<name>: ")
 BAD_CONTENT = {
-    "dailytalk-empty-metadata": ("dailytalk", {"metadata.json": b"{}", "data/": None}, "{}/metadata.json lists no utterances"),
+    "dailytalk-empty-metadata": (
+        "dailytalk",
+        {"metadata.json": b"{}", "data/": None},
+        "{}/metadata.json lists no utterances",
+    ),
     "dailytalk-no-data": ("dailytalk", {"metadata.json": b"{}"}, "missing {}/data"),
-    "bazinga-speakers-not-utf8": ("bazinga", {"speakers.csv": NOT_UTF8},
-                                  "{}/speakers.csv is not a UTF-8 CSV file with columns speaker,gender ("),
-    "bazinga-transcript-latin1": ("bazinga", {"speakers.csv": b"speaker,gender\npenny,female\n",
-                                              "transcripts/e.csv": b"speaker,start,end,text\npenny,0,0.5,caf\xe9\n",
-                                              "audio/e.wav": wav_bytes()},
-                                  "{}/transcripts/e.csv is not a UTF-8 CSV file with columns speaker,start,end,text ("),
+    "bazinga-speakers-not-utf8": (
+        "bazinga",
+        {"speakers.csv": NOT_UTF8},
+        "{}/speakers.csv is not a UTF-8 CSV file with columns speaker,gender (",
+    ),
+    "bazinga-transcript-latin1": (
+        "bazinga",
+        {
+            "speakers.csv": b"speaker,gender\npenny,female\n",
+            "transcripts/e.csv": b"speaker,start,end,text\npenny,0,0.5,caf\xe9\n",
+            "audio/e.wav": wav_bytes(),
+        },
+        "{}/transcripts/e.csv is not a UTF-8 CSV file with columns speaker,start,end,text (",
+    ),
     "chitchat-not-utf8": ("chitchat_tts", {"dataset.json": NOT_UTF8}, "{}/dataset.json is not JSON ("),
-    "chitchat-a-list": ("chitchat_tts", {"dataset.json": b"[1, 2]"}, "{}/dataset.json is not a JSON object of conversations by id"),
+    "chitchat-a-list": (
+        "chitchat_tts",
+        {"dataset.json": b"[1, 2]"},
+        "{}/dataset.json is not a JSON object of conversations by id",
+    ),
     "chitchat-empty": ("chitchat_tts", {"dataset.json": b"{}"}, "{}/dataset.json holds no conversations"),
-    "chitchat-bad-message": ("chitchat_tts", {"dataset.json": b'{"c1": {"messages": [[{"sender": "a", "text": 5}]]}}'},
-                             "{}/dataset.json: conversation 'c1' is not {{\"messages\": [[{{\"sender\": str, \"text\": str}}, ...], ...], ...}}"),
-    "chitchat-one-sender": ("chitchat_tts", {"dataset.json": b'{"c1": {"messages": [[{"sender": "a", "text": "hello there"}]]}}'},
-                            "{}/dataset.json holds no conversation of two senders with at least 2 speakable turns"),
+    "chitchat-bad-message": (
+        "chitchat_tts",
+        {"dataset.json": b'{"c1": {"messages": [[{"sender": "a", "text": 5}]]}}'},
+        '{}/dataset.json: conversation \'c1\' is not {{"messages": [[{{"sender": str, "text": str}}, ...], ...], ...}}',
+    ),
+    "chitchat-one-sender": (
+        "chitchat_tts",
+        {"dataset.json": b'{"c1": {"messages": [[{"sender": "a", "text": "hello there"}]]}}'},
+        "{}/dataset.json holds no conversation of two senders with at least 2 speakable turns",
+    ),
 }
 
 
@@ -292,8 +393,23 @@ def test_bad_content_in_a_corpus_folder_is_refused_in_one_line(case, tmp_path, c
         else:
             (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
             (corpus / relative).write_bytes(data)
-    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--threads", "1", "--no-progress",
-                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--source",
+            name,
+            "--source-dir",
+            f"{name}={corpus}",
+            "--threads",
+            "1",
+            "--no-progress",
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {message.format(corpus)}" in err and "; expected " in err, err
     assert written(tmp_path) == []
@@ -303,8 +419,17 @@ def test_bad_content_is_refused_from_the_command_line_without_a_traceback(tmp_pa
     """The README's command, in its own process, on a corpus whose metadata lists nothing."""
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "metadata.json").write_text("{}")
-    result = cli("build", "--source", "dailytalk", "--source-dir", f"dailytalk={tmp_path / 'corpus'}",
-                 "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"))
+    result = cli(
+        "build",
+        "--source",
+        "dailytalk",
+        "--source-dir",
+        f"dailytalk={tmp_path / 'corpus'}",
+        "--dataset-out",
+        str(tmp_path / "out"),
+        "--cache",
+        str(tmp_path / "cache"),
+    )
     assert f"dailytalk: missing {tmp_path / 'corpus' / 'data'}; expected " in refused(result)
     assert written(tmp_path) == []
 
@@ -313,8 +438,23 @@ def test_bad_content_is_refused_from_the_command_line_without_a_traceback(tmp_pa
 def test_an_incomplete_corpus_folder_is_refused_in_one_line(name, corpora, tmp_path, capsys):
     corpus = shutil.copytree(corpora[name], tmp_path / name)
     missing = damage(name, corpus)
-    code, err = run_main(["build", "--source", name, "--source-dir", f"{name}={corpus}", "--variant", "main",
-                          "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--no-progress"], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--source",
+            name,
+            "--source-dir",
+            f"{name}={corpus}",
+            "--variant",
+            "main",
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {missing}" in err and "; expected " in err
     assert written(tmp_path) == []
@@ -330,16 +470,32 @@ def test_a_recorded_source_without_its_folder_is_refused(tmp_path, capsys):
 def test_the_command_line_refuses_an_empty_folder_without_a_traceback(tmp_path):
     """The README's command, in its own process: exit 2 and one line on stderr."""
     (tmp_path / "empty").mkdir()
-    result = cli("build", "--source", "ami", "--source-dir", f"ami={tmp_path / 'empty'}", "--dataset-out", str(tmp_path / "out"),
-                 "--cache", str(tmp_path / "cache"))
+    result = cli(
+        "build",
+        "--source",
+        "ami",
+        "--source-dir",
+        f"ami={tmp_path / 'empty'}",
+        "--dataset-out",
+        str(tmp_path / "out"),
+        "--cache",
+        str(tmp_path / "cache"),
+    )
     assert "ami: no annotations" in refused(result)
 
 
 # ----------------------------------------------------------------------------- model folders
 
 
-@pytest.mark.parametrize("backend, names", [("freevc", ["freevc"]), ("yourtts", ["yourtts"]), ("openvoice", ["openvoice"]),
-                                            ("cosyvoice3", ["cosyvoice3", "cosyvoice3-repo"])])
+@pytest.mark.parametrize(
+    "backend, names",
+    [
+        ("freevc", ["freevc"]),
+        ("yourtts", ["yourtts"]),
+        ("openvoice", ["openvoice"]),
+        ("cosyvoice3", ["cosyvoice3", "cosyvoice3-repo"]),
+    ],
+)
 def test_a_model_folder_that_lacks_files_is_refused(backend, names, tmp_path, capsys):
     import builder_scripts.vc as vc
 
@@ -355,12 +511,34 @@ def test_a_model_folder_that_lacks_files_is_refused(backend, names, tmp_path, ca
     assert vc.converter_class(backend).staging in err
 
 
-@pytest.mark.parametrize("encoder, lacks", [("ecapa", "hyperparams.yaml, embedding_model.ckpt"),
-                                            ("wavlm", "config.json, preprocessor_config.json, model.safetensors")])
+@pytest.mark.parametrize(
+    "encoder, lacks",
+    [
+        ("ecapa", "hyperparams.yaml, embedding_model.ckpt"),
+        ("wavlm", "config.json, preprocessor_config.json, model.safetensors"),
+    ],
+)
 def test_an_encoder_folder_that_lacks_files_is_refused(encoder, lacks, tmp_path, capsys):
-    code, err = run_main(["build", "--encoder", encoder, "--model-dir", f"{encoder}={tmp_path}", "--dataset-out", str(tmp_path / "out")], capsys)
-    assert code == 2 and err.count("\n") == 1 and f"{encoder}: model folder {tmp_path} (--model-dir {encoder}=DIR) lacks {lacks}" in err, err
-    code, err = run_main(["build", "--model-dir", f"xvector={tmp_path}", "--dataset-out", str(tmp_path / "out")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--encoder",
+            encoder,
+            "--model-dir",
+            f"{encoder}={tmp_path}",
+            "--dataset-out",
+            str(tmp_path / "out"),
+        ],
+        capsys,
+    )
+    assert (
+        code == 2
+        and err.count("\n") == 1
+        and f"{encoder}: model folder {tmp_path} (--model-dir {encoder}=DIR) lacks {lacks}" in err
+    ), err
+    code, err = run_main(
+        ["build", "--model-dir", f"xvector={tmp_path}", "--dataset-out", str(tmp_path / "out")], capsys
+    )
     assert code == 2 and "--model-dir 'xvector=" in err and "NAME one of freevc" in err, err
 
 
@@ -372,27 +550,48 @@ def no_build(monkeypatch):
     monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: 0)
 
 
-@pytest.mark.parametrize("flags, named, user", [
-    (["--model-dir", "yourtts={}"], "yourtts", "--vc/--vc-4vc yourtts"),  # the default backends are world and praat
-    (["--vc", "freevc", "--model-dir", "cosyvoice3-repo={}"], "cosyvoice3-repo", "--vc/--vc-4vc cosyvoice3"),
-    (["--model-dir", "ecapa={}"], "ecapa", "--encoder ecapa"),  # the default encoder is campplus
-    (["--encoder", "ecapa:{}", "--model-dir", "wavlm={}"], "wavlm", "--encoder wavlm"),
-])
+@pytest.mark.parametrize(
+    "flags, named, user",
+    [
+        (
+            ["--model-dir", "yourtts={}"],
+            "yourtts",
+            "--vc/--vc-4vc yourtts",
+        ),  # the default backends are world and praat
+        (["--vc", "freevc", "--model-dir", "cosyvoice3-repo={}"], "cosyvoice3-repo", "--vc/--vc-4vc cosyvoice3"),
+        (["--model-dir", "ecapa={}"], "ecapa", "--encoder ecapa"),  # the default encoder is campplus
+        (["--encoder", "ecapa:{}", "--model-dir", "wavlm={}"], "wavlm", "--encoder wavlm"),
+    ],
+)
 def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tmp_path, capsys, no_build):
-    code, err = run_main(["build", *(f.format(tmp_path) for f in flags), "--dataset-out", str(tmp_path / "out"),
-                          "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            *(f.format(tmp_path) for f in flags),
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: --model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
 
 
-@pytest.mark.parametrize("flags, validation", [([], 12), (["--dialogues", "7"], 2), (["--validation-dialogues", "0"], 0)])
+@pytest.mark.parametrize(
+    "flags, validation", [([], 12), (["--dialogues", "7"], 2), (["--validation-dialogues", "0"], 0)]
+)
 def test_the_build_has_a_validation_split_by_default(flags, validation, tmp_path, monkeypatch):
     """A fifth of --dialogues (12 of the default 60) go to validation unless told otherwise."""
     import builder_scripts.__main__ as cli_main
 
     seen = []
     monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: seen.append(opts) or 0)
-    assert cli_main.main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]) == 0
+    assert (
+        cli_main.main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")])
+        == 0
+    )
     assert seen[0].validation_dialogues == validation
 
 
@@ -401,25 +600,35 @@ def test_a_negative_validation_split_is_refused(tmp_path, capsys, no_build):
     assert code == 2 and "error: --validation-dialogues -1: must be 0 (no validation split) or more" in err, err
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--dialogues", "0"], "--dialogues 0: must be at least 1 for 4vc/main"),
-    (["--variant", "4vc", "--dialogues", "-2"], "--dialogues -2: must be at least 1 for 4vc"),
-    (["--dialogues-10turn", "0"], "--dialogues-10turn 0: must be at least 1 for 10turn"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--dialogues", "0"], "--dialogues 0: must be at least 1 for 4vc/main"),
+        (["--variant", "4vc", "--dialogues", "-2"], "--dialogues -2: must be at least 1 for 4vc"),
+        (["--dialogues-10turn", "0"], "--dialogues-10turn 0: must be at least 1 for 10turn"),
+    ],
+)
 def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, no_build):
-    code, err = run_main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        ["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys
+    )
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: {message}; to leave a variant out, list the others with --variant" in err, err
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--jobs", "0"], "--jobs 0: must be at least 1"),
-    (["--jobs", "-3"], "--jobs -3: must be at least 1"),
-    (["--num-shards", "0"], "--num-shards 0: must be at least 1"),
-    (["--jobs", "2", "--num-shards", "2"], "--jobs runs its own shards; do not combine it with --num-shards"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--jobs", "0"], "--jobs 0: must be at least 1"),
+        (["--jobs", "-3"], "--jobs -3: must be at least 1"),
+        (["--num-shards", "0"], "--num-shards 0: must be at least 1"),
+        (["--jobs", "2", "--num-shards", "2"], "--jobs runs its own shards; do not combine it with --num-shards"),
+    ],
+)
 def test_a_process_count_below_one_is_refused(flags, message, tmp_path, capsys, no_build):
-    code, err = run_main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        ["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys
+    )
     assert code == 2 and err.count("\n") == 1 and f"error: {message}\n" in err, err
 
 
@@ -436,17 +645,37 @@ def test_a_chat_corpus_too_short_for_the_speaker_pool_is_refused(tmp_path, capsy
     chat = {"c1": {"messages": [[{"sender": "a", "text": "hi"}, {"sender": "b", "text": "yo"}]]}}
     (tmp_path / "chat").mkdir()
     (tmp_path / "chat" / "dataset.json").write_text(json.dumps(chat))
-    code, err = run_main(["build", "--source", "chitchat_tts", "--source-dir", f"chitchat_tts={tmp_path / 'chat'}",
-                          "--threads", "1", "--no-progress", "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys)
+    code, err = run_main(
+        [
+            "build",
+            "--source",
+            "chitchat_tts",
+            "--source-dir",
+            f"chitchat_tts={tmp_path / 'chat'}",
+            "--threads",
+            "1",
+            "--no-progress",
+            "--dataset-out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capsys,
+    )
     assert code == 2 and err.count("\n") == 1, err
-    assert f"error: chitchat_tts: {tmp_path / 'chat' / 'dataset.json'}: only 0 turns of {POOL_MIN_SECONDS}-{POOL_MAX_SECONDS} s in its 1 dialogues; " in err
+    assert (
+        f"error: chitchat_tts: {tmp_path / 'chat' / 'dataset.json'}: only 0 turns of {POOL_MIN_SECONDS}-{POOL_MAX_SECONDS} s in its 1 dialogues; "
+        in err
+    )
     assert [p.name.split("-")[0] for p in written(tmp_path)] == ["chitchat_turns"]
 
 
 def test_review_export_refuses_a_missing_or_empty_dataset(tmp_path, capsys):
     """It exited 0 with an empty sheet for a folder that does not exist."""
     review = tmp_path / "review"
-    code, err = run_main(["review-export", "--dataset", str(tmp_path / "missing"), "--review-out", str(review)], capsys)
+    code, err = run_main(
+        ["review-export", "--dataset", str(tmp_path / "missing"), "--review-out", str(review)], capsys
+    )
     assert code == 2 and err.count("\n") == 1 and f"{tmp_path / 'missing'}: no such folder" in err, err
     (tmp_path / "empty").mkdir()
     code, err = run_main(["review-export", "--dataset", str(tmp_path / "empty"), "--review-out", str(review)], capsys)

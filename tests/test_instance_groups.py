@@ -43,8 +43,13 @@ def _reencode_every_row(folder: Path) -> None:
 
 
 def _clip_bytes(folder: Path) -> Counter:
-    return Counter(clip["bytes"] for path in folder.rglob("test-*.parquet")
-                   for row in pq.read_table(path).to_pylist() for value in row.values() for clip in _clips(value))
+    return Counter(
+        clip["bytes"]
+        for path in folder.rglob("test-*.parquet")
+        for row in pq.read_table(path).to_pylist()
+        for value in row.values()
+        for clip in _clips(value)
+    )
 
 
 def test_rows_whose_clips_were_reencoded_still_group_by_their_samples(tmp_path):

@@ -15,20 +15,28 @@ from judges.names import (
 
 
 def test_valid_names_give_their_parts():
-    assert parse_judge_name("pairwise-ecapa:/models/ecapa-voxceleb") == EmbeddingJudgeName("pairwise", "ecapa:/models/ecapa-voxceleb")
+    assert parse_judge_name("pairwise-ecapa:/models/ecapa-voxceleb") == EmbeddingJudgeName(
+        "pairwise", "ecapa:/models/ecapa-voxceleb"
+    )
     assert parse_judge_name("gemini:gemini-2.5-pro") == LALMJudgeName("gemini", None, "gemini-2.5-pro")
-    assert parse_judge_name("transformers:/models/Qwen2.5-Omni-3B") == LALMJudgeName("transformers", None, "/models/Qwen2.5-Omni-3B")
-    assert parse_judge_name("vllm:http://gpu-host:8000:Qwen/Qwen2-Audio-7B-Instruct") == \
-        LALMJudgeName("vllm", "http://gpu-host:8000", "Qwen/Qwen2-Audio-7B-Instruct")
+    assert parse_judge_name("transformers:/models/Qwen2.5-Omni-3B") == LALMJudgeName(
+        "transformers", None, "/models/Qwen2.5-Omni-3B"
+    )
+    assert parse_judge_name("vllm:http://gpu-host:8000:Qwen/Qwen2-Audio-7B-Instruct") == LALMJudgeName(
+        "vllm", "http://gpu-host:8000", "Qwen/Qwen2-Audio-7B-Instruct"
+    )
     assert parse_judge_name("openai:gpt-4o-audio-preview") == LALMJudgeName("openai", None, "gpt-4o-audio-preview")
 
 
-@pytest.mark.parametrize("name, message", [
-    ("median-resemblyzer", "unknown judge 'median-resemblyzer': use <method>-<encoder>"),
-    ("centroid-", "unknown judge 'centroid-'"),
-    ("openai:", "unknown judge 'openai:'"),
-    ("vllm:Qwen/Qwen2.5-Omni-7B", "give the server as vllm:<base URL>:<model>"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("median-resemblyzer", "unknown judge 'median-resemblyzer': use <method>-<encoder>"),
+        ("centroid-", "unknown judge 'centroid-'"),
+        ("openai:", "unknown judge 'openai:'"),
+        ("vllm:Qwen/Qwen2.5-Omni-7B", "give the server as vllm:<base URL>:<model>"),
+    ],
+)
 def test_a_name_of_no_judge_is_refused_with_what_is_wrong(name, message):
     with pytest.raises(ValueError, match=message):
         parse_judge_name(name)

@@ -25,7 +25,9 @@ from tests.synthetic import build_synthetic_dataset, dialogue_records
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """main and 4vc variants, 2 dialogues each; main also has a validation split."""
-    root = build_synthetic_dataset(tmp_path_factory.mktemp("ds") / "speakersleuth", dialogues=2, variants=("main", "4vc"))
+    root = build_synthetic_dataset(
+        tmp_path_factory.mktemp("ds") / "speakersleuth", dialogues=2, variants=("main", "4vc")
+    )
     made = [dialogue_records("main", 20 + i, random.Random(i)) for i in range(2)]
     for task in ("detection", "localization"):
         with ssd.DatasetWriter(root, ssd.config_name(task, "main"), split="validation") as writer:
@@ -71,8 +73,19 @@ def _lines(path) -> list[dict]:
 
 def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
     out = tmp_path / "preds.jsonl"
-    code, stdout, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main",
-                            "--task", "detection,localization,discrimination", "--predictions-out", out)
+    code, stdout, err = cli(
+        "run",
+        "--judge",
+        "centroid-resemblyzer",
+        "--dataset",
+        folder,
+        "--variant",
+        "main",
+        "--task",
+        "detection,localization,discrimination",
+        "--predictions-out",
+        out,
+    )
     assert code == 0, err
     summary = json.loads(stdout)
     assert summary["judge"] == "centroid-resemblyzer" and summary["threshold"] == 0.3
@@ -83,14 +96,21 @@ def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
     assert all(scores[t]["coverage"] == 100.0 for t in scores["tasks"])
     lines = _lines(out)
     assert {tuple(sorted(line)) for line in lines} == {
-        ("id", "prediction", "score", "task"), ("id", "prediction", "task"), ("id", "prediction", "ranking", "task")}
-    assert all("score" in line for line in lines if line["task"] == "detection")  # threshold-free detection (AUROC/EER)
+        ("id", "prediction", "score", "task"),
+        ("id", "prediction", "task"),
+        ("id", "prediction", "ranking", "task"),
+    }
+    assert all(
+        "score" in line for line in lines if line["task"] == "detection"
+    )  # threshold-free detection (AUROC/EER)
 
 
 def test_run_without_out_writes_under_results_in_the_working_folder(cli, folder, tmp_path, monkeypatch):
     """The command as a user first types it, with no ``--predictions-out``."""
     monkeypatch.chdir(tmp_path)
-    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main", "--task", "detection")
+    code, _, err = cli(
+        "run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--variant", "main", "--task", "detection"
+    )
     assert code == 0, err
     assert len(_lines(tmp_path / "results" / "centroid-resemblyzer.main.jsonl")) == 6
 
@@ -99,8 +119,21 @@ def test_threshold_reaches_the_judge(cli, folder, tmp_path):
     """Cosines lie in [-1, 1]: pairwise with τ above 1 flags every turn, below -1 none."""
     for tau, expected in (("1.01", [1, 2, 3, 4, 5]), ("-1.01", [])):
         out = tmp_path / f"p{tau}.jsonl"
-        code, stdout, err = cli("run", "--judge", "pairwise-resemblyzer", "--dataset", folder, "--variant", "4vc",
-                                "--task", "localization,detection", "--predictions-out", out, "--threshold", tau)
+        code, stdout, err = cli(
+            "run",
+            "--judge",
+            "pairwise-resemblyzer",
+            "--dataset",
+            folder,
+            "--variant",
+            "4vc",
+            "--task",
+            "localization,detection",
+            "--predictions-out",
+            out,
+            "--threshold",
+            tau,
+        )
         assert code == 0, err
         assert json.loads(stdout)["threshold"] == float(tau)
         lines = _lines(out)
@@ -112,8 +145,18 @@ def test_threshold_reaches_the_judge(cli, folder, tmp_path):
 
 def test_calibrate_uses_the_validation_split(cli, folder, tmp_path):
     out = tmp_path / "cal.jsonl"
-    code, stdout, err = cli("run", "--judge", "reference-resemblyzer", "--dataset", folder, "--task", "detection",
-                            "--predictions-out", out, "--calibrate")
+    code, stdout, err = cli(
+        "run",
+        "--judge",
+        "reference-resemblyzer",
+        "--dataset",
+        folder,
+        "--task",
+        "detection",
+        "--predictions-out",
+        out,
+        "--calibrate",
+    )
     assert code == 0, err
     summary = json.loads(stdout)
     calibration = summary["calibration"]
@@ -121,8 +164,20 @@ def test_calibrate_uses_the_validation_split(cli, folder, tmp_path):
     assert [r["threshold"] for r in calibration["validation"]] == list(THRESHOLDS)
     best = max(r["det_bal_acc"] for r in calibration["validation"])
     assert next(r["det_bal_acc"] for r in calibration["validation"] if r["threshold"] == summary["threshold"]) == best
-    code, _, err = cli("run", "--judge", "reference-resemblyzer", "--dataset", folder, "--variant", "4vc",
-                       "--task", "detection", "--predictions-out", tmp_path / "x.jsonl", "--calibrate")
+    code, _, err = cli(
+        "run",
+        "--judge",
+        "reference-resemblyzer",
+        "--dataset",
+        folder,
+        "--variant",
+        "4vc",
+        "--task",
+        "detection",
+        "--predictions-out",
+        tmp_path / "x.jsonl",
+        "--calibrate",
+    )
     assert code == 2 and "calibration needs a validation split" in err and "4vc/detection" in err
 
 
@@ -130,11 +185,26 @@ def test_bad_judges_and_options_are_refused(cli, folder, tmp_path):
     out = tmp_path / "x.jsonl"
     code, _, err = cli("run", "--judge", "median-resemblyzer", "--dataset", folder, "--predictions-out", out)
     assert code == 2 and "unknown judge 'median-resemblyzer'" in err
-    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--predictions-out", out, "--threshold", "0.2", "--calibrate")
+    code, _, err = cli(
+        "run",
+        "--judge",
+        "centroid-resemblyzer",
+        "--dataset",
+        folder,
+        "--predictions-out",
+        out,
+        "--threshold",
+        "0.2",
+        "--calibrate",
+    )
     assert code == 2 and "either a threshold or calibrate" in err
-    code, _, err = cli("run", "--judge", "gemini:gemini-2.5-pro", "--dataset", folder, "--predictions-out", out, "--threshold", "0.2")
+    code, _, err = cli(
+        "run", "--judge", "gemini:gemini-2.5-pro", "--dataset", folder, "--predictions-out", out, "--threshold", "0.2"
+    )
     assert code == 2 and "embedding judges only" in err
-    code, _, err = cli("run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--task", "ranking", "--predictions-out", out)
+    code, _, err = cli(
+        "run", "--judge", "centroid-resemblyzer", "--dataset", folder, "--task", "ranking", "--predictions-out", out
+    )
     assert code == 2 and "unknown or no tasks ['ranking']" in err
     assert not out.exists()
 
@@ -153,8 +223,25 @@ def test_lalm_names_go_to_the_lalm_factory(cli, folder, tmp_path, monkeypatch):
 
     monkeypatch.setattr(judges.lalm, "make_lalm_judge", factory)
     spec = "vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B"
-    code, stdout, err = cli("run", "--judge", spec, "--dataset", folder, "--variant", "main", "--task", "detection",
-                            "--predictions-out", tmp_path / "l.jsonl", "--setting", "context", "--option", "max_concurrency=4", "--limit", "3")
+    code, stdout, err = cli(
+        "run",
+        "--judge",
+        spec,
+        "--dataset",
+        folder,
+        "--variant",
+        "main",
+        "--task",
+        "detection",
+        "--predictions-out",
+        tmp_path / "l.jsonl",
+        "--setting",
+        "context",
+        "--option",
+        "max_concurrency=4",
+        "--limit",
+        "3",
+    )
     assert code == 0, err
     assert json.loads(stdout) == {"judge": "recorded"}
     assert calls[0] == ("make", spec, "context", {"progress": False, "max_concurrency": 4})
@@ -162,8 +249,19 @@ def test_lalm_names_go_to_the_lalm_factory(cli, folder, tmp_path, monkeypatch):
 
 
 def test_sweep_writes_table_and_plot(cli, folder, tmp_path):
-    code, stdout, err = cli("sweep", "--dataset", folder, "--variant", "main", "--sweep-out", tmp_path,
-                            "--judge", "pairwise-resemblyzer,centroid-resemblyzer", "--threshold", "0.2,0.3,0.4")
+    code, stdout, err = cli(
+        "sweep",
+        "--dataset",
+        folder,
+        "--variant",
+        "main",
+        "--sweep-out",
+        tmp_path,
+        "--judge",
+        "pairwise-resemblyzer,centroid-resemblyzer",
+        "--threshold",
+        "0.2,0.3,0.4",
+    )
     assert code == 0, err
     assert "| pairwise-resemblyzer |" in stdout and "τ=0.3" in stdout
     rows = (tmp_path / "sweep.csv").read_text().splitlines()
@@ -174,13 +272,19 @@ def test_sweep_writes_table_and_plot(cli, folder, tmp_path):
 def test_baselines_cover_every_method_and_variant(cli, folder, resemblyzer, tmp_path):
     """Every method at the paper's τ on every variant, plus a calibrated run where the variant has
     a validation split (main here, not 4vc)."""
-    code, stdout, err = cli("baselines", "--dataset", folder, "--results-out", tmp_path, "--bootstrap", "20", "--encoder", "resemblyzer")
+    code, stdout, err = cli(
+        "baselines", "--dataset", folder, "--results-out", tmp_path, "--bootstrap", "20", "--encoder", "resemblyzer"
+    )
     assert code == 0, err
     assert cli.made == ["resemblyzer"]  # one encoder for all methods and variants
     summary = json.loads((tmp_path / "summary.json").read_text())
     methods = ("pairwise", "centroid", "reference")
     assert [(r["judge"], r["variant"], r["threshold_source"]) for r in summary["results"]] == [
-        *((j, "main", src) for m in methods for j, src in ((f"{m}-resemblyzer", "paper"), (f"{m}-resemblyzer-calibrated", "validation"))),
+        *(
+            (j, "main", src)
+            for m in methods
+            for j, src in ((f"{m}-resemblyzer", "paper"), (f"{m}-resemblyzer-calibrated", "validation"))
+        ),
         *((f"{m}-resemblyzer", "4vc", "paper") for m in methods),
     ]
     paper = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
@@ -211,12 +315,19 @@ def test_sweep_and_baselines_default_to_every_encoder_that_needs_no_folder():
     assert judges == [f"{m}-{e}" for e in offline for m in ("pairwise", "centroid", "reference")]
 
 
-@pytest.mark.parametrize("args, named, user", [
-    (["run", "--judge", "centroid-resemblyzer", "--predictions-out"], "ecapa", "--judge centroid-ecapa"),
-    (["run", "--judge", "openai:gpt-4o-audio-preview", "--predictions-out"], "ecapa", "--judge centroid-ecapa"),
-    (["sweep", "--judge", "centroid-resemblyzer,pairwise-ecapa", "--sweep-out"], "wavlm", "--judge centroid-wavlm"),
-    (["baselines", "--encoder", "resemblyzer,ecapa", "--results-out"], "wavlm", "--encoder wavlm"),
-])
+@pytest.mark.parametrize(
+    "args, named, user",
+    [
+        (["run", "--judge", "centroid-resemblyzer", "--predictions-out"], "ecapa", "--judge centroid-ecapa"),
+        (["run", "--judge", "openai:gpt-4o-audio-preview", "--predictions-out"], "ecapa", "--judge centroid-ecapa"),
+        (
+            ["sweep", "--judge", "centroid-resemblyzer,pairwise-ecapa", "--sweep-out"],
+            "wavlm",
+            "--judge centroid-wavlm",
+        ),
+        (["baselines", "--encoder", "resemblyzer,ecapa", "--results-out"], "wavlm", "--encoder wavlm"),
+    ],
+)
 def test_a_model_folder_no_judge_uses_is_refused(args, named, user, tmp_path, capsys):
     code = main([*args, str(tmp_path / "out"), "--dataset", str(tmp_path), "--model-dir", f"{named}={tmp_path}"])
     err = capsys.readouterr().err
@@ -224,11 +335,14 @@ def test_a_model_folder_no_judge_uses_is_refused(args, named, user, tmp_path, ca
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("args, threads", [
-    (["sweep", "--judge", "centroid-resemblyzer", "--sweep-out"], 1),
-    (["sweep", "--judge", "centroid-resemblyzer", "--threads", "3", "--sweep-out"], 3),
-    (["run", "--judge", "openai:gpt-4o-audio-preview", "--predictions-out"], None),
-])
+@pytest.mark.parametrize(
+    "args, threads",
+    [
+        (["sweep", "--judge", "centroid-resemblyzer", "--sweep-out"], 1),
+        (["sweep", "--judge", "centroid-resemblyzer", "--threads", "3", "--sweep-out"], 3),
+        (["run", "--judge", "openai:gpt-4o-audio-preview", "--predictions-out"], None),
+    ],
+)
 def test_embedding_judges_run_on_one_thread_unless_told(args, threads, monkeypatch, tmp_path):
     """torch gets 1 thread for embedding judges by default, --threads N when given, and is left
     alone for LALM judges; the command itself is stopped at its first step."""
@@ -260,12 +374,20 @@ def test_a_judge_whose_server_is_down_stops_in_one_line(cli, folder, tmp_path):
     start = time.monotonic()
     code, _, err = cli("run", "--judge", spec, "--dataset", folder, "--task", "detection", "--predictions-out", out)
     assert code == 2 and err.count("\n") == 1, err
-    assert err.startswith(f"error: {spec}: cannot reach the server (3 connection attempts in a row failed") and "refused" in err, err
+    assert (
+        err.startswith(f"error: {spec}: cannot reach the server (3 connection attempts in a row failed")
+        and "refused" in err
+    ), err
     assert time.monotonic() - start < 30
     assert not out.exists() or not out.read_text().strip()
 
 
 def test_an_api_judge_without_its_key_stops_in_one_line(cli, folder, tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code, _, err = cli("run", "--judge", "openai:gpt-4o-audio-preview", "--dataset", folder, "--predictions-out", tmp_path / "o.jsonl")
-    assert code == 2 and err == "error: openai:gpt-4o-audio-preview: set the API key in the environment variable OPENAI_API_KEY\n", err
+    code, _, err = cli(
+        "run", "--judge", "openai:gpt-4o-audio-preview", "--dataset", folder, "--predictions-out", tmp_path / "o.jsonl"
+    )
+    assert (
+        code == 2
+        and err == "error: openai:gpt-4o-audio-preview: set the API key in the environment variable OPENAI_API_KEY\n"
+    ), err

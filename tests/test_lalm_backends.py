@@ -64,8 +64,13 @@ def _clip(seconds: float, f0: float) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def prompt() -> Prompt:
-    inst = TurnInstance("x", [_clip(0.5, 200 + 20 * k) for k in range(3)], _clip(1.0, 180),
-                        [{"speaker": "s", "text": "hi", "is_target": True}] * 3, [0, 1, 2])
+    inst = TurnInstance(
+        "x",
+        [_clip(0.5, 200 + 20 * k) for k in range(3)],
+        _clip(1.0, 180),
+        [{"speaker": "s", "text": "hi", "is_target": True}] * 3,
+        [0, 1, 2],
+    )
     return turn_queries("detection", "main", inst)[0].prompt
 
 
@@ -80,20 +85,54 @@ OPENAI_SCHEMA = {  # POST /chat/completions, as documented for audio input (inpu
         "seed": {"type": "integer"},
         "max_tokens": {"type": "integer", "minimum": 1},
         "messages": {
-            "type": "array", "minItems": 2, "maxItems": 2,
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 2,
             "prefixItems": [
-                {"type": "object", "required": ["role", "content"], "additionalProperties": False,
-                 "properties": {"role": {"const": "system"}, "content": {"type": "string"}}},
-                {"type": "object", "required": ["role", "content"], "additionalProperties": False,
-                 "properties": {"role": {"const": "user"}, "content": {"type": "array", "items": {"oneOf": [
-                     {"type": "object", "required": ["type", "text"], "additionalProperties": False,
-                      "properties": {"type": {"const": "text"}, "text": {"type": "string"}}},
-                     {"type": "object", "required": ["type", "input_audio"], "additionalProperties": False,
-                      "properties": {"type": {"const": "input_audio"}, "input_audio": {
-                          "type": "object", "required": ["data", "format"], "additionalProperties": False,
-                          "properties": {"data": {"type": "string", "contentEncoding": "base64"},
-                                         "format": {"enum": ["wav", "mp3"]}}}}},
-                 ]}}}},
+                {
+                    "type": "object",
+                    "required": ["role", "content"],
+                    "additionalProperties": False,
+                    "properties": {"role": {"const": "system"}, "content": {"type": "string"}},
+                },
+                {
+                    "type": "object",
+                    "required": ["role", "content"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "role": {"const": "user"},
+                        "content": {
+                            "type": "array",
+                            "items": {
+                                "oneOf": [
+                                    {
+                                        "type": "object",
+                                        "required": ["type", "text"],
+                                        "additionalProperties": False,
+                                        "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+                                    },
+                                    {
+                                        "type": "object",
+                                        "required": ["type", "input_audio"],
+                                        "additionalProperties": False,
+                                        "properties": {
+                                            "type": {"const": "input_audio"},
+                                            "input_audio": {
+                                                "type": "object",
+                                                "required": ["data", "format"],
+                                                "additionalProperties": False,
+                                                "properties": {
+                                                    "data": {"type": "string", "contentEncoding": "base64"},
+                                                    "format": {"enum": ["wav", "mp3"]},
+                                                },
+                                            },
+                                        },
+                                    },
+                                ]
+                            },
+                        },
+                    },
+                },
             ],
         },
     },
@@ -103,21 +142,55 @@ GEMINI_SCHEMA = {  # POST /{version}/models/{model}:generateContent (REST, camel
     "type": "object",
     "required": ["contents", "generationConfig", "systemInstruction"],
     "properties": {
-        "contents": {"type": "array", "minItems": 1, "maxItems": 1, "items": {
-            "type": "object", "required": ["role", "parts"],
-            "properties": {"role": {"const": "user"}, "parts": {"type": "array", "items": {"oneOf": [
-                {"type": "object", "required": ["text"], "additionalProperties": False,
-                 "properties": {"text": {"type": "string"}}},
-                {"type": "object", "required": ["inlineData"], "additionalProperties": False,
-                 "properties": {"inlineData": {  # proto JSON: mimeType or its field name mime_type
-                     "type": "object", "required": ["data"], "additionalProperties": False,
-                     "oneOf": [{"required": ["mimeType"]}, {"required": ["mime_type"]}],
-                     "properties": {"mimeType": {"const": "audio/wav"}, "mime_type": {"const": "audio/wav"},
-                                    "data": {"type": "string"}}}}},
-            ]}}}}},
+        "contents": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["role", "parts"],
+                "properties": {
+                    "role": {"const": "user"},
+                    "parts": {
+                        "type": "array",
+                        "items": {
+                            "oneOf": [
+                                {
+                                    "type": "object",
+                                    "required": ["text"],
+                                    "additionalProperties": False,
+                                    "properties": {"text": {"type": "string"}},
+                                },
+                                {
+                                    "type": "object",
+                                    "required": ["inlineData"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "inlineData": {  # proto JSON: mimeType or its field name mime_type
+                                            "type": "object",
+                                            "required": ["data"],
+                                            "additionalProperties": False,
+                                            "oneOf": [{"required": ["mimeType"]}, {"required": ["mime_type"]}],
+                                            "properties": {
+                                                "mimeType": {"const": "audio/wav"},
+                                                "mime_type": {"const": "audio/wav"},
+                                                "data": {"type": "string"},
+                                            },
+                                        }
+                                    },
+                                },
+                            ]
+                        },
+                    },
+                },
+            },
+        },
         "systemInstruction": {"type": "object", "required": ["parts"]},
-        "generationConfig": {"type": "object", "required": ["temperature"],
-                             "properties": {"temperature": {"const": 0}, "seed": {"type": "integer"}}},
+        "generationConfig": {
+            "type": "object",
+            "required": ["temperature"],
+            "properties": {"temperature": {"const": 0}, "seed": {"type": "integer"}},
+        },
     },
 }
 
@@ -161,8 +234,10 @@ def test_openai_request_matches_schema(server, prompt, monkeypatch):
     _validate(req["body"], OPENAI_SCHEMA)
     body = req["body"]
     assert body["model"] == "gpt-4o-audio-preview" and body["messages"][0]["content"] == SYSTEM
-    parts = [("text", p["text"]) if p["type"] == "text" else ("audio", p["input_audio"]["data"])
-             for p in body["messages"][1]["content"]]
+    parts = [
+        ("text", p["text"]) if p["type"] == "text" else ("audio", p["input_audio"]["data"])
+        for p in body["messages"][1]["content"]
+    ]
     _check_interleaving(parts, prompt)
 
 
@@ -189,10 +264,14 @@ def test_gemini_request_matches_schema(server, prompt, monkeypatch):
     body = req["body"]
     assert body["systemInstruction"]["parts"][0]["text"] == SYSTEM
     config = body["generationConfig"]  # the SDK writes some nested fields in proto field-name form
-    assert (config.get("thinkingConfig") or config.get("thinking_config")) in ({"thinkingBudget": 128},
-                                                                               {"thinking_budget": 128})
-    parts = [("text", p["text"]) if "text" in p else ("audio", p["inlineData"]["data"])
-             for p in body["contents"][0]["parts"]]
+    assert (config.get("thinkingConfig") or config.get("thinking_config")) in (
+        {"thinkingBudget": 128},
+        {"thinking_budget": 128},
+    )
+    parts = [
+        ("text", p["text"]) if "text" in p else ("audio", p["inlineData"]["data"])
+        for p in body["contents"][0]["parts"]
+    ]
     _check_interleaving(parts, prompt)
 
 
@@ -248,8 +327,9 @@ def test_retries_429_5xx_and_timeouts_then_succeeds(server, prompt, monkeypatch,
     monkeypatch.setenv("GOOGLE_API_KEY", "k")
     server.reset()
     error = {"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}}
-    server.script.extend([(429, {"Retry-After": "0.02"}, error), (503, {}, {"error": {"code": 503, "message": "busy"}}),
-                          ("sleep", 1.5)])
+    server.script.extend(
+        [(429, {"Retry-After": "0.02"}, error), (503, {}, {"error": {"code": 503, "message": "busy"}}), ("sleep", 1.5)]
+    )
     waits = []
     name = f"openai:{server.url}/v1:m" if kind == "openai" else "gemini:m"
     extra = {} if kind == "openai" else {"base_url": server.url}
@@ -339,8 +419,13 @@ def test_foreign_or_damaged_files_are_refused(server, dataset, tmp_path):
 
 
 def test_unparseable_answers_are_recorded_and_counted_not_guessed(server, dataset, tmp_path):
-    server.reset(answer=lambda kind, body: "I'm sorry, I can't help with identifying speakers."
-                 if kind in ("localization", "ranking") else canned_answer(kind))
+    server.reset(
+        answer=lambda kind, body: (
+            "I'm sorry, I can't help with identifying speakers."
+            if kind in ("localization", "ranking")
+            else canned_answer(kind)
+        )
+    )
     out = tmp_path / "preds.jsonl"
     judge = make_lalm_judge(f"vllm:{server.url}/v1:m", progress=False, **FAST)
     summary = judge.run(dataset, "main", ["localization", "discrimination"], out, limit=3)
@@ -405,7 +490,9 @@ def test_per_turn_queries_serve_both_tasks_once(server, dataset, tmp_path):
     with pytest.raises(ValueError, match="per_turn"):
         judge.run(dataset, "main", "discrimination", tmp_path / "d.jsonl")
     with pytest.raises(ValueError, match="setting 'per_turn'"):
-        make_lalm_judge(f"vllm:{server.url}/v1:m", setting="main", progress=False).run(dataset, "main", "detection", out)
+        make_lalm_judge(f"vllm:{server.url}/v1:m", setting="main", progress=False).run(
+            dataset, "main", "detection", out
+        )
 
 
 class LogitBackend(Backend):
@@ -471,7 +558,7 @@ def test_transformers_backend_processor_and_generate(tiny_lalm, prompt):
             i += 1
     assert [n for _, n in runs] == expected
     for k, (start, _) in enumerate(runs):  # the label right before each clip names it
-        label = tok.decode(ids[max(0, start - 60):start], skip_special_tokens=True)
+        label = tok.decode(ids[max(0, start - 60) : start], skip_special_tokens=True)
         assert label.rstrip().endswith("Reference recording of the target speaker:" if k == 0 else f"Turn {k}:")
     first = backend.generate(prompt)
     again = backend.generate(prompt)
@@ -494,8 +581,11 @@ def test_transformers_backend_gives_p_inconsistent_from_the_next_token_logits(ti
     shared = [a == b for a, b in zip(first, second)].index(False)
     batch = backend.inputs(prompt)
     answer = torch.tensor([first])
-    inputs = {**batch, "input_ids": torch.cat([batch["input_ids"], answer], dim=1),
-              "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(answer)], dim=1)}
+    inputs = {
+        **batch,
+        "input_ids": torch.cat([batch["input_ids"], answer], dim=1),
+        "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(answer)], dim=1),
+    }
     with torch.inference_mode():
         logits = backend.generator(**inputs).logits[0, batch["input_ids"].shape[1] + shared - 1].float()
     expected = torch.softmax(logits[[first[shared], second[shared]]], dim=0)[0].item()

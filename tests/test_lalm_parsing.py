@@ -116,8 +116,10 @@ def test_corpus(kind, text, expected):
 
 
 def test_failure_reasons_are_recorded():
-    assert parse_answer("localization", '{"inconsistent_turns": [7]}', num_turns=5).how == \
-        "invalid: turn(s) [7] outside 1..5"
+    assert (
+        parse_answer("localization", '{"inconsistent_turns": [7]}', num_turns=5).how
+        == "invalid: turn(s) [7] outside 1..5"
+    )
     assert parse_answer("choice", "I'm sorry, I can't determine which candidate it is.").how == "refusal"
     assert parse_answer("ranking", "B > B > A").how.startswith("invalid: ranking ['B', 'B', 'A'] is not a permutation")
     assert parse_answer("detection", "<think>unfinished").how == "empty answer"
@@ -130,7 +132,9 @@ def test_turn_numbers_are_checked_against_the_number_of_turns():
 
 
 @pytest.mark.parametrize("num_turns", [5, None])
-@pytest.mark.parametrize("text", ["0", "turn 0", "Turn 0 is different.", '{"inconsistent_turns": [0]}', "turns 0 and 3"])
+@pytest.mark.parametrize(
+    "text", ["0", "turn 0", "Turn 0 is different.", '{"inconsistent_turns": [0]}', "turns 0 and 3"]
+)
 def test_turn_zero_is_refused_since_turns_count_from_one(text, num_turns):
     result = parse_answer("localization", text, num_turns=num_turns)
     assert result == parsing.Parsed(None, f"invalid: turn(s) [0] outside 1..{num_turns or 'N'}")
@@ -142,11 +146,14 @@ def test_json_wins_over_prose_and_the_last_json_decides():
     assert json_values('x {"a": [1, {"b": "}"}]} y [2, 3]') == [{"a": [1, {"b": "}"}]}, [2, 3]]
 
 
-@pytest.mark.parametrize("kind, text, expected", [
-    ("detection", "Answer: consistent\nWait, turn 3's pitch drops halfway.\nAnswer: inconsistent", "inconsistent"),
-    ("choice", "Answer: A.\nOn a second listen A is too bright.\nFinal answer: B (A and C are both off)", "B"),
-    ("localization", "Answer: turn 2\nNo: turn 2 is only noisier.\nAnswer: turns 4 and 5", [4, 5]),
-])
+@pytest.mark.parametrize(
+    "kind, text, expected",
+    [
+        ("detection", "Answer: consistent\nWait, turn 3's pitch drops halfway.\nAnswer: inconsistent", "inconsistent"),
+        ("choice", "Answer: A.\nOn a second listen A is too bright.\nFinal answer: B (A and C are both off)", "B"),
+        ("localization", "Answer: turn 2\nNo: turn 2 is only noisier.\nAnswer: turns 4 and 5", [4, 5]),
+    ],
+)
 def test_the_answer_is_read_after_the_last_answer_mark(kind, text, expected):
     """A reply that answers, reconsiders and answers again means its last answer; within that last
     answer line the first mention counts (what follows it is commentary)."""

@@ -67,8 +67,9 @@ def test_main_setting_reference_then_numbered_turns(rows):
     (localization,) = turn_queries("localization", "main", turn)
     assert detection.kind == "detection" and localization.kind == "localization"
     pairs = label_before_each_clip(detection.prompt)
-    assert pairs == [("Reference recording of the target speaker:", "reference")] + \
-        [(f"Turn {k}:", f"turn {k}") for k in range(1, 6)]
+    assert pairs == [("Reference recording of the target speaker:", "reference")] + [
+        (f"Turn {k}:", f"turn {k}") for k in range(1, 6)
+    ]
     for k, clip in enumerate(detection.prompt.clips[1:]):
         np.testing.assert_array_equal(clip.samples, turn.target_audio[k])
     np.testing.assert_array_equal(detection.prompt.clips[0].samples, turn.reference)
@@ -88,7 +89,7 @@ def test_context_setting_interleaves_other_speakers_text_in_dialogue_order(rows)
             expected += [f"Turn {number[i]}:", f"<turn {number[i]}>"]
         else:
             expected.append(f"Speaker 2 (text): {t['text']}")
-    body = lines[lines.index("<reference>") + 2:-1]
+    body = lines[lines.index("<reference>") + 2 : -1]
     assert body == expected
     assert turn.turns[0]["speaker"] not in query.prompt.text  # speaker ids are not shown
 
@@ -110,8 +111,9 @@ def test_per_turn_setting_one_comparison_per_turn(rows):
             assert q.kind == "same_speaker" and [c.name for c in q.prompt.clips] == ["reference", f"turn {q.turn}"]
             np.testing.assert_array_equal(q.prompt.clips[1].samples, inst.target_audio[q.turn - 1])
     # the same comparison serves detection and localization (equal prompts, equal keys)
-    assert [q.prompt.key() for q in turn_queries("detection", "per_turn", turn)] == \
-        [q.prompt.key() for q in turn_queries("localization", "per_turn", turn)]
+    assert [q.prompt.key() for q in turn_queries("detection", "per_turn", turn)] == [
+        q.prompt.key() for q in turn_queries("localization", "per_turn", turn)
+    ]
     with pytest.raises(ValueError, match="per_turn"):
         discrimination_queries("per_turn", disc)
 

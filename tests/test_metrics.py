@@ -28,7 +28,9 @@ def test_balanced_weighs_consistent_and_inconsistent_halves():
     assert core.balanced(1.0, 0.0, 0.0) == 0.5
     assert core.balanced(0.0, 1.0, 1.0) == 0.5
     assert core.balanced(0.9, 0.6, 0.2) == pytest.approx(0.5 * 0.9 + 0.25 * 0.6 + 0.25 * 0.2)
-    np.testing.assert_allclose(core.balanced(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 1.0])), [0.75, 0.5])
+    np.testing.assert_allclose(
+        core.balanced(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 1.0])), [0.75, 0.5]
+    )
 
 
 @pytest.mark.parametrize(
@@ -73,9 +75,14 @@ def test_ndcg_agrees_with_sklearn_on_every_ranking_of_three_and_four_candidates(
 def test_ndcg_three_candidates_by_hand():
     # gold index at each predicted position; relevances 2, 1, 0 -> gains 3, 1, 0
     ideal = {1: 3.0, 2: 3 + 1 / log2(3)}
-    cases = {(0, 1, 2): (1.0, 1.0), (1, 0, 2): (1 / 3, (1 + 3 / log2(3)) / ideal[2]),
-             (0, 2, 1): (1.0, 3 / ideal[2]), (2, 0, 1): (0.0, (3 / log2(3)) / ideal[2]),
-             (1, 2, 0): (1 / 3, 1 / ideal[2]), (2, 1, 0): (0.0, (1 / log2(3)) / ideal[2])}
+    cases = {
+        (0, 1, 2): (1.0, 1.0),
+        (1, 0, 2): (1 / 3, (1 + 3 / log2(3)) / ideal[2]),
+        (0, 2, 1): (1.0, 3 / ideal[2]),
+        (2, 0, 1): (0.0, (3 / log2(3)) / ideal[2]),
+        (1, 2, 0): (1 / 3, 1 / ideal[2]),
+        (2, 1, 0): (0.0, (1 / log2(3)) / ideal[2]),
+    }
     matrix = np.array(list(cases))
     np.testing.assert_allclose(core.ndcg(matrix, 1), [v[0] for v in cases.values()])
     np.testing.assert_allclose(core.ndcg(matrix, 2), [v[1] for v in cases.values()])
@@ -155,8 +162,10 @@ def test_scenario_codes_refuse_unknown_and_missing_scenarios():
 #: = 48.15 against 48.3 reported, and 1/2 (91.1 + (20.7 + 19.4)/2) = 55.575 against 55.7. Strict
 #: xfail: the test notices if the tables are corrected.
 PAPER_INCONSISTENT = {("loc", "table2_main:Reference (WavLM)"), ("loc", "table9_4vc:Reference (WavLM)")}
-BALANCED_COLUMNS = {"det": ("det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc"),
-                    "loc": ("loc_s1_f1", "loc_s2_f1", "loc_s3_f1", "loc_bal_f1")}
+BALANCED_COLUMNS = {
+    "det": ("det_s1_acc", "det_s2_acc", "det_s3_acc", "det_bal_acc"),
+    "loc": ("loc_s1_f1", "loc_s2_f1", "loc_s3_f1", "loc_bal_f1"),
+}
 
 
 def _paper_cases():
@@ -166,7 +175,11 @@ def _paper_cases():
         for row in csv.DictReader(lines, delimiter="\t"):
             for task, columns in BALANCED_COLUMNS.items():
                 name = f"{path.stem}:{row['method']}"
-                marks = [pytest.mark.xfail(strict=True, reason="the paper's Bal F1 disagrees")] if (task, name) in PAPER_INCONSISTENT else []
+                marks = (
+                    [pytest.mark.xfail(strict=True, reason="the paper's Bal F1 disagrees")]
+                    if (task, name) in PAPER_INCONSISTENT
+                    else []
+                )
                 yield pytest.param([float(row[c]) for c in columns], id=f"{task}:{name}", marks=marks)
 
 
@@ -214,7 +227,9 @@ def test_a_file_two_folders_share_is_the_same_real_file_in_both(shared):
     first, second = (ROOT / "metrics" / name / shared for name in SHARED[shared])
     for path in (first, second):
         assert path.is_file() and not path.is_symlink(), f"{path.relative_to(ROOT)} must be a file, not a link"
-    assert first.read_bytes() == second.read_bytes(), f"{second.relative_to(ROOT)} must equal {first.relative_to(ROOT)}"
+    assert first.read_bytes() == second.read_bytes(), (
+        f"{second.relative_to(ROOT)} must equal {first.relative_to(ROOT)}"
+    )
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
@@ -230,9 +245,15 @@ def test_a_metric_folder_holds_only_code_its_module_uses(name):
     helpers = {p.stem: ast.parse(p.read_text()) for p in folder.glob("*.py") if p.stem not in (name, "__init__")}
     module = ast.parse((folder / f"{name}.py").read_text())
     imported = {n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom) and n.level == 1}
-    assert imported == set(helpers), f"metrics/{name}/{name}.py imports {sorted(imported)}; the folder has {sorted(helpers)}"
-    used_in = lambda tree: {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert imported == set(helpers), (
+        f"metrics/{name}/{name}.py imports {sorted(imported)}; the folder has {sorted(helpers)}"
+    )
+
+    def used_in(tree):
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
+        }
+
     used = used_in(module)
     for tree in helpers.values():
         for node in tree.body:  # a name used inside a used function counts (one level is enough here)
@@ -243,8 +264,13 @@ def test_a_metric_folder_holds_only_code_its_module_uses(name):
 
 
 def _constant(path: Path, name: str):
-    return ast.literal_eval(next(n.value for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)
-                                 and any(getattr(t, "id", "") == name for t in n.targets)))
+    return ast.literal_eval(
+        next(
+            n.value
+            for n in ast.parse(path.read_text()).body
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == name for t in n.targets)
+        )
+    )
 
 
 def test_the_folders_citation_is_the_papers():
@@ -286,7 +312,9 @@ def test_balanced_accuracy_module(loaded):
         references=["consistent", "consistent", "inconsistent", "inconsistent", "inconsistent", "inconsistent"],
         scenarios=["S1", "S1", "S2", "S2", "S3", "S3"],
     )
-    assert result == pytest.approx({"accuracy_S1": 0.5, "accuracy_S2": 0.5, "accuracy_S3": 0.5, "balanced_accuracy": 0.5})
+    assert result == pytest.approx(
+        {"accuracy_S1": 0.5, "accuracy_S2": 0.5, "accuracy_S3": 0.5, "balanced_accuracy": 0.5}
+    )
     always_consistent = loaded["balanced_accuracy"].compute(
         predictions=[0] * 7, references=[0, 0, 0, 0, 0, 1, 1], scenarios=["S1"] * 5 + ["S2", "S3"]
     )
@@ -345,27 +373,61 @@ def test_modules_refuse_empty_input(loaded, name):
 S123 = ["S1", "S2", "S3"]
 
 
-@pytest.mark.parametrize("predictions, references, problem", [
-    (["x", "inconsistent", "inconsistent"], ["consistent", "inconsistent", "inconsistent"], "instance 0: prediction 'x' is not a detection label"),
-    (["consistent"] * 3, ["consistent", "inconsistent", "Inconsistent"], "instance 2: reference 'Inconsistent' is not a detection label"),
-    ([0, 1, 1], [0, 1, 2], "instance 2: reference 2 is not a detection label"),
-    ([0, 1, 1], [1, 1, 1], "instance 0: reference 1 contradicts scenario S1, which is consistent"),
-    (["consistent"] * 3, ["consistent", "consistent", "inconsistent"], "instance 1: reference 'consistent' contradicts scenario S2, which is inconsistent"),
-    ([0, 1, 1], [0, 1, 0], "instance 2: reference 0 contradicts scenario S3, which is inconsistent"),
-])
-def test_balanced_accuracy_refuses_unknown_labels_and_references_against_the_scenario(loaded, predictions, references, problem):
+@pytest.mark.parametrize(
+    "predictions, references, problem",
+    [
+        (
+            ["x", "inconsistent", "inconsistent"],
+            ["consistent", "inconsistent", "inconsistent"],
+            "instance 0: prediction 'x' is not a detection label",
+        ),
+        (
+            ["consistent"] * 3,
+            ["consistent", "inconsistent", "Inconsistent"],
+            "instance 2: reference 'Inconsistent' is not a detection label",
+        ),
+        ([0, 1, 1], [0, 1, 2], "instance 2: reference 2 is not a detection label"),
+        ([0, 1, 1], [1, 1, 1], "instance 0: reference 1 contradicts scenario S1, which is consistent"),
+        (
+            ["consistent"] * 3,
+            ["consistent", "consistent", "inconsistent"],
+            "instance 1: reference 'consistent' contradicts scenario S2, which is inconsistent",
+        ),
+        ([0, 1, 1], [0, 1, 0], "instance 2: reference 0 contradicts scenario S3, which is inconsistent"),
+    ],
+)
+def test_balanced_accuracy_refuses_unknown_labels_and_references_against_the_scenario(
+    loaded, predictions, references, problem
+):
     with pytest.raises(ValueError, match=problem):
         loaded["balanced_accuracy"].compute(predictions=predictions, references=references, scenarios=S123)
 
 
-@pytest.mark.parametrize("predictions, references, problem", [
-    ([[0], [2], [2]], [[], [2], [2]], r"instance 0: prediction \[0\] has position\(s\) 0; turn positions start at 1"),
-    ([[], [2], [-1, 2]], [[], [2], [2]], r"instance 2: prediction \[-1, 2\] has position\(s\) -1"),
-    ([[], [2], [2]], [[], [0], [2]], r"instance 1: reference \[0\] has position\(s\) 0"),
-    ([[], [2], [2]], [[3], [2], [2]], r"instance 0: reference \[3\] contradicts scenario S1, whose gold set is empty"),
-    ([[], [2], [2]], [[], [], [2]], r"instance 1: reference \[\] contradicts scenario S2, whose gold set is exactly the converted turn"),
-    ([[], [2], [2]], [[], [2], [2, 4]], r"instance 2: reference \[2, 4\] contradicts scenario S3"),
-])
-def test_balanced_f1_refuses_positions_below_1_and_gold_sets_against_the_scenario(loaded, predictions, references, problem):
+@pytest.mark.parametrize(
+    "predictions, references, problem",
+    [
+        (
+            [[0], [2], [2]],
+            [[], [2], [2]],
+            r"instance 0: prediction \[0\] has position\(s\) 0; turn positions start at 1",
+        ),
+        ([[], [2], [-1, 2]], [[], [2], [2]], r"instance 2: prediction \[-1, 2\] has position\(s\) -1"),
+        ([[], [2], [2]], [[], [0], [2]], r"instance 1: reference \[0\] has position\(s\) 0"),
+        (
+            [[], [2], [2]],
+            [[3], [2], [2]],
+            r"instance 0: reference \[3\] contradicts scenario S1, whose gold set is empty",
+        ),
+        (
+            [[], [2], [2]],
+            [[], [], [2]],
+            r"instance 1: reference \[\] contradicts scenario S2, whose gold set is exactly the converted turn",
+        ),
+        ([[], [2], [2]], [[], [2], [2, 4]], r"instance 2: reference \[2, 4\] contradicts scenario S3"),
+    ],
+)
+def test_balanced_f1_refuses_positions_below_1_and_gold_sets_against_the_scenario(
+    loaded, predictions, references, problem
+):
     with pytest.raises(ValueError, match=problem):
         loaded["balanced_f1"].compute(predictions=predictions, references=references, scenarios=S123)

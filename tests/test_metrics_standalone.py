@@ -34,11 +34,18 @@ print(json.dumps({name: evaluate.load(path).compute(**kwargs) for name, (path, k
 
 def _submission(gold, rng: random.Random) -> list[dict]:
     """An answer for every instance (the modules have no notion of a missing answer), some wrong."""
-    lines = [{"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])} for rid in gold.tasks["detection"]]
-    lines += [{"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))}
-              for rid in gold.tasks["localization"]]
-    lines += [{"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)}
-              for rid in gold.tasks["discrimination"]]
+    lines = [
+        {"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])}
+        for rid in gold.tasks["detection"]
+    ]
+    lines += [
+        {"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))}
+        for rid in gold.tasks["localization"]
+    ]
+    lines += [
+        {"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)}
+        for rid in gold.tasks["discrimination"]
+    ]
     return lines
 
 
@@ -70,7 +77,10 @@ def _scorer_values(scores: dict) -> dict[str, dict[str, float]]:
     """The scorer's numbers (percent) under the modules' result keys."""
     det, loc, disc = scores["detection"], scores["localization"], scores["discrimination"]
     return {
-        "balanced_accuracy": {**{f"accuracy_{s}": v for s, v in det["accuracy"].items()}, "balanced_accuracy": det["balanced_accuracy"]},
+        "balanced_accuracy": {
+            **{f"accuracy_{s}": v for s, v in det["accuracy"].items()},
+            "balanced_accuracy": det["balanced_accuracy"],
+        },
         "balanced_f1": {
             **{f"{metric}_{s}": v for metric in ("precision", "recall", "f1") for s, v in loc[metric].items()},
             "balanced_f1": loc["balanced_f1"],
@@ -88,17 +98,31 @@ def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_
 
     calls = {}
     for name in MODULES:
-        copy = shutil.copytree(ROOT / "metrics" / name, tmp_path / f"hub-{name}" / name, ignore=shutil.ignore_patterns("__pycache__"))
+        copy = shutil.copytree(
+            ROOT / "metrics" / name, tmp_path / f"hub-{name}" / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
         calls[name] = (str(copy), _module_inputs(gold, lines)[name])
     (tmp_path / "calls.json").write_text(json.dumps(calls))
     for folder in ("cwd", "home", "hf_home"):
         (tmp_path / folder).mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HF_DATASETS_CACHE", "HF_EVALUATE_CACHE", "HF_MODULES_CACHE")}
-    env.update(HOME=str(tmp_path / "home"), HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    python = hub_env([pins()[d] for d in ("datasets", "evaluate", "numpy")], tmp_path_factory.getbasetemp())  # what a metric imports
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "HF_DATASETS_CACHE", "HF_EVALUATE_CACHE", "HF_MODULES_CACHE")
+    }
+    env.update(
+        HOME=str(tmp_path / "home"), HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"
+    )
+    python = hub_env(
+        [pins()[d] for d in ("datasets", "evaluate", "numpy")], tmp_path_factory.getbasetemp()
+    )  # what a metric imports
     done = subprocess.run(
         [str(python), "-c", SCRIPT, str(tmp_path / "calls.json")],
-        cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.splitlines()[-1])
@@ -108,6 +132,8 @@ def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_
     # and the ranking metrics agree with references outside the project: sklearn's NDCG, a plain count
     rankings = _module_inputs(gold, lines)["exact_match"]
     for k in (1, 2):
-        assert got["ndcg"][f"ndcg@{k}"] == pytest.approx(sklearn_ndcg(rankings["predictions"], rankings["references"], k), abs=1e-12)
+        assert got["ndcg"][f"ndcg@{k}"] == pytest.approx(
+            sklearn_ndcg(rankings["predictions"], rankings["references"], k), abs=1e-12
+        )
     matches = [list(p) == list(g) for p, g in zip(rankings["predictions"], rankings["references"], strict=True)]
     assert got["exact_match"]["exact_match"] == pytest.approx(sum(matches) / len(matches))

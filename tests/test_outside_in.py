@@ -70,11 +70,25 @@ def user(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("outside_in")
     env, out, cache = fresh_env(tmp / "home"), tmp / "speakersleuth", tmp / "cache"
     build = ["build", "--dataset-out", str(out), "--cache", str(cache), "--jobs", "2", *TINY, "--no-progress"]
-    done = subprocess.run([sys.executable, "-m", "builder_scripts", *build], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-m", "builder_scripts", *build],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     logs = {log: log.read_text() for log in sorted((cache / "logs").glob("*.log"))}
     tails = "".join(f"\n--- {log}:\n{text[-2000:]}" for log, text in logs.items())
     assert done.returncode == 0, f"the build exited {done.returncode}:\n{done.stderr[-3000:]}{tails}"
-    return {"tmp": tmp, "env": env, "out": out, "cache": cache, "home": tmp / "home", "build_output": done.stderr + "".join(logs.values())}
+    return {
+        "tmp": tmp,
+        "env": env,
+        "out": out,
+        "cache": cache,
+        "home": tmp / "home",
+        "build_output": done.stderr + "".join(logs.values()),
+    }
 
 
 def test_a_build_without_progress_prints_no_bar(user):
@@ -89,7 +103,8 @@ def test_the_build_assembled_its_models_in_the_fresh_home(user):
     assert (kokoro / MODEL_NAME).is_file(), "the build did not use the fresh HOME"
     assert not list(kokoro.glob("*.tmp")), "a temp file of the model assembly was left behind"
     assert sorted(p.relative_to(user["out"]).as_posix() for p in user["out"].glob("*/*") if p.is_dir()) == sorted(
-        spec.data_dir for spec in ssd.CONFIGS.values())
+        spec.data_dir for spec in ssd.CONFIGS.values()
+    )
 
 
 def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
@@ -97,7 +112,9 @@ def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
     cwd.mkdir()
     done = _run([sys.executable, "-c", _DECODE_EVERY_CLIP, str(user["out"]), *ssd.CONFIGS], cwd, user["env"], 900)
     report = json.loads(done.stdout.splitlines()[-1])
-    assert sorted(report) == sorted(f"{c}/{split}" for c in ssd.CONFIGS for split in ("test", "validation"))  # validation by default
+    assert sorted(report) == sorted(
+        f"{c}/{split}" for c in ssd.CONFIGS for split in ("test", "validation")
+    )  # validation by default
     assert all(r["rows"] > 0 for r in report.values()), {c: r["rows"] for c, r in report.items()}
     clips = sum(r["clips"] for r in report.values())
     failures = [f for r in report.values() for f in r["failures"]]
@@ -123,22 +140,50 @@ def _plain_headline_scores(preds: Path, folder: Path) -> dict[str, tuple[str, fl
     for rid, row in gold["localization"].items():
         p, g = set(answers["localization", rid]["prediction"]), set(row["inconsistent_turns"])
         f1[row["scenario"]].append(1.0 if not p and not g else 2 * len(p & g) / (len(p) + len(g)))
-    disc = [answers["discrimination", rid]["prediction"] == row["answer"] for rid, row in gold["discrimination"].items()]
-    return {"detection": ("balanced_accuracy", balanced(correct)), "localization": ("balanced_f1", balanced(f1)),
-            "discrimination": ("accuracy", 100 * sum(disc) / len(disc))}
+    disc = [
+        answers["discrimination", rid]["prediction"] == row["answer"] for rid, row in gold["discrimination"].items()
+    ]
+    return {
+        "detection": ("balanced_accuracy", balanced(correct)),
+        "localization": ("balanced_f1", balanced(f1)),
+        "discrimination": ("accuracy", 100 * sum(disc) / len(disc)),
+    }
 
 
 def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
     preds = user["tmp"] / "preds.jsonl"
     dataset = ["--dataset", str(user["out"]), "--variant", "main"]
-    done = _run([sys.executable, "-m", "judges", "run", "--judge", "centroid-campplus", *dataset, "--calibrate",
-                 "--predictions-out", str(preds), "--no-progress"], ROOT, user["env"], 900)
+    done = _run(
+        [
+            sys.executable,
+            "-m",
+            "judges",
+            "run",
+            "--judge",
+            "centroid-campplus",
+            *dataset,
+            "--calibrate",
+            "--predictions-out",
+            str(preds),
+            "--no-progress",
+        ],
+        ROOT,
+        user["env"],
+        900,
+    )
     calibration = json.loads(done.stdout)["calibration"]
     sweep = [row for row in calibration["validation"] if row["det_bal_acc"] is not None]
     best = max(row["det_bal_acc"] for row in sweep)
     assert len({row["threshold"] for row in sweep}) > 1  # a real sweep over the validation split ...
-    assert calibration["threshold"] in [row["threshold"] for row in sweep if abs(row["det_bal_acc"] - best) < 1e-9]  # ... its best τ
-    done = _run([sys.executable, "-m", "metrics.score", "--predictions", str(preds), *dataset, "--json"], ROOT, user["env"], 300)
+    assert calibration["threshold"] in [
+        row["threshold"] for row in sweep if abs(row["det_bal_acc"] - best) < 1e-9
+    ]  # ... its best τ
+    done = _run(
+        [sys.executable, "-m", "metrics.score", "--predictions", str(preds), *dataset, "--json"],
+        ROOT,
+        user["env"],
+        300,
+    )
     score = json.loads(done.stdout)
     assert score["tasks"] == list(ssd.TASKS)
     expected = _plain_headline_scores(preds, user["out"])
@@ -150,7 +195,7 @@ def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
 def test_the_readmes_dataset_example_prints_what_it_shows_on_a_real_build(user):
     """The README's first Python example, as typed, from the folder that holds the build: what it
     shows is true of a real build's rows (tests/test_readme.py runs it on a synthetic folder)."""
-    (block,) = [b for b in blocks("python") if b.output is not None and 'get_all_samples()' in b.text]
+    (block,) = [b for b in blocks("python") if b.output is not None and "get_all_samples()" in b.text]
     assert user["out"] == user["tmp"] / "speakersleuth"
     script = user["tmp"] / "readme_dataset_example.py"
     script.write_text(block.text)
@@ -164,31 +209,69 @@ def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(use
     checks on the target's own voice against the published turn (it exits naming the dialogue when
     they differ), then the paired table for every variant; with ``--floor-draws 1``, the swaps
     finished with the other draw too, and converted minus swap in both draws."""
-    bench = [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic",
-             "--voice-yardstick", str(user["cache"]), "--swap", "same-words", "--floor-draws", "1"]
+    bench = [
+        sys.executable,
+        "benchmarks/bench_shortcuts.py",
+        str(user["out"]),
+        "--models",
+        "logistic",
+        "--voice-yardstick",
+        str(user["cache"]),
+        "--swap",
+        "same-words",
+        "--floor-draws",
+        "1",
+    ]
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
-    headers = re.findall(r"· (\w+) · logistic · against natural swaps, a real other voice \((\d+) units; same words, each unit's path "
-                         r"checked on the target's own voice; substitutes voiced by another TTS engine: S2 \d+, S3 \d+ of \d+;", done.stdout)
-    assert sorted(v for v, _ in headers) == sorted(ssd.VARIANTS) and all(int(n) > 0 for _, n in headers), done.stdout[-3000:]
+    headers = re.findall(
+        r"· (\w+) · logistic · against natural swaps, a real other voice \((\d+) units; same words, each unit's path "
+        r"checked on the target's own voice; substitutes voiced by another TTS engine: S2 \d+, S3 \d+ of \d+;",
+        done.stdout,
+    )
+    assert sorted(v for v, _ in headers) == sorted(ssd.VARIANTS) and all(int(n) > 0 for _, n in headers), done.stdout[
+        -3000:
+    ]
     # per variant: the audit, its draws, the swap comparison and the swap comparison's draws
     assert done.stdout.count("| discrimination (pick the original) | 33.3 % |") == 4 * len(ssd.VARIANTS)
-    for reading in ("against the context", "among the candidates"):  # the swap comparison's readings, one row per variant
-        assert len(re.findall(rf"\n\| discrimination, {reading} \| 33\.3 % \| [\d.]+ % \[.*?\] \| [\d.]+ % \[.*?\] \| - \| [+-]", done.stdout)) == len(ssd.VARIANTS)
+    for reading in (
+        "against the context",
+        "among the candidates",
+    ):  # the swap comparison's readings, one row per variant
+        assert len(
+            re.findall(
+                rf"\n\| discrimination, {reading} \| 33\.3 % \| [\d.]+ % \[.*?\] \| [\d.]+ % \[.*?\] \| - \| [+-]",
+                done.stdout,
+            )
+        ) == len(ssd.VARIANTS)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_shortcuts
 
-    backends = {unit.vc_model for unit in bench_shortcuts.units(user["out"], "4vc")}  # the rows' backend, for the split
+    backends = {
+        unit.vc_model for unit in bench_shortcuts.units(user["out"], "4vc")
+    }  # the rows' backend, for the split
     assert backends and backends <= {"respeak", "world", "praat"}, backends
-    redrawn = re.findall(r"· (\w+) · logistic · converted minus natural swap \(points\) in 1 other floor draws\n\n(.*?)\n\n", done.stdout, re.S)
+    redrawn = re.findall(
+        r"· (\w+) · logistic · converted minus natural swap \(points\) in 1 other floor draws\n\n(.*?)\n\n",
+        done.stdout,
+        re.S,
+    )
     assert sorted(v for v, _ in redrawn) == sorted(ssd.VARIANTS), done.stdout[-3000:]
     for _, table in redrawn:
-        assert table.splitlines()[0] == "| task | chance | published draw | draw 1 | above chance and above the swap in |"
+        assert (
+            table.splitlines()[0] == "| task | chance | published draw | draw 1 | above chance and above the swap in |"
+        )
         rows = [line.split(" | ") for line in table.splitlines()[2:]]
         assert len(rows) == 5 and all(re.fullmatch(r"[012] of 2 \|", row[-1]) for row in rows), table
-    assert re.search(r"\n(no cell finds the converted turn above chance and more often than a natural swap"
-                     r"|converted turn found above chance and more often than a natural swap:)\n", done.stdout)
-    assert re.search(r"\n(no cell finds the converted turn above chance and more often than a natural swap in every floor draw"
-                     r"|converted turn found above chance and more often than a natural swap in every floor draw:)\n", done.stdout)
+    assert re.search(
+        r"\n(no cell finds the converted turn above chance and more often than a natural swap"
+        r"|converted turn found above chance and more often than a natural swap:)\n",
+        done.stdout,
+    )
+    assert re.search(
+        r"\n(no cell finds the converted turn above chance and more often than a natural swap in every floor draw"
+        r"|converted turn found above chance and more often than a natural swap in every floor draw:)\n",
+        done.stdout,
+    )
 
 
 def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_without_it(user):
@@ -196,29 +279,72 @@ def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_wit
     published draw beside N other draws of the floor and dither; a cache that did not make the
     build, wrong options and a folder with no build are refused with one line, before anything is
     fitted."""
-    bench = [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic", "--variants", "main",
-             "--floor-draws", "2", "--cache", str(user["cache"])]
+    bench = [
+        sys.executable,
+        "benchmarks/bench_shortcuts.py",
+        str(user["out"]),
+        "--models",
+        "logistic",
+        "--variants",
+        "main",
+        "--floor-draws",
+        "2",
+        "--cache",
+        str(user["cache"]),
+    ]
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
-    (table,) = re.findall(r"· main · logistic · 2 other draws of the noise floor and dither\n\n(.*?)\n\n", done.stdout, re.S)
-    assert table.splitlines()[0].startswith("| task | chance | published draw | draw 1 | draw 2 | range (points) | above chance in |")
+    (table,) = re.findall(
+        r"· main · logistic · 2 other draws of the noise floor and dither\n\n(.*?)\n\n", done.stdout, re.S
+    )
+    assert table.splitlines()[0].startswith(
+        "| task | chance | published draw | draw 1 | draw 2 | range (points) | above chance in |"
+    )
     rows = [line.split(" | ") for line in table.splitlines()[2:]]
     assert len(rows) == 5 and all(re.fullmatch(r"\d of 3 \|", row[-1]) for row in rows), table
-    assert any(float(row[-2]) > 0 for row in rows), table  # another draw moves a cell: the draws are not the published clips again
+    assert any(float(row[-2]) > 0 for row in rows), (
+        table
+    )  # another draw moves a cell: the draws are not the published clips again
     assert re.search(r"\n(no cell above chance in every floor draw|above chance in every floor draw:)\n", done.stdout)
     empty = user["tmp"] / "empty_cache"
     empty.mkdir(exist_ok=True)
-    refused = subprocess.run([*bench[:-1], str(empty)], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 2 and f"{empty}: no unit of main's published dialogues there" in refused.stderr, refused.stderr[-2000:]
+    refused = subprocess.run(
+        [*bench[:-1], str(empty)],
+        cwd=ROOT,
+        env=dict(user["env"], PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2 and f"{empty}: no unit of main's published dialogues there" in refused.stderr, (
+        refused.stderr[-2000:]
+    )
     assert "draws of the noise floor" not in refused.stdout
-    for options, message in ((["--floor-draws", "-1"], "--floor-draws -1: give a number of draws"),
-                             (["--floor-draws", "1"], "--floor-draws needs the build's unit cache"),
-                             (["--cache", str(user["cache"])], "--cache is the unit cache of --floor-draws N"),
-                             (["--variants", "mian"], "--variants mian: the variants are")):
-        wrong = subprocess.run([*bench[:3], *options], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
+    for options, message in (
+        (["--floor-draws", "-1"], "--floor-draws -1: give a number of draws"),
+        (["--floor-draws", "1"], "--floor-draws needs the build's unit cache"),
+        (["--cache", str(user["cache"])], "--cache is the unit cache of --floor-draws N"),
+        (["--variants", "mian"], "--variants mian: the variants are"),
+    ):
+        wrong = subprocess.run(
+            [*bench[:3], *options],
+            cwd=ROOT,
+            env=dict(user["env"], PYTHONPATH=str(ROOT)),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert wrong.returncode == 2 and message in wrong.stderr, (options, wrong.stderr[-1000:])
-    elsewhere = subprocess.run([sys.executable, "benchmarks/bench_shortcuts.py", str(empty)], cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)),
-                               capture_output=True, text=True, timeout=300)  # a folder with no build: refused, not "no cell above chance"
-    assert elsewhere.returncode == 2 and f"{empty}: no detection shards of main, 4vc, 10turn there" in elsewhere.stderr, elsewhere.stderr[-1000:]
+    elsewhere = subprocess.run(
+        [sys.executable, "benchmarks/bench_shortcuts.py", str(empty)],
+        cwd=ROOT,
+        env=dict(user["env"], PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # a folder with no build: refused, not "no cell above chance"
+    assert (
+        elsewhere.returncode == 2 and f"{empty}: no detection shards of main, 4vc, 10turn there" in elsewhere.stderr
+    ), elsewhere.stderr[-1000:]
 
 
 #: The bench with one step of the originals' path left out (the loudness), as a user's edit might.
@@ -236,11 +362,25 @@ def test_the_voice_yardstick_refuses_a_path_that_does_not_give_the_published_tur
     """The same-words swap's self-check: with the loudness step taken out of the path, the target's
     own voice no longer gives the published turn, and the bench stops naming the dialogue before
     fitting anything."""
-    bench = [sys.executable, "-c", _BENCH_WITHOUT_LOUDNESS, str(user["out"]), "--models", "logistic",
-             "--variants", "main", "--voice-yardstick", str(user["cache"])]
-    done = subprocess.run(bench, cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=900)
+    bench = [
+        sys.executable,
+        "-c",
+        _BENCH_WITHOUT_LOUDNESS,
+        str(user["out"]),
+        "--models",
+        "logistic",
+        "--variants",
+        "main",
+        "--voice-yardstick",
+        str(user["cache"]),
+    ]
+    done = subprocess.run(
+        bench, cwd=ROOT, env=dict(user["env"], PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=900
+    )
     assert done.returncode != 0 and "against natural swaps" not in done.stdout, done.stdout[-2000:]
-    assert re.search(r"chitchat_tts/\S+: the target's own voice through the swap's path is not the published turn \d+", done.stderr), done.stderr[-2000:]
+    assert re.search(
+        r"chitchat_tts/\S+: the target's own voice through the swap's path is not the published turn \d+", done.stderr
+    ), done.stderr[-2000:]
 
 
 def test_the_respoken_build_gives_the_same_bytes_on_one_shard_process(user):
@@ -253,7 +393,11 @@ def test_the_respoken_build_gives_the_same_bytes_on_one_shard_process(user):
     for variant in ("main", "10turn"):
         assert {unit.vc_model for unit in bench_shortcuts.units(user["out"], variant)} == {"respeak"}, variant
     again, out = user["tmp"] / "cache_jobs1", user["tmp"] / "speakersleuth_jobs1"
-    shutil.copytree(user["cache"], again, ignore=lambda folder, names: [n for n in names if n in ("units", "build_report.json", "logs")])
+    shutil.copytree(
+        user["cache"],
+        again,
+        ignore=lambda folder, names: [n for n in names if n in ("units", "build_report.json", "logs")],
+    )
     build = ["build", "--dataset-out", str(out), "--cache", str(again), "--jobs", "1", *TINY, "--no-progress"]
     _run([sys.executable, "-m", "builder_scripts", *build], ROOT, user["env"], 1800)
     assert (again / "units").is_dir()

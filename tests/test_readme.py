@@ -37,14 +37,24 @@ SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys
 RULES = [
     (r"^\./run\.sh (demo|test)$", "skip", "the whole demo (~20 min) or the whole suite, which is what CI runs"),
     (r"^pip install ", "skip", "this test's own install: a wheel of the checkout, into a new environment"),
-    (r"^python -m builder_scripts build ", "parse", "a build: ~9 min embedded, hours with corpora and models "
-                                                    "(tests/test_outside_in.py runs a tiny one)"),
+    (
+        r"^python -m builder_scripts build ",
+        "parse",
+        "a build: ~9 min embedded, hours with corpora and models (tests/test_outside_in.py runs a tiny one)",
+    ),
     (r"^python -m judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/test_judges_cli.py)"),
-    (r"^python -m judges baselines ", "narrow --encoder campplus", "every method x four encoders: minutes on 2 cores; one encoder here"),
+    (
+        r"^python -m judges baselines ",
+        "narrow --encoder campplus",
+        "every method x four encoders: minutes on 2 cores; one encoder here",
+    ),
     (r"^python -m judges sweep ", "narrow --judge centroid-campplus", "twelve judges: minutes on 2 cores; one here"),
     (r"^python -m space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
-    (r"^python -m publishing .*--trees-out ", "parse in the checkout", "a maintainer's tool run in a clone (not in the "
-                                                                       "wheel); tests/test_hub_trees.py runs it"),
+    (
+        r"^python -m publishing .*--trees-out ",
+        "parse in the checkout",
+        "a maintainer's tool run in a clone (not in the wheel); tests/test_hub_trees.py runs it",
+    ),
     (r"^python -m publishing ", "parse in the checkout", "pushes to the Hub, from a clone"),
 ]
 
@@ -63,9 +73,15 @@ def _is_assignment(command: str) -> bool:
 def _unclassified_commands() -> list[str]:
     """Commands run as typed only because no rule names them: those of a known kind (``python -m``
     of the project's modules, shell assignments) are fine; anything else must get a rule."""
-    known = r"^python -m (speakersleuth_dataset|builder_scripts|judges|metrics\.score|space\.app|space\.seed|publishing) "
-    return [c for b in blocks("bash") for c in commands(b)
-            if _mode(c) == ("run", "") and not re.search(known, c) and not _is_assignment(c)]
+    known = (
+        r"^python -m (speakersleuth_dataset|builder_scripts|judges|metrics\.score|space\.app|space\.seed|publishing) "
+    )
+    return [
+        c
+        for b in blocks("bash")
+        for c in commands(b)
+        if _mode(c) == ("run", "") and not re.search(known, c) and not _is_assignment(c)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -76,17 +92,45 @@ def installed(tmp_path_factory) -> dict[str, str]:
     wheel, env_dir = build_wheel(tmp), tmp / "env"
     subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
     python = env_dir / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (site / "speakersleuth-deps.pth").write_text(f"{SITE_PACKAGES}\n")  # a plain path: .venv's own .pth files stay off
-    subprocess.run([Path(sys.executable).with_name("uv"), "pip", "install", "-q", "--no-deps", "--python", python,
-                    wheel], check=True, timeout=300)
-    env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(tmp / "home"), "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "MPLBACKEND": "Agg", "LANG": "C.UTF-8"}
-    where = subprocess.run(["python", "-c", "import speakersleuth_dataset, builder_scripts.card as c; "
-                            "print(speakersleuth_dataset.__file__); print(c.TEMPLATE.is_file())"],
-                           env=env, cwd=tmp, check=True, capture_output=True, text=True).stdout.split()
-    assert Path(where[0]).is_relative_to(site) and where[1] == "True", where  # the wheel's copy, with its card template
+    subprocess.run(
+        [Path(sys.executable).with_name("uv"), "pip", "install", "-q", "--no-deps", "--python", python, wheel],
+        check=True,
+        timeout=300,
+    )
+    env = {
+        "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp / "home"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "MPLBACKEND": "Agg",
+        "LANG": "C.UTF-8",
+    }
+    where = subprocess.run(
+        [
+            "python",
+            "-c",
+            "import speakersleuth_dataset, builder_scripts.card as c; "
+            "print(speakersleuth_dataset.__file__); print(c.TEMPLATE.is_file())",
+        ],
+        env=env,
+        cwd=tmp,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert Path(where[0]).is_relative_to(site) and where[1] == "True", (
+        where
+    )  # the wheel's copy, with its card template
     return env
 
 
@@ -97,7 +141,9 @@ def datasets_here(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("readme-data")
     build_synthetic_dataset(root / "speakersleuth", dialogues=2)
     board = build_synthetic_dataset(root / "leaderboard-build", dialogues=6)
-    ssd.write_card(board, "# SpeakerSleuth (synthetic leaderboard build)\n\nFor tests only.", build_seed=secrets.randbits(63))
+    ssd.write_card(
+        board, "# SpeakerSleuth (synthetic leaderboard build)\n\nFor tests only.", build_seed=secrets.randbits(63)
+    )
     return root
 
 
@@ -135,7 +181,9 @@ def test_readme_command_block_runs(block, installed, datasets_here, tmp_path):
             typed = command if mode == "run" else re.sub(r"^python -m ", f"python {PARSE_ONLY} ", command)
         env = dict(installed, PYTHONPATH=str(ROOT)) if mode == "parse in the checkout" else installed
         done = _bash(typed, prelude, work, env)
-        assert done.returncode == 0, f"README line {block.line}: {command}\nexited {done.returncode}:\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, (
+            f"README line {block.line}: {command}\nexited {done.returncode}:\n{done.stderr[-3000:]}"
+        )
         if mode.startswith("parse"):
             assert done.stdout.startswith("parsed: Namespace("), done.stdout
             print(f"parsed, not run ({why}): {command}")
@@ -147,23 +195,34 @@ def test_readme_python_block_runs(block, installed, datasets_here, tmp_path):
     script = block.text
     building = "from builder_scripts.pipeline import" in script
     if building:  # it builds for minutes to hours: build/build_shard record their options instead
-        script = ("import builder_scripts.pipeline as pipeline\n"
-                  "pipeline.build = lambda opts, jobs=1: print('build', opts.out, opts.dialogues, jobs)\n"
-                  "pipeline.build_shard = lambda opts: print('build_shard', opts.out, opts.num_shards, opts.shard_index)\n"
-                  + script)
+        script = (
+            "import builder_scripts.pipeline as pipeline\n"
+            "pipeline.build = lambda opts, jobs=1: print('build', opts.out, opts.dialogues, jobs)\n"
+            "pipeline.build_shard = lambda opts: print('build_shard', opts.out, opts.num_shards, opts.shard_index)\n"
+            + script
+        )
     (work / "example.py").write_text(script)
-    done = subprocess.run(["python", "example.py"], cwd=work, env=installed, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["python", "example.py"], cwd=work, env=installed, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, f"README line {block.line}:\n{done.stderr[-3000:]}"
     if building:
         assert done.stdout.splitlines() == ["build speakersleuth 60 2", "build_shard speakersleuth 16 3"], done.stdout
     if block.output is not None:
-        assert done.stdout == block.output, f"README line {block.line} prints\n{done.stdout}\nnot what the README shows:\n{block.output}"
-
+        assert done.stdout == block.output, (
+            f"README line {block.line} prints\n{done.stdout}\nnot what the README shows:\n{block.output}"
+        )
 
 
 def test_publishing_is_not_in_the_installed_wheel(installed, tmp_path):
     """The trees are copied from a clone's files, so the wheel ships neither the module nor a script."""
-    done = subprocess.run(["python", "-m", "publishing", "--org", "acme", "--metrics", "--trees-out", str(tmp_path / "trees")],
-                          cwd=tmp_path, env=installed, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["python", "-m", "publishing", "--org", "acme", "--metrics", "--trees-out", str(tmp_path / "trees")],
+        cwd=tmp_path,
+        env=installed,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1 and "No module named publishing" in done.stderr, done.stderr
     assert shutil.which("speakersleuth-publish", path=installed["PATH"]) is None

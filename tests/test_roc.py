@@ -94,13 +94,20 @@ def test_the_eer_is_interpolated_between_curve_points():
     assert roc_summary(np.array([1, 0, 1]), np.array([3.0, 2.0, 1.0])) == (0.5, 0.5)
     # three positives, one negative above one of them: fnr - fpr crosses 0 between (0, 2/3) and (1, 2/3)
     labels, scores = np.array([1, 1, 0, 1]), np.array([4.0, 3.0, 2.0, 1.0])
-    assert roc_summary(labels, scores)[1] == pytest.approx(reference(labels, scores, np.ones(4))[1]) == pytest.approx(1 / 3)
+    assert (
+        roc_summary(labels, scores)[1]
+        == pytest.approx(reference(labels, scores, np.ones(4))[1])
+        == pytest.approx(1 / 3)
+    )
 
 
 def test_equal_error_rate_of_speaker_trials():
     rng = np.random.default_rng(3)
     for _ in range(20):
-        same, different = rng.normal(1, 1, rng.integers(1, 30)).round(1), rng.normal(0, 1, rng.integers(1, 30)).round(1)
+        same, different = (
+            rng.normal(1, 1, rng.integers(1, 30)).round(1),
+            rng.normal(0, 1, rng.integers(1, 30)).round(1),
+        )
         labels = np.r_[np.ones(len(same), int), np.zeros(len(different), int)]
         expected = 100 * reference(labels, np.r_[same, different], np.ones(len(labels)))[1]
         assert equal_error_rate(same, different) == pytest.approx(expected, abs=1e-10)
@@ -144,6 +151,8 @@ def test_group_weights_equal_the_instance_weights_they_stand_for():
         groups = rng.integers(0, g, n)
         counts = rng.multinomial(g, np.ones(g) / g, size=15).astype(np.float64)
         by_group = roc_summaries(labels, scores, counts, groups)
-        np.testing.assert_allclose(by_group, roc_summaries(labels, scores, counts[:, groups]), rtol=0, atol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(
+            by_group, roc_summaries(labels, scores, counts[:, groups]), rtol=0, atol=1e-12, equal_nan=True
+        )
     with pytest.raises(ValueError, match="do not match"):
         roc_summaries(np.array([0, 1]), np.array([0.1, 0.2]), np.ones((3, 2)), np.array([0, 2]))

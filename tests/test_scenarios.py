@@ -71,13 +71,20 @@ def test_s3_is_never_another_speaker_of_the_same_dialogue_while_the_pool_has_one
     """The target's interlocutor "d" is the most similar voice in the pool (cosine 0.95); named in
     ``exclude`` (the dialogue's speakers), it is neither S3 nor S2 for any segment: S3 is the most
     similar of the rest, "f2" (cosine 0.6 by hand; "m1" and "m2" are at 0)."""
-    pool = SpeakerBank.from_embeddings({
-        "t": ("female", [1.0, 0.0, 0.0]), "d": ("male", [0.95, np.sqrt(1 - 0.95**2), 0.0]),
-        "f2": ("female", [0.6, 0.8, 0.0]), "m1": ("male", [0.0, 1.0, 0.0]), "m2": ("male", [0.0, 0.0, 1.0]),
-    })
+    pool = SpeakerBank.from_embeddings(
+        {
+            "t": ("female", [1.0, 0.0, 0.0]),
+            "d": ("male", [0.95, np.sqrt(1 - 0.95**2), 0.0]),
+            "f2": ("female", [0.6, 0.8, 0.0]),
+            "m1": ("male", [0.0, 1.0, 0.0]),
+            "m2": ("male", [0.0, 0.0, 1.0]),
+        }
+    )
     assert pool.most_similar("t")[0] == "d"  # what S3 would be if the dialogue's speakers were not avoided
     window = tuple(range(10))
     for d in range(40):
-        choice = choose(Segment(str(d), "synthetic", "t", "female", window, window[::2], (), 0), pool, seed=d, exclude=("t", "d"))
+        choice = choose(
+            Segment(str(d), "synthetic", "t", "female", window, window[::2], (), 0), pool, seed=d, exclude=("t", "d")
+        )
         assert (choice.s3.speaker, choice.s3.similarity) == ("f2", pytest.approx(0.6, abs=1e-4))
         assert choice.s2.speaker in ("m1", "m2"), choice

@@ -37,11 +37,20 @@ def _score(gold: Gold, lines, n_bootstrap: int = 0, seed: int = 0) -> dict:
 def _perfect(gold: Gold) -> list[dict]:
     lines = []
     for rid, row in gold.tasks.get("detection", {}).items():
-        lines.append({"task": "detection", "id": rid, "prediction": row["label"], "score": float(row["label"] == "inconsistent")})
+        lines.append(
+            {
+                "task": "detection",
+                "id": rid,
+                "prediction": row["label"],
+                "score": float(row["label"] == "inconsistent"),
+            }
+        )
     for rid, row in gold.tasks.get("localization", {}).items():
         lines.append({"task": "localization", "id": rid, "prediction": row["inconsistent_turns"]})
     for rid, row in gold.tasks.get("discrimination", {}).items():
-        lines.append({"task": "discrimination", "id": rid, "prediction": row["answer"], "ranking": row["gold_ranking"]})
+        lines.append(
+            {"task": "discrimination", "id": rid, "prediction": row["answer"], "ranking": row["gold_ranking"]}
+        )
     return lines
 
 
@@ -50,30 +59,44 @@ def _perfect(gold: Gold) -> list[dict]:
 
 def _hand_gold() -> Gold:
     det, loc, disc = {}, {}, {}
-    for d, (source, k, answer, ranking) in enumerate((("ami", 2, "B", ["B", "A", "C"]), ("Behavior-SD", 4, "C", ["C", "B", "A"]))):
+    for d, (source, k, answer, ranking) in enumerate(
+        (("ami", 2, "B", ["B", "A", "C"]), ("Behavior-SD", 4, "C", ["C", "B", "A"]))
+    ):
         for s in ("S1", "S2", "S3"):
-            row = {"id": f"d{d}-{s}", "dialogue_id": f"dlg{d}", "source_dataset": source, "scenario": s, "num_target_turns": 5}
+            row = {
+                "id": f"d{d}-{s}",
+                "dialogue_id": f"dlg{d}",
+                "source_dataset": source,
+                "scenario": s,
+                "num_target_turns": 5,
+            }
             det[row["id"]] = {**row, "label": "consistent" if s == "S1" else "inconsistent"}
             loc[row["id"]] = {**row, "inconsistent_turns": [] if s == "S1" else [k]}
-        disc[f"d{d}-D"] = {"id": f"d{d}-D", "dialogue_id": f"dlg{d}", "source_dataset": source,
-                           "candidate_labels": ["A", "B", "C"], "answer": answer, "gold_ranking": ranking}
+        disc[f"d{d}-D"] = {
+            "id": f"d{d}-D",
+            "dialogue_id": f"dlg{d}",
+            "source_dataset": source,
+            "candidate_labels": ["A", "B", "C"],
+            "answer": answer,
+            "gold_ranking": ranking,
+        }
     return Gold("main", "test", {"detection": det, "localization": loc, "discrimination": disc})
 
 
 HAND_LINES = [
-    {"task": "detection", "id": "d0-S1", "prediction": "consistent"},      # right
-    {"task": "detection", "id": "d0-S2", "prediction": "inconsistent"},    # right
-    {"task": "detection", "id": "d0-S3", "prediction": "consistent"},      # wrong
-    {"task": "detection", "id": "d1-S1", "prediction": "inconsistent"},    # wrong
-    {"task": "detection", "id": "d1-S2", "prediction": "inconsistent"},    # right; d1-S3 missing
-    {"task": "localization", "id": "d0-S1", "prediction": []},             # P 0, R 0, F1 1
-    {"task": "localization", "id": "d0-S2", "prediction": [2]},            # 1, 1, 1
-    {"task": "localization", "id": "d0-S3", "prediction": [2]},            # 1, 1, 1
-    {"task": "localization", "id": "d1-S1", "prediction": [1]},            # 0, 0, 0
-    {"task": "localization", "id": "d1-S2", "prediction": None},           # no answer: 0, 0, 0
-    {"task": "localization", "id": "d1-S3", "prediction": [4, 5]},         # 0.5, 1, 2/3
+    {"task": "detection", "id": "d0-S1", "prediction": "consistent"},  # right
+    {"task": "detection", "id": "d0-S2", "prediction": "inconsistent"},  # right
+    {"task": "detection", "id": "d0-S3", "prediction": "consistent"},  # wrong
+    {"task": "detection", "id": "d1-S1", "prediction": "inconsistent"},  # wrong
+    {"task": "detection", "id": "d1-S2", "prediction": "inconsistent"},  # right; d1-S3 missing
+    {"task": "localization", "id": "d0-S1", "prediction": []},  # P 0, R 0, F1 1
+    {"task": "localization", "id": "d0-S2", "prediction": [2]},  # 1, 1, 1
+    {"task": "localization", "id": "d0-S3", "prediction": [2]},  # 1, 1, 1
+    {"task": "localization", "id": "d1-S1", "prediction": [1]},  # 0, 0, 0
+    {"task": "localization", "id": "d1-S2", "prediction": None},  # no answer: 0, 0, 0
+    {"task": "localization", "id": "d1-S3", "prediction": [4, 5]},  # 0.5, 1, 2/3
     {"task": "discrimination", "id": "d0-D", "prediction": "B", "ranking": ["B", "C", "A"]},
-    {"task": "discrimination", "id": "d1-D", "prediction": "A"},           # wrong, no ranking
+    {"task": "discrimination", "id": "d1-D", "prediction": "A"},  # wrong, no ranking
 ]
 
 
@@ -97,7 +120,9 @@ def test_hand_computed_scores():
     assert disc["exact_match"] == 0.0
     assert (disc["ranked"], disc["ranking_coverage"]) == (1, 50.0)
     assert scores["tasks"] == ["detection", "localization", "discrimination"]
-    assert all(v is None for task in ("detection", "localization", "discrimination") for v in scores[task]["ci"].values())
+    assert all(
+        v is None for task in ("detection", "localization", "discrimination") for v in scores[task]["ci"].values()
+    )
 
 
 def test_unsubmitted_tasks_and_ranking_are_left_out():
@@ -112,11 +137,22 @@ def test_unsubmitted_tasks_and_ranking_are_left_out():
 
 def test_disc_avg_is_the_accuracy_over_all_instances_not_the_mean_of_the_sources():
     sources = ["ami", "ami", "ami", "dailytalk"]  # sources of unequal size
-    disc = {f"d{i}-D": {"id": f"d{i}-D", "dialogue_id": f"dlg{i}", "source_dataset": source, "candidate_labels": ["A", "B", "C"],
-                        "answer": "A", "gold_ranking": ["A", "B", "C"]} for i, source in enumerate(sources)}
+    disc = {
+        f"d{i}-D": {
+            "id": f"d{i}-D",
+            "dialogue_id": f"dlg{i}",
+            "source_dataset": source,
+            "candidate_labels": ["A", "B", "C"],
+            "answer": "A",
+            "gold_ranking": ["A", "B", "C"],
+        }
+        for i, source in enumerate(sources)
+    }
     gold = Gold("main", "test", {"discrimination": disc})
-    lines = [{"task": "discrimination", "id": rid, "prediction": "A" if row["source_dataset"] == "ami" else "B"}
-             for rid, row in disc.items()]
+    lines = [
+        {"task": "discrimination", "id": rid, "prediction": "A" if row["source_dataset"] == "ami" else "B"}
+        for rid, row in disc.items()
+    ]
     scores = _score(gold, lines, n_bootstrap=50)
     assert scores["discrimination"]["accuracy_by_source"] == {"ami": 100.0, "dailytalk": 0.0}
     assert scores["discrimination"]["accuracy"] == 75.0  # 3 of 4 instances; the mean of the sources is 50
@@ -128,7 +164,13 @@ def _gold_of_scenarios(scenarios_of_dialogue: dict[str, str]) -> Gold:
     det, loc = {}, {}
     for dialogue, scenarios in scenarios_of_dialogue.items():
         for s in scenarios.split():
-            row = {"id": f"{dialogue}-{s}", "dialogue_id": dialogue, "source_dataset": "ami", "scenario": s, "num_target_turns": 5}
+            row = {
+                "id": f"{dialogue}-{s}",
+                "dialogue_id": dialogue,
+                "source_dataset": "ami",
+                "scenario": s,
+                "num_target_turns": 5,
+            }
             det[row["id"]] = {**row, "label": "consistent" if s == "S1" else "inconsistent"}
             loc[row["id"]] = {**row, "inconsistent_turns": [] if s == "S1" else [2]}
     return Gold("main", "test", {"detection": det, "localization": loc})
@@ -148,7 +190,11 @@ def test_paired_accuracy_counts_only_dialogues_with_all_three_scenarios():
     none_complete = _gold_of_scenarios({"dlg0": "S1 S2", "dlg1": "S3"})
     scores = _score(none_complete, _perfect(none_complete), n_bootstrap=50)
     for task in ("detection", "localization"):
-        assert (scores[task]["paired_accuracy"], scores[task]["paired_dialogues"], scores[task]["ci"]["paired_accuracy"]) == (None, 0, None)
+        assert (
+            scores[task]["paired_accuracy"],
+            scores[task]["paired_dialogues"],
+            scores[task]["ci"]["paired_accuracy"],
+        ) == (None, 0, None)
 
 
 # ----------------------------------------------------------------------------------- bootstrap
@@ -157,8 +203,14 @@ def test_paired_accuracy_counts_only_dialogues_with_all_three_scenarios():
 def test_bootstrap_matches_a_plain_loop_over_resampled_dialogues():
     gold = synthetic_gold(12, random.Random(3))
     rng = random.Random(4)
-    lines = [{"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])} for rid in gold.tasks["detection"]]
-    lines += [{"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)} for rid in gold.tasks["discrimination"]]
+    lines = [
+        {"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])}
+        for rid in gold.tasks["detection"]
+    ]
+    lines += [
+        {"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)}
+        for rid in gold.tasks["discrimination"]
+    ]
     scores = _score(gold, lines, n_bootstrap=200, seed=7)
     answers = {(line["task"], line["id"]): line for line in lines}
     dialogues = sorted({row["dialogue_id"] for row in gold.tasks["detection"].values()})
@@ -167,20 +219,29 @@ def test_bootstrap_matches_a_plain_loop_over_resampled_dialogues():
         weight = dict(zip(dialogues, counts))
         per_scenario = {s: [] for s in core.SCENARIOS}
         for rid, row in gold.tasks["detection"].items():
-            per_scenario[row["scenario"]] += [answers["detection", rid]["prediction"] == row["label"]] * weight[row["dialogue_id"]]
+            per_scenario[row["scenario"]] += [answers["detection", rid]["prediction"] == row["label"]] * weight[
+                row["dialogue_id"]
+            ]
         bal.append(core.balanced(*(np.mean(per_scenario[s]) for s in core.SCENARIOS)))
         matches = []
         for rid, row in gold.tasks["discrimination"].items():
             matches += [answers["discrimination", rid]["ranking"] == row["gold_ranking"]] * weight[row["dialogue_id"]]
         em.append(np.mean(matches))
-    assert scores["detection"]["ci"]["balanced_accuracy"] == pytest.approx(list(100 * np.percentile(bal, [2.5, 97.5])), abs=1e-3)
-    assert scores["discrimination"]["ci"]["exact_match"] == pytest.approx(list(100 * np.percentile(em, [2.5, 97.5])), abs=1e-3)
+    assert scores["detection"]["ci"]["balanced_accuracy"] == pytest.approx(
+        list(100 * np.percentile(bal, [2.5, 97.5])), abs=1e-3
+    )
+    assert scores["discrimination"]["ci"]["exact_match"] == pytest.approx(
+        list(100 * np.percentile(em, [2.5, 97.5])), abs=1e-3
+    )
 
 
 def test_bootstrap_is_seeded_and_brackets_the_estimate():
     gold = synthetic_gold(30, random.Random(0))
     rng = random.Random(1)
-    lines = [{"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])} for rid in gold.tasks["detection"]]
+    lines = [
+        {"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])}
+        for rid in gold.tasks["detection"]
+    ]
     a, b, c = (_score(gold, lines, n_bootstrap=300, seed=s)["detection"] for s in (5, 5, 6))
     assert a == b and a["ci"] != c["ci"]
     low, high = a["ci"]["balanced_accuracy"]
@@ -192,17 +253,29 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
 
 def _scored_lines(gold: Gold, score_of) -> list[dict]:
     """Detection lines answering "consistent" with ``score_of(label code, row)`` as the score."""
-    return [{"task": "detection", "id": rid, "prediction": "consistent", "score": score_of(int(row["label"] == "inconsistent"), row)}
-            for rid, row in gold.tasks["detection"].items()]
+    return [
+        {
+            "task": "detection",
+            "id": rid,
+            "prediction": "consistent",
+            "score": score_of(int(row["label"] == "inconsistent"), row),
+        }
+        for rid, row in gold.tasks["detection"].items()
+    ]
 
 
-@pytest.mark.parametrize(("score_of", "auroc", "eer"), [
-    (lambda y, row: 0.2 + 0.5 * y, 100.0, 0.0),  # perfect
-    (lambda y, row: -3.0 * y, 0.0, 100.0),  # reversed
-    (lambda y, row: 0.7, 50.0, 50.0),  # constant
-])
+@pytest.mark.parametrize(
+    ("score_of", "auroc", "eer"),
+    [
+        (lambda y, row: 0.2 + 0.5 * y, 100.0, 0.0),  # perfect
+        (lambda y, row: -3.0 * y, 0.0, 100.0),  # reversed
+        (lambda y, row: 0.7, 50.0, 50.0),  # constant
+    ],
+)
 def test_auroc_and_eer_of_perfect_reversed_and_constant_scores(score_of, auroc, eer):
-    scores = _score(synthetic_gold(20, random.Random(0)), _scored_lines(synthetic_gold(20, random.Random(0)), score_of), 50)
+    scores = _score(
+        synthetic_gold(20, random.Random(0)), _scored_lines(synthetic_gold(20, random.Random(0)), score_of), 50
+    )
     det = scores["detection"]
     assert (det["auroc"], det["eer"], det["scored"]) == (auroc, eer, 60)
     assert det["balanced_accuracy"] == 50.0  # the labels say "consistent" throughout: only the scores separate
@@ -219,7 +292,12 @@ def test_auroc_is_sklearns_and_an_unscored_instance_ranks_wrong():
     labels = [int(row["label"] == "inconsistent") for row in gold.tasks["detection"].values()]
     det = _score(gold, lines)["detection"]
     assert det["auroc"] == pytest.approx(100 * roc_auc_score(labels, [line["score"] for line in lines]), abs=1e-3)
-    assert 0 < det["eer"] < 50 and det["ci"] == {"balanced_accuracy": None, "paired_accuracy": None, "auroc": None, "eer": None}
+    assert 0 < det["eer"] < 50 and det["ci"] == {
+        "balanced_accuracy": None,
+        "paired_accuracy": None,
+        "auroc": None,
+        "eer": None,
+    }
     kept = [line for line in lines if line["id"] not in ("main-00000-S1", "main-00000-S2")]
     worst = [line["score"] if line in kept else (1e9 if y == 0 else -1e9) for line, y in zip(lines, labels)]
     det = _score(gold, kept)["detection"]
@@ -251,7 +329,13 @@ def test_auroc_bootstrap_matches_a_plain_loop_over_resampled_dialogues():
 
 def test_without_scores_auroc_and_eer_are_none():
     det = _score(_hand_gold(), HAND_LINES, n_bootstrap=20)["detection"]
-    assert (det["auroc"], det["eer"], det["scored"], det["ci"]["auroc"], det["ci"]["eer"]) == (None, None, 0, None, None)
+    assert (det["auroc"], det["eer"], det["scored"], det["ci"]["auroc"], det["ci"]["eer"]) == (
+        None,
+        None,
+        0,
+        None,
+        None,
+    )
     assert "AUROC" not in format_report(_score(_hand_gold(), HAND_LINES))
 
 
@@ -260,17 +344,23 @@ def test_without_scores_auroc_and_eer_are_none():
 
 @st.composite
 def gold_and_seed(draw):
-    return synthetic_gold(draw(st.integers(1, 8)), random.Random(draw(st.integers(0, 10_000)))), draw(st.integers(0, 10_000))
+    return synthetic_gold(draw(st.integers(1, 8)), random.Random(draw(st.integers(0, 10_000)))), draw(
+        st.integers(0, 10_000)
+    )
 
 
 def _random_lines(gold: Gold, rng: random.Random) -> list[dict]:
     lines = []
     for rid in gold.tasks["detection"]:
         if rng.random() < 0.9:
-            lines.append({"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent", None])})
+            lines.append(
+                {"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent", None])}
+            )
     for rid in gold.tasks["localization"]:
         if rng.random() < 0.9:
-            lines.append({"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))})
+            lines.append(
+                {"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))}
+            )
     for rid in gold.tasks["discrimination"]:
         line = {"task": "discrimination", "id": rid, "prediction": rng.choice("ABC")}
         if rng.random() < 0.7:
@@ -334,8 +424,16 @@ def test_leaderboard_columns_are_the_paper_columns_plus_ours():
         header = next(line for line in f if not line.startswith("#")).rstrip("\n").split("\t")
     assert list(TABLE2_KEYS[: len(header) - 2]) == header[2:]
     assert set(INTERVAL_KEYS) == {
-        "det_bal_acc", "loc_bal_f1", "disc_acc_avg", "ndcg_at_2", "exact_match", "det_paired_acc", "loc_paired_acc",
-        "det_auroc", "det_eer"}
+        "det_bal_acc",
+        "loc_bal_f1",
+        "disc_acc_avg",
+        "ndcg_at_2",
+        "exact_match",
+        "det_paired_acc",
+        "loc_paired_acc",
+        "det_auroc",
+        "det_eer",
+    }
 
 
 def test_leaderboard_row_and_report():
@@ -409,8 +507,22 @@ def test_module_entry_point(folder, tmp_path):
     path = tmp_path / "perfect.jsonl"
     path.write_bytes(_jsonl(_perfect(load_gold(folder))))
     done = subprocess.run(
-        [sys.executable, "-m", "metrics.score", "--predictions", str(path), "--dataset", str(folder), "--json", "--bootstrap", "20"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "metrics.score",
+            "--predictions",
+            str(path),
+            "--dataset",
+            str(folder),
+            "--json",
+            "--bootstrap",
+            "20",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
@@ -419,7 +531,9 @@ def test_module_entry_point(folder, tmp_path):
 
 @pytest.fixture(scope="module")
 def two_variants(tmp_path_factory) -> Path:
-    return build_synthetic_dataset(tmp_path_factory.mktemp("score2") / "speakersleuth", dialogues=2, variants=("main", "4vc"))
+    return build_synthetic_dataset(
+        tmp_path_factory.mktemp("score2") / "speakersleuth", dialogues=2, variants=("main", "4vc")
+    )
 
 
 def test_cli_takes_the_variant_from_the_ids(two_variants, tmp_path, capsys):
@@ -437,12 +551,16 @@ def test_cli_takes_the_variant_from_the_ids(two_variants, tmp_path, capsys):
 
 def test_cli_refuses_a_file_mixing_variants_or_of_another_dataset_in_one_line(two_variants, folder, tmp_path, capsys):
     mixed = tmp_path / "mixed.jsonl"
-    mixed.write_bytes(_jsonl(_perfect(load_gold(two_variants, "main"))[:2] + _perfect(load_gold(two_variants, "4vc"))[:3]))
+    mixed.write_bytes(
+        _jsonl(_perfect(load_gold(two_variants, "main"))[:2] + _perfect(load_gold(two_variants, "4vc"))[:3])
+    )
     assert main(["--predictions", str(mixed), "--dataset", str(two_variants)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "mixes ids of several variants: main (2 ids), 4vc (3 ids)" in err, err
     other = tmp_path / "other.jsonl"
-    other.write_bytes(_jsonl([{**line, "id": line["id"].replace("synthetic", "elsewhere")} for line in _perfect(load_gold(folder))]))
+    other.write_bytes(
+        _jsonl([{**line, "id": line["id"].replace("synthetic", "elsewhere")} for line in _perfect(load_gold(folder))])
+    )
     assert main(["--predictions", str(other), "--dataset", str(folder)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "none of the file's 12 ids" in err and "is in the test split of" in err, err

@@ -18,8 +18,11 @@ from tests.scoring_fixtures import synthetic_gold
 
 
 def _localization_scores(gold, skip: set[str]) -> dict:
-    lines = [{"task": "localization", "id": rid, "prediction": row["inconsistent_turns"]}
-             for rid, row in gold.tasks["localization"].items() if rid not in skip]
+    lines = [
+        {"task": "localization", "id": rid, "prediction": row["inconsistent_turns"]}
+        for rid, row in gold.tasks["localization"].items()
+        if rid not in skip
+    ]
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
     return score_submission(parse_submission(data, gold), gold, n_bootstrap=0)["localization"]
 

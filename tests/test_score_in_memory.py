@@ -10,10 +10,10 @@ import random
 import pandas as pd
 import pytest
 
+import speakersleuth_dataset as ssd
 from metrics.report import main
 from metrics.score import leaderboard_row, score_predictions
 from metrics.submission import SubmissionError, load_gold
-import speakersleuth_dataset as ssd
 from tests.synthetic import build_synthetic_dataset, dialogue_records
 
 
@@ -26,9 +26,18 @@ def judged(gold, seed: int = 0) -> list[dict]:
     """A judge's lines for every instance of ``gold``: labels, scores, turn sets and rankings drawn at random."""
     rng, lines = random.Random(seed), []
     for rid in gold.tasks["detection"]:
-        lines.append({"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"]), "score": rng.random()})
+        lines.append(
+            {
+                "task": "detection",
+                "id": rid,
+                "prediction": rng.choice(["consistent", "inconsistent"]),
+                "score": rng.random(),
+            }
+        )
     for rid, row in gold.tasks["localization"].items():
-        lines.append({"task": "localization", "id": rid, "prediction": rng.choice([[], [1], list(row["inconsistent_turns"])])})
+        lines.append(
+            {"task": "localization", "id": rid, "prediction": rng.choice([[], [1], list(row["inconsistent_turns"])])}
+        )
     for rid, row in gold.tasks["discrimination"].items():
         ranking = rng.sample(list(row["candidate_labels"]), 3)
         lines.append({"task": "discrimination", "id": rid, "prediction": ranking[0], "ranking": ranking})
@@ -48,10 +57,18 @@ def test_a_list_of_dicts_scores_to_what_the_cli_prints_for_the_file(folder, tmp_
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     code, out, _ = cli(capsys, path, folder, "--json", "--bootstrap", "200")
     printed = json.loads(out)
-    assert code == 0 and printed["variant"] == variant and printed["tasks"] == ["detection", "localization", "discrimination"]
-    assert score_predictions(lines, folder, n_bootstrap=200) == printed  # the variant taken from the ids, as the CLI does
+    assert (
+        code == 0
+        and printed["variant"] == variant
+        and printed["tasks"] == ["detection", "localization", "discrimination"]
+    )
+    assert (
+        score_predictions(lines, folder, n_bootstrap=200) == printed
+    )  # the variant taken from the ids, as the CLI does
     assert score_predictions(lines, load_gold(folder, variant), n_bootstrap=200) == printed
-    assert leaderboard_row(score_predictions(lines, str(folder), variant=variant, n_bootstrap=200)) == leaderboard_row(printed)
+    assert leaderboard_row(score_predictions(lines, str(folder), variant=variant, n_bootstrap=200)) == leaderboard_row(
+        printed
+    )
 
 
 def test_a_dataframe_scores_as_its_rows_do_and_missing_cells_are_left_out(folder, capsys, tmp_path):
@@ -67,7 +84,10 @@ def test_a_dataframe_scores_as_its_rows_do_and_missing_cells_are_left_out(folder
     assert score_predictions(read, folder, n_bootstrap=100) | {"sha256": None} == expected | {"sha256": None}
     unanswered = frame.copy()
     unanswered.loc[0, "prediction"] = None  # no answer: scored as the file's null
-    assert score_predictions(unanswered, folder, n_bootstrap=0)["detection"]["answered"] == len(load_gold(folder).tasks["detection"]) - 1
+    assert (
+        score_predictions(unanswered, folder, n_bootstrap=0)["detection"]["answered"]
+        == len(load_gold(folder).tasks["detection"]) - 1
+    )
 
 
 def test_bad_rows_give_the_files_errors(folder, tmp_path, capsys):
@@ -80,7 +100,10 @@ def test_bad_rows_give_the_files_errors(folder, tmp_path, capsys):
     with pytest.raises(SubmissionError) as refused:
         score_predictions(lines, folder)
     assert code == 1 and err == f"{path}: {refused.value}\n"
-    assert [e.split(":")[0] for e in refused.value.errors] == ["line 3", "line 5"] and "confidence" in refused.value.errors[1]
+    assert [e.split(":")[0] for e in refused.value.errors] == [
+        "line 3",
+        "line 5",
+    ] and "confidence" in refused.value.errors[1]
     with pytest.raises(SubmissionError) as framed:
         score_predictions(pd.DataFrame(lines), folder)
     assert [e.split(":")[0] for e in framed.value.errors] == ["line 3", "line 5"]
@@ -99,7 +122,10 @@ def test_a_datasets_dataset_and_torch_scores_score_as_the_list_does(folder):
 
     lines = [line for line in judged(load_gold(folder, "main"), seed=3) if line["task"] != "localization"]
     expected = score_predictions(lines, folder, n_bootstrap=0)
-    as_tensors = [dict(line, score=torch.tensor(line["score"], dtype=torch.float64)) if "score" in line else line for line in lines]
+    as_tensors = [
+        dict(line, score=torch.tensor(line["score"], dtype=torch.float64)) if "score" in line else line
+        for line in lines
+    ]
     assert score_predictions(as_tensors, folder, n_bootstrap=0) == expected
     table = datasets.Dataset.from_list([{"ranking": None, "score": None, **line} for line in lines])
     assert table.column_names == ["ranking", "score", "task", "id", "prediction"]

@@ -33,7 +33,10 @@ def dialogue(turns: list[tuple[str, float]], dialogue_id: str = "d0", source: st
     return Dialogue(
         dialogue_id,
         source,
-        tuple(Turn(s, GENDER[s], f"turn {i}", AudioSpan(Path(f"/audio/{dialogue_id}.wav"), 10.0 * i, 10.0 * i + d)) for i, (s, d) in enumerate(turns)),
+        tuple(
+            Turn(s, GENDER[s], f"turn {i}", AudioSpan(Path(f"/audio/{dialogue_id}.wav"), 10.0 * i, 10.0 * i + d))
+            for i, (s, d) in enumerate(turns)
+        ),
     )
 
 
@@ -93,7 +96,9 @@ def check_rules(seg: Segment, d: Dialogue, n, max_turns, min_target_seconds, min
     assert all(i < w[0] for i in ref) or all(i > w[-1] for i in ref)
     assert sum(dur[i] for i in ref) >= min_reference_seconds - EPSILON
     # consecutive among the speaker's outside turns, and no run of fewer turns would do
-    side = [i for i, s in enumerate(speakers) if s == seg.target_speaker and (i < w[0] if ref[0] < w[0] else i > w[-1])]
+    side = [
+        i for i, s in enumerate(speakers) if s == seg.target_speaker and (i < w[0] if ref[0] < w[0] else i > w[-1])
+    ]
     k = side.index(ref[0])
     assert side[k : k + len(ref)] == list(ref)
     outside = [i for i, s in enumerate(speakers) if s == seg.target_speaker and i not in w]
@@ -136,12 +141,26 @@ def test_rules_hold_or_skip_is_justified(turns, params, seed):
 
 def test_single_long_turn_preferred_then_shortest_then_nearest():
     # b's turns are too short to judge; a's only window of <= 2 turns is (6, 7)
-    turns = [("a", 3.5), ("b", 0.9), ("b", 0.9), ("a", 4.0), ("b", 0.9), ("b", 0.9), ("a", 1.5), ("a", 1.5), ("b", 0.9), ("b", 0.9), ("a", 0.8)]
+    turns = [
+        ("a", 3.5),
+        ("b", 0.9),
+        ("b", 0.9),
+        ("a", 4.0),
+        ("b", 0.9),
+        ("b", 0.9),
+        ("a", 1.5),
+        ("a", 1.5),
+        ("b", 0.9),
+        ("b", 0.9),
+        ("a", 0.8),
+    ]
     seg = select_segment(dialogue(turns), num_target_turns=2, max_turns=2)
     assert (seg.target_speaker, seg.window, seg.target_turns) == ("a", (6, 7), (6, 7))
     assert seg.reference_turns == (0,)  # a single turn >= 3 s, the shorter of two
     turns[0] = ("a", 4.0)
-    assert select_segment(dialogue(turns), num_target_turns=2, max_turns=2).reference_turns == (3,)  # equal: the nearer
+    assert select_segment(dialogue(turns), num_target_turns=2, max_turns=2).reference_turns == (
+        3,
+    )  # equal: the nearer
 
 
 def test_concatenated_reference_when_no_single_turn_is_long_enough():
@@ -149,7 +168,10 @@ def test_concatenated_reference_when_no_single_turn_is_long_enough():
     rules = dict(num_target_turns=2, max_turns=3, min_target_seconds=1.4)  # only window (4, 5)
     seg = select_segment(dialogue(turns), **rules)
     assert seg.window == (4, 5) and seg.reference_turns == (0, 1, 2)  # 3.3 s from three turns
-    assert select_segment(dialogue(turns), **rules, min_reference_seconds=2.0).reference_turns == (0, 1)  # shortest run
+    assert select_segment(dialogue(turns), **rules, min_reference_seconds=2.0).reference_turns == (
+        0,
+        1,
+    )  # shortest run
     with pytest.raises(SegmentSkipped) as skip:
         select_segment(dialogue(turns), **rules, min_reference_seconds=4.0)
     assert skip.value.reason == "no_reference"
@@ -169,7 +191,12 @@ def test_nested_segment_lies_inside_the_outer_one(turns, seed, inner):
     assert seg.target_turns == outer.target_turns[k : k + inner]  # consecutive target turns of the outer window
     assert seg.window == tuple(range(seg.target_turns[0], seg.target_turns[-1] + 1))
     assert list(seg.target_turns) == [i for i in seg.window if speakers[i] == seg.target_speaker]
-    assert (seg.target_speaker, seg.reference_turns, seg.dialogue_id, seg.seed) == (outer.target_speaker, outer.reference_turns, outer.dialogue_id, outer.seed)
+    assert (seg.target_speaker, seg.reference_turns, seg.dialogue_id, seg.seed) == (
+        outer.target_speaker,
+        outer.reference_turns,
+        outer.dialogue_id,
+        outer.seed,
+    )
     assert seg == nested_segment(outer, inner)
     with pytest.raises(ValueError, match="cannot nest 6 target turns in a segment of 5"):
         nested_segment(outer, 6)
@@ -187,14 +214,18 @@ def test_determinism_and_seed_dependence():
     import random
 
     rng = random.Random(0)
-    dialogues = [dialogue([(rng.choice("ab"), rng.choice([1.0, 2.0, 3.5])) for _ in range(40)], f"d{i}") for i in range(40)]
+    dialogues = [
+        dialogue([(rng.choice("ab"), rng.choice([1.0, 2.0, 3.5])) for _ in range(40)], f"d{i}") for i in range(40)
+    ]
     first, skipped = select_segments(dialogues, seed=3, progress=False)
     again, _ = select_segments(dialogues, seed=3, progress=False)
     other, _ = select_segments(dialogues, seed=4, progress=False)
     assert first == again and len(first) + sum(skipped.values()) == 40 and len(first) > 30
     assert [s.window for s in first] != [s.window for s in other]
     # a segment depends on its dialogue only, not on which other dialogues are selected with it
-    assert select_segments(dialogues[5:], seed=3, progress=False)[0] == [s for s in first if int(s.dialogue_id[1:]) >= 5]
+    assert select_segments(dialogues[5:], seed=3, progress=False)[0] == [
+        s for s in first if int(s.dialogue_id[1:]) >= 5
+    ]
 
 
 def test_skip_reasons_are_counted():
@@ -214,7 +245,9 @@ def test_skip_reasons_are_counted():
 
 def test_widen_reference_grows_away_from_the_window():
     # a's only valid window is turns 4..12 (turn 0 is too short to judge); its reference is turn 2
-    d = dialogue([("a", 0.5), ("b", 1.0), ("a", 3.0), ("b", 1.0)] + [("a", 2.0), ("b", 1.0)] * 4 + [("a", 2.0), ("b", 1.0)])
+    d = dialogue(
+        [("a", 0.5), ("b", 1.0), ("a", 3.0), ("b", 1.0)] + [("a", 2.0), ("b", 1.0)] * 4 + [("a", 2.0), ("b", 1.0)]
+    )
     seg = select_segment(d)
     assert seg.target_turns == (4, 6, 8, 10, 12) and seg.reference_turns == (2,)
     wider = widen_reference(seg, d)
@@ -232,10 +265,10 @@ def test_widen_reference_grows_away_from_the_window():
 def test_real_durations_override_and_check():
     d = dialogue([("a", 2.0)] * 7)
     seg = select_segment(d)
-    real = {i: 2.0 for i in range(7)}
+    real = dict.fromkeys(range(7), 2.0)
     assert check_durations(seg, real) is None
     assert check_durations(seg, real | {seg.target_turns[2]: 0.4}) == "target_turns_too_short"
-    assert check_durations(seg, real | {i: 0.5 for i in seg.reference_turns}) == "reference_too_short"
+    assert check_durations(seg, real | dict.fromkeys(seg.reference_turns, 0.5)) == "reference_too_short"
     with pytest.raises(ValueError, match="no duration for turn"):
         check_durations(seg, {})
     with pytest.raises(SegmentSkipped):
@@ -257,9 +290,22 @@ def test_manifest_round_trip(tmp_path):
 
 
 def test_max_target_seconds_keeps_long_turns_out_of_the_window():
-    turns = [("a", 3.5), ("b", 1.0), ("a", 9.0), ("b", 1.0), ("a", 1.5), ("b", 1.0), ("a", 2.0), ("b", 1.0), ("a", 1.2)]
+    turns = [
+        ("a", 3.5),
+        ("b", 1.0),
+        ("a", 9.0),
+        ("b", 1.0),
+        ("a", 1.5),
+        ("b", 1.0),
+        ("a", 2.0),
+        ("b", 1.0),
+        ("a", 1.2),
+    ]
     free = select_segment(dialogue(turns), num_target_turns=2, max_turns=3, seed=1)
-    capped = [select_segment(dialogue(turns), num_target_turns=2, max_turns=3, seed=s, max_target_seconds=8.0) for s in range(10)]
+    capped = [
+        select_segment(dialogue(turns), num_target_turns=2, max_turns=3, seed=s, max_target_seconds=8.0)
+        for s in range(10)
+    ]
     assert all(2 not in seg.target_turns for seg in capped)
     assert free.target_speaker == "a"
     with pytest.raises(SegmentSkipped) as skip:

@@ -33,10 +33,16 @@ def unit(i: int, rng: np.random.Generator, leak: float = 0.0, raw: bool = False)
     tone = leak * np.sin(2 * np.pi * 6600 * np.arange(turns[k - 1].size) / SR).astype(np.float32)
     converted = {s: level(voice(rng) + tone) for s in ("S2", "S3")}
     return SimpleNamespace(
-        converted_turn=k, targets=turns, converted=converted,
-        raw_targets=turns if raw else [], raw_converted={s: c * 2 for s, c in converted.items()} if raw else {},
-        segment=SimpleNamespace(source="synthetic", dialogue_id=f"d{i // 2}", target_gender="female"),  # two units a dialogue
-        s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
+        converted_turn=k,
+        targets=turns,
+        converted=converted,
+        raw_targets=turns if raw else [],
+        raw_converted={s: c * 2 for s, c in converted.items()} if raw else {},
+        segment=SimpleNamespace(
+            source="synthetic", dialogue_id=f"d{i // 2}", target_gender="female"
+        ),  # two units a dialogue
+        s2=SimpleNamespace(gender="male"),
+        s3=SimpleNamespace(gender="female"),
     )
 
 
@@ -93,7 +99,9 @@ def test_clips_that_differ_in_the_voice_only_score_chance_and_raise_no_warning()
 
 
 def test_the_independent_model_finds_the_same_residue(leaking):
-    boosting = leaking.with_model("boosting", families=False, tasks=("localization_S3", "discrimination"), control_draws=5)
+    boosting = leaking.with_model(
+        "boosting", families=False, tasks=("localization_S3", "discrimination"), control_draws=5
+    )
     assert list(boosting.result("published")) == ["localization_S3", "discrimination"]
     for task in ("localization_S3", "discrimination"):
         r = boosting.result("published")[task]
@@ -105,8 +113,18 @@ def test_the_independent_model_finds_the_same_residue(leaking):
 
 
 def test_every_family_is_listed_with_its_features():
-    assert list(FAMILIES) == ["band edge", "spectrum", "compressibility", "activity", "quantisation", "clicks",
-                              "noise floor", "level", "duration", "DC"]
+    assert list(FAMILIES) == [
+        "band edge",
+        "spectrum",
+        "compressibility",
+        "activity",
+        "quantisation",
+        "clicks",
+        "noise floor",
+        "level",
+        "duration",
+        "DC",
+    ]
     assert "edge_drop_6.4_khz_db" in FAMILIES["band edge"] and "flac_bytes_per_second" in FAMILIES["compressibility"]
 
 
@@ -124,11 +142,18 @@ def test_artifact_rates_per_scenario_find_the_clicking_conversion():
     for k in (1, 2, 3):
         turns = [clean.copy() for _ in range(3)]
         conversions = {"S2": clicks, "S3": gapped}
-        audit.add(SimpleNamespace(
-            converted_turn=k, raw_targets=turns, raw_converted=conversions, targets=turns, converted=conversions,
-            segment=SimpleNamespace(source="s", dialogue_id=str(k), target_gender="female"),
-            s2=SimpleNamespace(gender="male"), s3=SimpleNamespace(gender="female"),
-        ))
+        audit.add(
+            SimpleNamespace(
+                converted_turn=k,
+                raw_targets=turns,
+                raw_converted=conversions,
+                targets=turns,
+                converted=conversions,
+                segment=SimpleNamespace(source="s", dialogue_id=str(k), target_gender="female"),
+                s2=SimpleNamespace(gender="male"),
+                s3=SimpleNamespace(gender="female"),
+            )
+        )
     rates = audit.artifacts.result("published")
     assert [rates[s]["impulse_pct"] for s in ("S1", "S2", "S3")] == [0.0, 100.0, 0.0]
     assert [rates[s]["zero_run_pct"] for s in ("S1", "S2", "S3")] == [0.0, 100.0, 100.0]
@@ -147,7 +172,9 @@ def test_the_paired_difference_finds_the_planted_residue_against_the_same_dialog
         d, a, b = difference[task], leaking.result("published")[task]["all"], clean.result("published")[task]["all"]
         assert d["score"] == pytest.approx(a["score"] - b["score"], abs=0.11), task  # each side rounded to 0.1
         assert d["low"] > 0 and d["low"] <= d["score"] <= d["high"], (task, d)
-    assert all(d == {"score": 0.0, "low": 0.0, "high": 0.0} for d in clean.difference(clean).values())  # paired: the same draws
+    assert all(
+        d == {"score": 0.0, "low": 0.0, "high": 0.0} for d in clean.difference(clean).values()
+    )  # paired: the same draws
 
 
 def test_the_paired_difference_by_hand():
@@ -158,11 +185,26 @@ def test_the_paired_difference_by_hand():
     groups = np.repeat([f"d{i}" for i in range(10)], 2)
     truth = np.zeros(20, dtype=int)
     right, half = (np.ones(20), truth), (np.tile([1.0, 0.0], 10), truth)
-    assert paired_difference("localization_S3", (*right, groups), (*half, groups)) == {"score": 50.0, "low": 50.0, "high": 50.0}
-    assert paired_difference("localization_S3", (*half, groups), (*right, groups)) == {"score": -50.0, "low": -50.0, "high": -50.0}
+    assert paired_difference("localization_S3", (*right, groups), (*half, groups)) == {
+        "score": 50.0,
+        "low": 50.0,
+        "high": 50.0,
+    }
+    assert paired_difference("localization_S3", (*half, groups), (*right, groups)) == {
+        "score": -50.0,
+        "low": -50.0,
+        "high": -50.0,
+    }
     assert score_cell("localization_S3", *half, groups) == {"score": 50.0, "low": 50.0, "high": 50.0}
-    mixed = (np.random.default_rng(3).integers(0, 2, 20).astype(float), truth)  # dialogues that differ: unpaired draws would spread
-    assert paired_difference("localization_S3", (*mixed, groups), (*mixed, groups)) == {"score": 0.0, "low": 0.0, "high": 0.0}
+    mixed = (
+        np.random.default_rng(3).integers(0, 2, 20).astype(float),
+        truth,
+    )  # dialogues that differ: unpaired draws would spread
+    assert paired_difference("localization_S3", (*mixed, groups), (*mixed, groups)) == {
+        "score": 0.0,
+        "low": 0.0,
+        "high": 0.0,
+    }
     with pytest.raises(ValueError, match="the same dialogues on both sides"):
         paired_difference("localization_S3", (*right, groups), (right[0][:18], truth[:18], groups[:18]))
 
@@ -191,7 +233,9 @@ def test_the_features_alone_give_the_same_cells_and_count_no_artefact():
         features_only.add(u, artifacts=False)
     assert features_only.scores() == full.scores()
     assert full.artifacts.result("published")["S2"]["clips"] == 10
-    assert all(r["clips"] == 0 and np.isnan(r["hnr_db_female"]) for r in features_only.artifacts.result("published").values())
+    assert all(
+        r["clips"] == 0 and np.isnan(r["hnr_db_female"]) for r in features_only.artifacts.result("published").values()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +245,10 @@ def two_backends():
     audit = ShortcutAudit(families=False, tasks=("localization_S3", "discrimination"))
     for i in range(40):
         backend = "leaky" if (i // 2) % 2 else "clean"  # per dialogue (two units each)
-        audit.add(SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend), artifacts=False)
+        audit.add(
+            SimpleNamespace(**vars(unit(i, rng, leak=LEAK if backend == "leaky" else 0.0)), vc_model=backend),
+            artifacts=False,
+        )
     return audit
 
 
@@ -213,11 +260,19 @@ def test_a_residue_of_one_backend_is_traced_to_it(two_backends):
     for task in audit.tasks:
         whole, split = audit.result("published")[task], audit.by_backend(task)
         assert list(split) == ["clean", "leaky"], split
-        assert split["leaky"]["low"] > whole["chance"] and contains_chance(split["clean"], whole["chance"]), (task, split)
-        assert whole["all"]["score"] == pytest.approx((split["clean"]["score"] + split["leaky"]["score"]) / 2, abs=0.11)
+        assert split["leaky"]["low"] > whole["chance"] and contains_chance(split["clean"], whole["chance"]), (
+            task,
+            split,
+        )
+        assert whole["all"]["score"] == pytest.approx(
+            (split["clean"]["score"] + split["leaky"]["score"]) / 2, abs=0.11
+        )
     warnings = audit.warnings("4vc")
     assert warnings and all("; by backend: clean " in line and ", leaky " in line for line in warnings), warnings
-    assert "| backend (published, all features) | localization, S3 | discrimination (pick the original) |" in audit.table()
+    assert (
+        "| backend (published, all features) | localization, S3 | discrimination (pick the original) |"
+        in audit.table()
+    )
     assert "| leaky | " in audit.table()
 
 
@@ -235,7 +290,9 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
 
     n = len(FEATURES)
     assert _columns("discrimination", FEATURES, None, READINGS["against the context"]).tolist() == list(range(2 * n))
-    assert _columns("discrimination", FEATURES, None, READINGS["among the candidates"]).tolist() == list(range(2 * n, 3 * n))
+    assert _columns("discrimination", FEATURES, None, READINGS["among the candidates"]).tolist() == list(
+        range(2 * n, 3 * n)
+    )
     first = FAMILIES["band edge"]
     assert _columns("discrimination", FEATURES, first, (2,)).tolist() == [2 * n + FEATURES.index(f) for f in first]
     rng = np.random.default_rng(4)
@@ -249,7 +306,9 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
         groups.append(f"synthetic/{u.segment.dialogue_id}")
     readings = audit.readings()
     for name, block in (("against the context", slice(0, 2 * n)), ("among the candidates", slice(2 * n, 3 * n))):
-        credits = cross_validated("discrimination", [(rows[:, block], t) for rows, t in instances], np.array(groups), "logistic")
+        credits = cross_validated(
+            "discrimination", [(rows[:, block], t) for rows, t in instances], np.array(groups), "logistic"
+        )
         assert readings[name] == score_cell("discrimination", credits, np.zeros(credits.size), np.array(groups)), name
     assert readings["against the context"] != readings["among the candidates"]
     assert all(d == {"score": 0.0, "low": 0.0, "high": 0.0} for d in audit.readings_difference(audit).values())
@@ -265,9 +324,11 @@ def test_a_discrimination_above_chance_names_its_readings(leaking):
     from builder_scripts.shortcuts import cell_text
 
     readings = leaking.readings()
-    line, = [w for w in leaking.warnings() if "discrimination" in w]
-    assert line.endswith(f"; read against the context {cell_text(readings['against the context'])}, "
-                         f"among the candidates {cell_text(readings['among the candidates'])}"), line
+    (line,) = [w for w in leaking.warnings() if "discrimination" in w]
+    assert line.endswith(
+        f"; read against the context {cell_text(readings['against the context'])}, "
+        f"among the candidates {cell_text(readings['among the candidates'])}"
+    ), line
     assert not any("; read " in w for w in leaking.warnings() if "discrimination" not in w)
     table = leaking.table()
     assert f"| among the candidates | {cell_text(readings['among the candidates'])} |" in table.splitlines()
@@ -298,7 +359,9 @@ def test_a_split_needs_two_named_backends():
         assert audit.by_backend("discrimination") == {} and "by backend" not in " ".join(audit.warnings())
     audit = ShortcutAudit(families=False, tasks=("discrimination",))
     for i, u in enumerate(units):  # two named backends and units of none: the split names the two
-        audit.add(SimpleNamespace(**vars(u), vc_model=[None, "praat", "world", "world"][(i // 2) % 4]), artifacts=False)
+        audit.add(
+            SimpleNamespace(**vars(u), vc_model=[None, "praat", "world", "world"][(i // 2) % 4]), artifacts=False
+        )
     assert list(audit.by_backend("discrimination")) == ["praat", "world"]
 
 

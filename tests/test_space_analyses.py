@@ -20,7 +20,14 @@ from space.submission_page import SubmissionPage
 from space.submit import FormError, clean_metadata
 from tests.space_support import free_port, predictions, running_app
 
-FORM = {"model_name": "judge", "organisation": "lab", "model_type": "LALM", "access": "open", "link": "", "model_date": ""}
+FORM = {
+    "model_name": "judge",
+    "organisation": "lab",
+    "model_type": "LALM",
+    "access": "open",
+    "link": "",
+    "model_date": "",
+}
 
 
 @pytest.fixture
@@ -31,7 +38,7 @@ def page(tmp_path, make):
 def longest_quarter(page: SubmissionPage) -> dict[str, str]:
     """Id -> scenario of the instances in Q4: the 2 longest of 9 by rank, ties in gold order."""
     prov = page.provenance("main")
-    return {prov.ids[i]: prov.scenario[i] for i in np.argsort(prov.seconds, kind="stable")[-(len(prov.ids) // 4):]}
+    return {prov.ids[i]: prov.scenario[i] for i in np.argsort(prov.seconds, kind="stable")[-(len(prov.ids) // 4) :]}
 
 
 def right_on_the_longest(page: SubmissionPage, gold) -> bytes:
@@ -40,7 +47,9 @@ def right_on_the_longest(page: SubmissionPage, gold) -> bytes:
     flip = {"consistent": "inconsistent", "inconsistent": "consistent"}
     lines = []
     for rid, row in gold.tasks["detection"].items():
-        lines.append({"task": "detection", "id": rid, "prediction": row["label"] if rid in longest else flip[row["label"]]})
+        lines.append(
+            {"task": "detection", "id": rid, "prediction": row["label"] if rid in longest else flip[row["label"]]}
+        )
         lines.append({"task": "localization", "id": rid, "prediction": []})
     lines += [{"task": "discrimination", "id": rid, "prediction": "A"} for rid in gold.tasks["discrimination"]]
     return "\n".join(map(json.dumps, lines)).encode()
@@ -84,8 +93,12 @@ def test_a_submitter_with_two_settings_sees_the_deltas_against_main(page, gold, 
     other = {**FORM, "setting": "no_reference"}
     refused = page.submitter.submit(b"", "main", {**other, "setting": "zero-shot"})
     assert refused.status == "invalid" and any("setting must be one of" in e for e in refused.errors)
-    flipped = right_on_the_longest(page, gold).replace(b'"consistent"', b'"x"').replace(b'"inconsistent"', b'"consistent"')
-    no_reference = page.submitter.submit(flipped.replace(b'"x"', b'"inconsistent"'), "main", other, address="127.0.0.1").record
+    flipped = (
+        right_on_the_longest(page, gold).replace(b'"consistent"', b'"x"').replace(b'"inconsistent"', b'"consistent"')
+    )
+    no_reference = page.submitter.submit(
+        flipped.replace(b'"x"', b'"inconsistent"'), "main", other, address="127.0.0.1"
+    ).record
     assert page.submitter.store.get(no_reference.id).metadata.setting == "no_reference"
     details, _, _, analyses, _ = page.show(no_reference.id)
     assert "<dt>Setting</dt><dd>no_reference</dd>" in details
@@ -95,12 +108,18 @@ def test_a_submitter_with_two_settings_sees_the_deltas_against_main(page, gold, 
     assert rows[0][4] == f"{before:.1f} (+0.0)" and rows[1][4] == f"{after:.1f} ({after - before:+.1f})"
     assert after != before
     assert table_rows(page.show(main.id)[3], "Settings of this model") == rows  # the same table on both pages
-    someone_else = page.submitter.submit(right_on_the_longest(page, gold).replace(b"[]", b"[1]"), "main",
-                                         {**FORM, "organisation": "other lab", "setting": "context"}, address="10.0.0.7").record
+    someone_else = page.submitter.submit(
+        right_on_the_longest(page, gold).replace(b"[]", b"[1]"),
+        "main",
+        {**FORM, "organisation": "other lab", "setting": "context"},
+        address="10.0.0.7",
+    ).record
     assert "context" not in [row[0] for row in table_rows(page.show(main.id)[3], "Settings of this model")]
     assert "Settings of this model" not in page.show(someone_else.id)[3]  # a single setting: nothing to compare
     frame, _ = leaderboard.leaderboard_frame(Disclosure().rows(page.submitter.store.results()))
-    assert {f"{FORM['model_name']} [{s}]" for s in ("main", "no_reference", "context")} <= set(frame[leaderboard.MODEL])
+    assert {f"{FORM['model_name']} [{s}]" for s in ("main", "no_reference", "context")} <= set(
+        frame[leaderboard.MODEL]
+    )
 
 
 def test_the_submit_form_stores_the_setting_over_http(dataset, gold, tmp_path):
@@ -109,6 +128,7 @@ def test_the_submit_form_stores_the_setting_over_http(dataset, gold, tmp_path):
     upload.write_bytes(predictions(gold, 3))
     with running_app(config, n_bootstrap=20) as (app, url):
         client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
-        status = client.predict(handle_file(str(upload)), "main", "m", "org", "other", "open", "", "", "per_turn",
-                                api_name="/submit")[0]
+        status = client.predict(
+            handle_file(str(upload)), "main", "m", "org", "other", "open", "", "", "per_turn", api_name="/submit"
+        )[0]
         assert "Accepted" in status and [r.metadata.setting for r in app.store.results()] == ["per_turn"]

@@ -56,14 +56,18 @@ DURATION_RANGE = re.compile(r"\d+\.\d+\s*[-\u2013]\s*\d+\.\d+\s*s\b")
 def blind(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("probing")
     full = build_synthetic_dataset(root / "full", dialogues=DIALOGUES, variants=("main",))
-    ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\ncite this", build_seed=SECRET_SEED)
+    ssd.write_card(
+        full, "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\ncite this", build_seed=SECRET_SEED
+    )
     ssd.write_blind(full, root / "public", root / "gold", unpaired=True)
     return root / "public", root / "gold"
 
 
 def hidden_labels(gold_dir: Path) -> dict[tuple[str, str], object]:
     gold = load_gold(gold_dir)
-    labels = {("turn", rid): tuple(sorted(row["inconsistent_turns"])) for rid, row in gold.tasks["localization"].items()}
+    labels = {
+        ("turn", rid): tuple(sorted(row["inconsistent_turns"])) for rid, row in gold.tasks["localization"].items()
+    }
     labels.update({("disc", rid): row["answer"] for rid, row in gold.tasks["discrimination"].items()})
     return labels
 
@@ -94,8 +98,9 @@ class Prober:
         self.sent += 1
         path = self.work / f"probe-{self.sent}.jsonl"
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-        status, breakdown, _ = self.client.predict(handle_file(str(path)), "main", "probe", "", "other", "open", "", "", "",
-                                                   api_name="/submit")
+        status, breakdown, _ = self.client.predict(
+            handle_file(str(path)), "main", "probe", "", "other", "open", "", "", "", api_name="/submit"
+        )
         self.texts += [status, json.dumps(breakdown)]
         return {row[1]: row[2] for row in breakdown["data"]} if breakdown and breakdown.get("data") else {}
 
@@ -145,8 +150,10 @@ class Prober:
         for i, rid in enumerate(t for t in self.turns if ("turn", t) not in self.guesses):
             if self.sent >= budget:
                 return
-            lines = [{"task": "detection", "id": rid, "prediction": "inconsistent"},
-                     {"task": "localization", "id": rid, "prediction": list(range(1, self.turns[rid] + 1))}]
+            lines = [
+                {"task": "detection", "id": rid, "prediction": "inconsistent"},
+                {"task": "localization", "id": rid, "prediction": list(range(1, self.turns[rid] + 1))},
+            ]
             disc = disc_ids[i] if i < len(disc_ids) else None
             if disc:
                 order = self.labels[disc]
@@ -175,12 +182,14 @@ class Prober:
     def greedy(self, budget: int) -> None:
         """Against a released score: from "consistent" everywhere, flip one instance at a time and
         keep the flips that release a better detection score; a kept flip shows an inconsistent instance."""
-        answers = {rid: "consistent" for rid in self.turns}
+        answers = dict.fromkeys(self.turns, "consistent")
 
         def detection(values: dict[str, str]) -> float | None:
             return next((_number(v) for m, v in values.items() if m.startswith("Det Bal Acc")), None)
 
-        best = detection(self.submit([{"task": "detection", "id": rid, "prediction": a} for rid, a in answers.items()]))
+        best = detection(
+            self.submit([{"task": "detection", "id": rid, "prediction": a} for rid, a in answers.items()])
+        )
         for rid in self.turns:
             if self.sent >= budget // 2:
                 return
@@ -196,8 +205,13 @@ class Prober:
         votes: dict[tuple[str, str], Counter] = defaultdict(Counter)
         best = -1.0
         while self.sent < budget:
-            answers = {rid: () if rng.random() < 1 / 3 else (rng.randrange(1, self.turns[rid] + 1),) for rid in self.turns}
-            lines = [{"task": "detection", "id": rid, "prediction": "inconsistent" if a else "consistent"} for rid, a in answers.items()]
+            answers = {
+                rid: () if rng.random() < 1 / 3 else (rng.randrange(1, self.turns[rid] + 1),) for rid in self.turns
+            }
+            lines = [
+                {"task": "detection", "id": rid, "prediction": "inconsistent" if a else "consistent"}
+                for rid, a in answers.items()
+            ]
             lines += [{"task": "localization", "id": rid, "prediction": list(a)} for rid, a in answers.items()]
             values = self.submit(lines)
             released = [_number(v) for m, v in values.items() if m.startswith(("Det Bal Acc", "Loc Bal F1"))]
@@ -226,7 +240,9 @@ class Prober:
         gains = {0: 0.0, 1: 1.0, 3: 3.0}
         first = min(gains, key=lambda g: abs(g / 3 / n * 100 - n1))
         ideal = 3 + 1 / 1.5849625
-        second = min((g for g in gains if g != first), key=lambda g: abs((first + g / 1.5849625) / ideal / n * 100 - n2))
+        second = min(
+            (g for g in gains if g != first), key=lambda g: abs((first + g / 1.5849625) / ideal / n * 100 - n2)
+        )
         order = self.labels[disc]
         answer = order[0] if first == 3 else order[1] if second == 3 else order[2]
         self._derive(("disc", disc), answer, "breakdown")
@@ -244,11 +260,17 @@ class Prober:
 
 def perfect_file(gold) -> bytes:
     """Every gold answer (another submitter's excellent judge)."""
-    lines = [{"task": "detection", "id": rid, "prediction": row["label"]} for rid, row in gold.tasks["detection"].items()]
-    lines += [{"task": "localization", "id": rid, "prediction": list(row["inconsistent_turns"])}
-              for rid, row in gold.tasks["localization"].items()]
-    lines += [{"task": "discrimination", "id": rid, "prediction": row["answer"], "ranking": list(row["gold_ranking"])}
-              for rid, row in gold.tasks["discrimination"].items()]
+    lines = [
+        {"task": "detection", "id": rid, "prediction": row["label"]} for rid, row in gold.tasks["detection"].items()
+    ]
+    lines += [
+        {"task": "localization", "id": rid, "prediction": list(row["inconsistent_turns"])}
+        for rid, row in gold.tasks["localization"].items()
+    ]
+    lines += [
+        {"task": "discrimination", "id": rid, "prediction": row["answer"], "ranking": list(row["gold_ranking"])}
+        for rid, row in gold.tasks["discrimination"].items()
+    ]
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
@@ -256,13 +278,21 @@ def attack(public: Path, gold_dir: Path, tmp_path: Path, policy, *, victim: bool
     """Serve the blind copy with ``policy``, store a perfect submission of another identity (with
     ``victim``), run the prober for ``SUBMISSIONS`` files; returns (labels named correctly, the
     guessing bound, prober)."""
-    config = replace(SpaceConfig.from_env({}, dataset=str(public), gold=str(gold_dir), data_dir=tmp_path / "data"),
-                     port=free_port(), rate_limit=1000, blind_rate_limit=1000)
+    config = replace(
+        SpaceConfig.from_env({}, dataset=str(public), gold=str(gold_dir), data_dir=tmp_path / "data"),
+        port=free_port(),
+        rate_limit=1000,
+        blind_rate_limit=1000,
+    )
     truth = hidden_labels(gold_dir)
     with running_app(config, n_bootstrap=20, policy=policy) as (app, url):
         if victim:
-            stored = app.submitter.submit(perfect_file(app.submitter.gold("main")), "main",
-                                          {"model_name": "a good judge", "organisation": "lab"}, as_user="hf:victim")
+            stored = app.submitter.submit(
+                perfect_file(app.submitter.gold("main")),
+                "main",
+                {"model_name": "a good judge", "organisation": "lab"},
+                as_user="hf:victim",
+            )
             assert stored.status == "accepted", stored.message
         prober = Prober(url, public, tmp_path)
         prober.run(SUBMISSIONS)
@@ -307,7 +337,9 @@ def test_one_line_differencing_never_releases_a_value(blind, tmp_path):
     for i, line in enumerate(base):
         changed = [dict(x) for x in base]
         changed[i]["prediction"] = "inconsistent"
-        scores = policy.score(parse_submission("".join(json.dumps(x) + "\n" for x in changed).encode(), gold), gold, history)
+        scores = policy.score(
+            parse_submission("".join(json.dumps(x) + "\n" for x in changed).encode(), gold), gold, history
+        )
         assert scores["released"] == {}, (i, scores["released"], parts.margin)
 
 

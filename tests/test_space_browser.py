@@ -49,7 +49,8 @@ def upload(page, path, model_name: str) -> str:
     page.get_by_role("button", name="Submit", exact=True).click()
     page.wait_for_function(
         "before => { const e = document.querySelector('#ss-submit-status .ss-status');"
-        " return e && e.innerText !== before; }", arg=before,
+        " return e && e.innerText !== before; }",
+        arg=before,
     )
     text = page.locator("#ss-submit-status .ss-status").inner_text()
     clear.wait_for(state="detached")  # the app empties the file slot: the upload is gone from the server
@@ -73,12 +74,15 @@ def assert_no_dialog_once_rendered(page, selector: str, text: str) -> None:
     page.wait_for_function(
         "([s, t]) => Array.from(document.querySelectorAll(s)).some(e => e.textContent === t)", arg=[selector, text]
     )
-    assert page.evaluate("""() => new Promise(done => {
+    assert (
+        page.evaluate("""() => new Promise(done => {
         const img = new Image();
         img.onerror = () => setTimeout(() => done('error'), 0);
         img.onload = () => done('load');
         img.src = 'x';
-    })""") == "error"
+    })""")
+        == "error"
+    )
     assert page.dialogs == []
 
 
@@ -107,7 +111,9 @@ def test_broken_file_shows_line_numbered_errors(page, served):
     _, _, gold, root = served
     good = predictions(gold).decode().splitlines()
     path = root / "broken.jsonl"
-    path.write_text("\n".join([good[0], "{oops", '{"task": "detection", "id": "x", "prediction": "consistent"}']) + "\n")
+    path.write_text(
+        "\n".join([good[0], "{oops", '{"task": "detection", "id": "x", "prediction": "consistent"}']) + "\n"
+    )
     status = upload(page, path, "broken-model")
     assert "refused" in status
     assert "line 2: not valid JSON" in status and 'line 3: unknown detection id "x"' in status

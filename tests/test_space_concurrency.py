@@ -26,7 +26,9 @@ def served(tmp_path_factory):
     dataset = build_dataset(root)
     config = replace(
         SpaceConfig.from_env({}, dataset=str(dataset), data_dir=root / "data"),
-        port=free_port(), rate_limit=10 * N, concurrency=4,
+        port=free_port(),
+        rate_limit=10 * N,
+        concurrency=4,
     )
     with running_app(config, n_bootstrap=100) as (app, url):
         yield app, url, load_gold(dataset, "main"), root
@@ -42,8 +44,9 @@ def test_parallel_submissions_lose_nothing(served):
         files.append(path)
     client = Client(url, verbose=False, httpx_kwargs={"timeout": 120}, download_files=False, analytics_enabled=False)
     jobs = [
-        client.submit(handle_file(str(path)), "main", f"parallel-{i:02d}", "org", "other", "open", "", "",
-                      api_name="/submit")
+        client.submit(
+            handle_file(str(path)), "main", f"parallel-{i:02d}", "org", "other", "open", "", "", api_name="/submit"
+        )
         for i, path in enumerate(files)
     ]
     statuses = [job.result(timeout=120)[0] for job in jobs]
@@ -61,7 +64,9 @@ def test_parallel_submissions_lose_nothing(served):
     by_name = {row[model]: row[balanced] for row in table["data"]}
     for r in stored:
         assert by_name[r.metadata.model_name] == round(r.scores["detection"]["balanced_accuracy"], 1)
-    again = client.predict(handle_file(str(files[0])), "main", "again", "org", "other", "open", "", "", api_name="/submit")
+    again = client.predict(
+        handle_file(str(files[0])), "main", "again", "org", "other", "open", "", "", api_name="/submit"
+    )
     assert "already submitted" in again[0] and len(app.store.results("main")) == N
     # every upload of this run (accepted or duplicate) was deleted from Gradio's upload folder after scoring
     assert not list(Path(get_upload_folder()).rglob(f"upload-{run}-*.jsonl"))
@@ -77,10 +82,14 @@ def test_view_instance_api_shows_an_instance_of_any_config(served):
     shown = client.predict("discrimination", instance_id, api_name="/view_instance")
     assert f"discrimination / {instance_id}" in shown[0], shown[0]
     unknown = client.predict("discrimination", "no-such-id", api_name="/view_instance")
-    assert "No instance" in unknown[0] and "no-such-id" in unknown[0] and "in config discrimination" in unknown[0], unknown[0]
+    assert "No instance" in unknown[0] and "no-such-id" in unknown[0] and "in config discrimination" in unknown[0], (
+        unknown[0]
+    )
     # a lone surrogate (the raw JSON escape; gradio_client cannot even encode it) once crashed in pyarrow
     base = url.rstrip("/")
     body = json.dumps({"data": ["discrimination", "x\ud800"]})
-    event = httpx.post(f"{base}/gradio_api/call/view_instance", content=body, headers={"Content-Type": "application/json"})
+    event = httpx.post(
+        f"{base}/gradio_api/call/view_instance", content=body, headers={"Content-Type": "application/json"}
+    )
     stream = httpx.get(f"{base}/gradio_api/call/view_instance/{event.json()['event_id']}", timeout=60).text
     assert "event: complete" in stream and "No instance" in stream, stream

@@ -12,8 +12,14 @@ from gradio_client import Client
 from space.config import SpaceConfig
 from tests.space_support import free_port, predictions, running_app
 
-FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
-        "link": "https://example.org/a", "model_date": "2025-06-01"}
+FORM = {
+    "model_name": "judge A",
+    "organisation": "lab",
+    "model_type": "embedding",
+    "access": "open",
+    "link": "https://example.org/a",
+    "model_date": "2025-06-01",
+}
 
 
 # ------------------------------------------------------------------ 1. /withdraw's early answers
@@ -108,9 +114,15 @@ def _entry(i: int) -> dict:
     from space.store import Metadata
 
     data = f'{{"task": "detection", "id": "x{i}", "prediction": "consistent"}}\n'.encode()
-    return dict(variant="main", sha256=hashlib.sha256(data).hexdigest(), predictions=data,
-                scores={"detection": {"balanced_accuracy": 50.0 + i}}, metadata=Metadata(f"model {i}", "org"),
-                submitter="hf:alice", num_lines=1)
+    return dict(
+        variant="main",
+        sha256=hashlib.sha256(data).hexdigest(),
+        predictions=data,
+        scores={"detection": {"balanced_accuracy": 50.0 + i}},
+        metadata=Metadata(f"model {i}", "org"),
+        submitter="hf:alice",
+        num_lines=1,
+    )
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "hub"])
@@ -121,7 +133,11 @@ def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp
     from tests.test_space_store import hub_store
 
     def open_it(name: str, remote=None):
-        return SqliteStore(tmp_path / name) if kind == "sqlite" else hub_store(tmp_path / name, tmp_path / f"index-{name}", remote)
+        return (
+            SqliteStore(tmp_path / name)
+            if kind == "sqlite"
+            else hub_store(tmp_path / name, tmp_path / f"index-{name}", remote)
+        )
 
     store = open_it("a")
     limit = (2, 100)
@@ -143,7 +159,9 @@ def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp
         assert again.retry_at("hf:alice", *limit, now=111.5) == 112.0
         with pytest.raises(RateLimited):
             again.add(**_entry(5), now=111.5, rate_limit=limit)
-        assert not (tmp_path / "b" / "predictions" / "main" / f"{result_id('main', _entry(5)['sha256'])}.jsonl").exists()
+        assert not (
+            tmp_path / "b" / "predictions" / "main" / f"{result_id('main', _entry(5)['sha256'])}.jsonl"
+        ).exists()
         assert len((tmp_path / "b" / "attempts.jsonl").read_text().splitlines()) == 3
         assert len(again.results()) == 4
 
@@ -161,7 +179,9 @@ def _review_desk(dataset, data_dir):
     from space.store import SqliteStore
     from space.submit import Submitter
 
-    config = SpaceConfig.from_env({"SPEAKERSLEUTH_REVIEWERS": "alice, ip:10.0.0.1"}, dataset=str(dataset), data_dir=data_dir)
+    config = SpaceConfig.from_env(
+        {"SPEAKERSLEUTH_REVIEWERS": "alice, ip:10.0.0.1"}, dataset=str(dataset), data_dir=data_dir
+    )
     store = SqliteStore(data_dir)
     return ReviewDesk(config, store, dataset, Submitter(config, store, dataset, variants=["main"]).identity)
 
@@ -171,10 +191,16 @@ def test_opening_the_review_tab_enables_the_decision_controls_for_a_reviewer_onl
 
     desk = _review_desk(dataset, tmp_path)
     profile = gr.OAuthProfile({"name": "Alice", "preferred_username": "alice", "profile": "", "picture": ""})
-    for request, who, ok in [(_Request("10.0.0.9"), None, False), (_Request("10.0.0.1"), None, True),
-                             (_Request("10.0.0.9"), profile, True)]:
+    for request, who, ok in [
+        (_Request("10.0.0.9"), None, False),
+        (_Request("10.0.0.1"), None, True),
+        (_Request("10.0.0.9"), profile, True),
+    ]:
         status, download, *controls = desk.on_open(request, who)
-        assert len(controls) == 3 and all(c.get("interactive") is ok for c in controls), (request.client.host, controls)
+        assert len(controls) == 3 and all(c.get("interactive") is ok for c in controls), (
+            request.client.host,
+            controls,
+        )
         assert ("You review as" in status) is ok and download["visible"] is ok
 
 
@@ -187,7 +213,10 @@ def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(data
     config = app.blocks.get_config_file()
     by_id = {c["props"].get("elem_id"): c for c in config["components"] if c.get("props", {}).get("elem_id")}
     for elem_id in ("ss-review-decision", "ss-review-reason", "ss-review-record"):
-        assert by_id[elem_id]["props"].get("interactive") is False, (elem_id, by_id[elem_id]["props"].get("interactive"))
+        assert by_id[elem_id]["props"].get("interactive") is False, (
+            elem_id,
+            by_id[elem_id]["props"].get("interactive"),
+        )
 
 
 def test_in_a_browser_a_visitor_cannot_record_and_a_reviewer_can(dataset, tmp_path, browser):
@@ -235,13 +264,33 @@ def test_the_app_comes_up_and_serves_its_page_on_a_saturated_machine(dataset, tm
     import httpx
 
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
-           "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "HF_HUB_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "PYTHONUNBUFFERED": "1",
+    }
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(8)]
     app = None
     try:
-        app = subprocess.Popen([sys.executable, "-m", "space.app", "--dataset", str(dataset), "--data-dir", str(tmp_path / "data"),
-                                "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        app = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "space.app",
+                "--dataset",
+                str(dataset),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True)
         reader.start()

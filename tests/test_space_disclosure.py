@@ -18,11 +18,17 @@ from space.leaderboard import LeaderboardViews
 from space.store import Metadata, SqliteStore, StoredResult
 from space.submission_page import SubmissionPage
 from space.submit import Submitter
-from space.store import Metadata, StoredResult
 from tests.space_support import predictions
 from tests.synthetic import build_synthetic_dataset
 
-FORM = {"model_name": "Judge A", "organisation": "lab", "model_type": "other", "access": "open", "link": "", "model_date": ""}
+FORM = {
+    "model_name": "Judge A",
+    "organisation": "lab",
+    "model_type": "other",
+    "access": "open",
+    "link": "",
+    "model_date": "",
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,9 @@ def test_a_flood_of_one_model_is_one_row_the_newest_with_its_history_on_the_page
     assert all(rid in details for rid in ids) and tagged.record.id not in details and "(this page)" in details
 
 
-def test_a_blind_round_has_a_daily_budget_and_a_closed_round_takes_nothing_and_ranks_on_the_private_part(blind, tmp_path):
+def test_a_blind_round_has_a_daily_budget_and_a_closed_round_takes_nothing_and_ranks_on_the_private_part(
+    blind, tmp_path
+):
     public, gold_dir = blind
     config = SpaceConfig.from_env({"SPEAKERSLEUTH_GOLD": str(gold_dir)}, dataset=str(public), data_dir=tmp_path)
     submitter = Submitter(config, SqliteStore(tmp_path), public, variants=["main"], gold=gold_dir, n_bootstrap=0)
@@ -67,12 +75,17 @@ def test_a_blind_round_has_a_daily_budget_and_a_closed_round_takes_nothing_and_r
     other = submitter.submit(predictions(gold, 6), "main", {**FORM, "organisation": "other lab"}, address="10.0.0.9")
     assert newer.status == other.status == "accepted"
 
-    closed = Submitter(replace(config, round_closed=True), submitter.store, public, variants=["main"], gold=gold_dir, n_bootstrap=0)
+    closed = Submitter(
+        replace(config, round_closed=True), submitter.store, public, variants=["main"], gold=gold_dir, n_bootstrap=0
+    )
     assert closed.submit(predictions(gold, 4), "main", FORM).status == "closed"
     rows = closed.policy.rows(closed.store.results("main"))  # one per identity: its newest file
     assert sorted(record.id for record, _ in rows) == sorted([newer.record.id, other.record.id])
     for record, row in rows:
-        raw, step = record.scores["private"]["detection"]["balanced_accuracy"], record.scores["private_margin"]["det_bal_acc"]
+        raw, step = (
+            record.scores["private"]["detection"]["balanced_accuracy"],
+            record.scores["private_margin"]["det_bal_acc"],
+        )
         assert max(0.0, raw - step) <= row["det_bal_acc"] <= raw  # a line of its grid
         assert not [key for key, value in row.items() if value is not None and key not in RELEASED]
     shown = closed.breakdown(newer.record)
@@ -89,7 +102,10 @@ def test_the_parts_split_dialogues_evenly_per_scenario_and_the_split_is_a_functi
     parts = split_parts(gold)
     for task in gold.tasks:
         for scenario in {row.get("scenario") for row in gold.tasks[task].values()}:
-            sizes = [sum(row.get("scenario") == scenario for row in part.tasks[task].values()) for part in (parts.public, parts.private)]
+            sizes = [
+                sum(row.get("scenario") == scenario for row in part.tasks[task].values())
+                for part in (parts.public, parts.private)
+            ]
             assert abs(sizes[0] - sizes[1]) <= 1 and min(sizes) >= 1, (task, scenario, sizes)
     public_dialogues = {row["dialogue_id"] for rows in parts.public.tasks.values() for row in rows.values()}
     private_dialogues = {row["dialogue_id"] for rows in parts.private.tasks.values() for row in rows.values()}
@@ -108,21 +124,34 @@ def test_a_blind_copy_too_small_for_two_parts_is_refused_with_the_reason(tmp_pat
 
 def _discrimination_gold(dialogues: int) -> Gold:
     """A gold of ``dialogues`` discrimination instances, one per dialogue, each answered by "A"."""
-    rows = {f"d{i:02d}": {"id": f"d{i:02d}", "dialogue_id": f"dialogue-{i:02d}", "answer": "A", "source_dataset": "ami",
-                          "candidate_labels": ["A", "B", "C"], "gold_ranking": ["A", "B", "C"]} for i in range(dialogues)}
+    rows = {
+        f"d{i:02d}": {
+            "id": f"d{i:02d}",
+            "dialogue_id": f"dialogue-{i:02d}",
+            "answer": "A",
+            "source_dataset": "ami",
+            "candidate_labels": ["A", "B", "C"],
+            "gold_ranking": ["A", "B", "C"],
+        }
+        for i in range(dialogues)
+    }
     return Gold("main", "test", {"discrimination": rows})
 
 
 def _answering(gold: Gold, right: set[str]) -> bytes:
     """A full file: "A" (right) on the ids in ``right``, "B" (wrong) on every other."""
-    return "".join(json.dumps({"task": "discrimination", "id": rid, "prediction": "A" if rid in right else "B"}) + "\n"
-                   for rid in sorted(gold.tasks["discrimination"])).encode()
+    return "".join(
+        json.dumps({"task": "discrimination", "id": rid, "prediction": "A" if rid in right else "B"}) + "\n"
+        for rid in sorted(gold.tasks["discrimination"])
+    ).encode()
 
 
 def _ladder(policy: BlindRound, gold: Gold, right: set[str], history: list[StoredResult]) -> StoredResult:
     """Score the file right on ``right`` against ``history``; the record it would be stored as."""
     scores = policy.score(parse_submission(_answering(gold, right), gold), gold, history)
-    return StoredResult(f"main-{len(history)}", "main", str(len(history)), Metadata("m"), "ip:x", float(len(history)), 1, scores)
+    return StoredResult(
+        f"main-{len(history)}", "main", str(len(history)), Metadata("m"), "ip:x", float(len(history)), 1, scores
+    )
 
 
 def test_the_ladder_margin_is_strictly_more_than_one_answer_moves_the_metric():
@@ -212,11 +241,23 @@ def test_each_file_has_its_own_grid_so_one_level_shows_nothing_of_the_next_files
     step = policy.parts(gold).margin["det_bal_acc"]
     det = [{"task": "detection", "id": rid, "prediction": "consistent"} for rid in gold.tasks["detection"]]
     loc_ids = sorted(gold.tasks["localization"])
-    history = [StoredResult("main-0", "main", "0", Metadata("m"), "ip:x", 0.0, 1,
-                            {"ladder_best": {"det_bal_acc": 50.0 - step}, "released": {}})]
+    history = [
+        StoredResult(
+            "main-0",
+            "main",
+            "0",
+            Metadata("m"),
+            "ip:x",
+            0.0,
+            1,
+            {"ladder_best": {"det_bal_acc": 50.0 - step}, "released": {}},
+        )
+    ]
     levels, released = [], 0
     for i in range(300):
-        loc = [{"task": "localization", "id": rid, "prediction": [1 + (i >> bit & 1)]} for bit, rid in enumerate(loc_ids)]
+        loc = [
+            {"task": "localization", "id": rid, "prediction": [1 + (i >> bit & 1)]} for bit, rid in enumerate(loc_ids)
+        ]
         loc[0]["prediction"] = [1 + i % 5]
         sub = parse_submission("".join(json.dumps(x) + "\n" for x in det + loc).encode(), gold)
         scores = policy.score(sub, gold, history, "ip:x")

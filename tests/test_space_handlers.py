@@ -22,13 +22,25 @@ from space.config import SpaceConfig
 from tests.space_support import predictions
 
 XSS = "<img src=x onerror=alert(1)>"
-FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
-        "link": "https://example.org/a", "model_date": "2025-06-01"}
+FORM = {
+    "model_name": "judge A",
+    "organisation": "lab",
+    "model_type": "embedding",
+    "access": "open",
+    "link": "https://example.org/a",
+    "model_date": "2025-06-01",
+}
 
 
 def profile(username: str) -> gr.OAuthProfile:
-    return gr.OAuthProfile({"name": username.title(), "preferred_username": username,
-                            "profile": f"https://huggingface.co/{username}", "picture": ""})
+    return gr.OAuthProfile(
+        {
+            "name": username.title(),
+            "preferred_username": username,
+            "profile": f"https://huggingface.co/{username}",
+            "picture": "",
+        }
+    )
 
 
 def test_accepted_submission_is_scored_and_stored(make, gold):
@@ -75,8 +87,11 @@ def test_invalid_file_lists_every_error_with_line_numbers(make, gold):
 
 def test_form_problems_are_named_and_cost_no_quota(make, gold):
     submitter = make(rate_limit=1)
-    result = submitter.submit(predictions(gold), "4vc", {**FORM, "model_name": " ", "link": "javascript:alert(1)",
-                                                          "model_type": "robot", "model_date": "June"})
+    result = submitter.submit(
+        predictions(gold),
+        "4vc",
+        {**FORM, "model_name": " ", "link": "javascript:alert(1)", "model_type": "robot", "model_date": "June"},
+    )
     assert result.status == "invalid"
     text = " | ".join(result.errors)
     for fragment in ("model name is required", "link must be", "model type must be", "model date", "variant must be"):
@@ -92,7 +107,9 @@ def test_rate_limit_per_oauth_user_and_local_identity(make, gold):
     assert outcomes == ["accepted", "accepted", "rate_limited"]
     # each identity under its own name: a name belongs to whoever used it first (space.names)
     assert submitter.submit(predictions(gold, 3), "main", {**FORM, "model_name": "judge B"}, bob).status == "accepted"
-    assert submitter.submit(predictions(gold, 4), "main", {**FORM, "model_name": "judge C"}).status == "accepted"  # local identity
+    assert (
+        submitter.submit(predictions(gold, 4), "main", {**FORM, "model_name": "judge C"}).status == "accepted"
+    )  # local identity
     submitters = {r.submitter for r in submitter.store.results()}
     assert submitters == {"hf:alice", "hf:bob", "ip:127.0.0.1"}
 
@@ -174,8 +191,12 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
 
     submitter = make()
     assert submitter.submit(predictions(gold), "main", FORM).status == "accepted"
-    escaped = json.dumps({**{k: FORM[k] for k in ("model_name", "organisation", "model_type", "access", "link", "model_date")},
-                          "model_name": f"model-{LONE_SURROGATE}-x"})
+    escaped = json.dumps(
+        {
+            **{k: FORM[k] for k in ("model_name", "organisation", "model_type", "access", "link", "model_date")},
+            "model_name": f"model-{LONE_SURROGATE}-x",
+        }
+    )
     with sqlite3.connect(submitter.store.path) as con:
         con.execute("UPDATE submissions SET metadata = ?", (escaped,))
     entries = disclosure.Disclosure().rows(submitter.store.results())
@@ -185,10 +206,17 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
     json.dumps(leaderboard.bias_spec(entries, "main"))
 
 
-@pytest.mark.parametrize("name, accepted", [
-    ("👩\u200d💻 judge", True), ("🏳\ufe0f\u200d🌈 model", True), ("👨🏽\u200d🚀 pilot", True),  # emoji joined by ZWJ
-    ("judge\u200dA", False), ("\u200d👩", False), ("judge\u202eA", False),  # invisible joiner or bidi override in text
-])
+@pytest.mark.parametrize(
+    "name, accepted",
+    [
+        ("👩\u200d💻 judge", True),
+        ("🏳\ufe0f\u200d🌈 model", True),
+        ("👨🏽\u200d🚀 pilot", True),  # emoji joined by ZWJ
+        ("judge\u200dA", False),
+        ("\u200d👩", False),
+        ("judge\u202eA", False),  # invisible joiner or bidi override in text
+    ],
+)
 def test_emoji_sequences_are_names_but_invisible_characters_are_not(name, accepted):
     if accepted:
         assert submit.clean_metadata(name).model_name == name
@@ -217,10 +245,20 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
     results = disclosure.Disclosure().rows(submitter.store.results())
     frame, datatypes = leaderboard.leaderboard_frame(results, groups=[])
     assert list(frame.columns[:3]) == ["Rank", "Model", "Verified"]
-    assert list(frame.columns[3:10]) == ["Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM", "Det Paired", "Loc Paired"]
+    assert list(frame.columns[3:10]) == [
+        "Det Bal Acc",
+        "Loc Bal F1",
+        "Disc Avg",
+        "N@2",
+        "EM",
+        "Det Paired",
+        "Loc Paired",
+    ]
     assert list(frame["Det Bal Acc"]) == sorted(frame["Det Bal Acc"], reverse=True)
     full, _ = leaderboard.leaderboard_frame(results, groups=leaderboard.GROUPS)
-    assert {"Det S1", "Loc S2 P", "Disc Synthetic", "N@1", "Det Coverage", "Det Bal Acc 95% CI", "Link"} <= set(full.columns)
+    assert {"Det S1", "Loc S2 P", "Disc Synthetic", "N@1", "Det Coverage", "Det Bal Acc 95% CI", "Link"} <= set(
+        full.columns
+    )
     assert "Disc Bazinga" not in full.columns  # a source this build does not have
     ci = full.loc[0, "Det Bal Acc 95% CI"]
     low, high = map(float, ci.split("-"))
@@ -277,7 +315,9 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     (results / "main" / "pairwise-resemblyzer.jsonl").write_text("".join(json.dumps(line) + "\n" for line in scored))
     (results / "centroid-resemblyzer.main.jsonl").write_bytes(predictions(gold, 2))
     (results / "custom.jsonl").write_bytes(predictions(gold, 3))
-    (results / "custom.json").write_text(json.dumps({"variant": "main", "model_name": "Custom judge", "model_type": "LALM"}))
+    (results / "custom.json").write_text(
+        json.dumps({"variant": "main", "model_name": "Custom judge", "model_type": "LALM"})
+    )
     submitter = make(rate_limit=0)  # seeding ignores the rate limit
     assert seed.seed(submitter, results) == {"accepted": 3}
     assert seed.seed(submitter, results) == {"duplicate": 3}
@@ -321,12 +361,17 @@ def test_gradios_monitoring_summary_is_not_made_after_every_event(dataset, tmp_p
     from space.app import ANALYTICS_SUMMARY_EVERY, build_app
     from tests.space_support import served_config
 
-    monkeypatch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", "")  # recorded, so the test leaves the variable as it found it
+    monkeypatch.setenv(
+        "GRADIO_ANALYTICS_CACHE_FREQUENCY", ""
+    )  # recorded, so the test leaves the variable as it found it
     monkeypatch.delenv("GRADIO_ANALYTICS_CACHE_FREQUENCY")
     app = build_app(served_config(dataset, tmp_path / "data"), n_bootstrap=0)
     assert app.blocks._queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_SUMMARY_EVERY  # (sic: Gradio's spelling)
     monkeypatch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", "7")  # a deployer's own setting is kept
-    assert build_app(served_config(dataset, tmp_path / "data2"), n_bootstrap=0).blocks._queue.ANAYLTICS_CACHE_FREQUENCY == 7
+    assert (
+        build_app(served_config(dataset, tmp_path / "data2"), n_bootstrap=0).blocks._queue.ANAYLTICS_CACHE_FREQUENCY
+        == 7
+    )
 
 
 def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_path):
@@ -340,9 +385,15 @@ def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_pat
     config = served_config(dataset, tmp_path / "data")
     app = build_app(config, n_bootstrap=0)
     fns = list(app.blocks.fns.values())
-    tables = {b.elem_id for b in app.blocks.blocks.values() if (getattr(b, "elem_id", None) or "").startswith("ss-leaderboard-")}
+    tables = {
+        b.elem_id
+        for b in app.blocks.blocks.values()
+        if (getattr(b, "elem_id", None) or "").startswith("ss-leaderboard-")
+    }
     refreshes = [f for f in fns if {getattr(o, "elem_id", None) for o in f.outputs} & tables]
-    assert len(tables) == 3 and len(refreshes) == 4 + len(tables), [f.name for f in refreshes]  # four events, one toggle per table
+    assert len(tables) == 3 and len(refreshes) == 4 + len(tables), [
+        f.name for f in refreshes
+    ]  # four events, one toggle per table
     assert {(f.concurrency_limit, f.concurrency_id) for f in refreshes} == {(REFRESH_CONCURRENCY, "refresh")}
     assert config.concurrency < REFRESH_CONCURRENCY < app.blocks.max_threads
     submits = [f for f in fns if f.api_name == "submit"]

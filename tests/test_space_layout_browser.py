@@ -24,8 +24,10 @@ pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's
 #: ``judges baselines`` writes, each at the paper's threshold and calibrated, plus two thresholds
 #: spelled into the name; names of one family differ only at their end.
 ENCODERS = ("campplus", "dvector", "eres2net", "resemblyzer")
-BASELINES = [f"{method}-{encoder}{suffix}" for method, encoder, suffix
-             in itertools.product(METHODS, ENCODERS, ("", "-calibrated"))] + ["centroid-campplus-cos0.30", "centroid-campplus-cos0.45"]
+BASELINES = [
+    f"{method}-{encoder}{suffix}"
+    for method, encoder, suffix in itertools.product(METHODS, ENCODERS, ("", "-calibrated"))
+] + ["centroid-campplus-cos0.30", "centroid-campplus-cos0.45"]
 SUBMITTED = "lab-model"
 TABS = ["Leaderboard", "Submit", "Submission", "Viewer", "Review", "About"]
 TABLE = "#ss-leaderboard-main"
@@ -48,8 +50,14 @@ def served(tmp_path_factory):
     assert all(parse_judge_name(name).method in METHODS for name in BASELINES)
     for i, name in enumerate(BASELINES):
         add_result(store, gold, name, i * 37 + 5, submitter=BASELINE_SUBMITTER, model_type="embedding")
-    record = add_result(store, gold, SUBMITTED, 0b0110, model_type="LALM",
-                        link="https://example.org/models/" + "a-very-long-path-segment/" * 4)
+    record = add_result(
+        store,
+        gold,
+        SUBMITTED,
+        0b0110,
+        model_type="LALM",
+        link="https://example.org/models/" + "a-very-long-path-segment/" * 4,
+    )
     with running_app(config, store=store, n_bootstrap=50) as (app, url):
         yield url, record.id
 
@@ -57,8 +65,9 @@ def served(tmp_path_factory):
 def leaderboard(browser, url: str, width: int):
     page = new_page(browser, width)
     page.goto(url)
-    page.wait_for_function("([t, n]) => document.querySelectorAll(t + ' tbody tr').length === n",
-                           arg=[TABLE, len(BASELINES) + 1])
+    page.wait_for_function(
+        "([t, n]) => document.querySelectorAll(t + ' tbody tr').length === n", arg=[TABLE, len(BASELINES) + 1]
+    )
     page.locator("#ss-bias-main svg.marks .mark-symbol path").first.wait_for()
     return page
 
@@ -77,7 +86,9 @@ def smallest_text_px(page, svg: str) -> float:
     drawn at (a chart scaled down to fit shrinks its text with it; an axis title may be turned)."""
     return page.evaluate(
         """s => Math.min(...Array.from(document.querySelectorAll(s + ' text')).filter(t => t.textContent.trim())
-            .map(t => { const m = t.getScreenCTM(); return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b); }))""", svg)
+            .map(t => { const m = t.getScreenCTM(); return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b); }))""",
+        svg,
+    )
 
 
 @pytest.mark.parametrize("width", [DESKTOP, PHONE])
@@ -85,15 +96,21 @@ def test_every_baseline_name_reads_whole_in_the_table(browser, served, width):
     url, _ = served
     page = leaderboard(browser, url, width)
     page.screenshot(path=f"/tmp/space_layout_names_{width}.png", full_page=True)
-    cells = page.evaluate("""t => Array.from(document.querySelectorAll(t + ' tbody td.ss-model .ss-clip')).map(e => ({
-        text: e.textContent, width: [e.scrollWidth, e.clientWidth], height: [e.scrollHeight, e.clientHeight]}))""", TABLE)
+    cells = page.evaluate(
+        """t => Array.from(document.querySelectorAll(t + ' tbody td.ss-model .ss-clip')).map(e => ({
+        text: e.textContent, width: [e.scrollWidth, e.clientWidth], height: [e.scrollHeight, e.clientHeight]}))""",
+        TABLE,
+    )
     baselines = [c for c in cells if c["text"] in BASELINES]
     assert sorted(c["text"] for c in baselines) == sorted(BASELINES)
     cut = [c for c in baselines if c["width"][0] > c["width"][1] or c["height"][0] > c["height"][1]]
     assert not cut, f"{len(cut)} of {len(baselines)} baseline names are cut at {width} px: {cut[:3]}"
     if width == PHONE:  # the name column still leaves room for the headline metrics
-        rights = page.evaluate("t => Array.from(document.querySelectorAll(t + ' thead th'))"
-                               ".map(th => [th.innerText.trim(), th.getBoundingClientRect().right])", TABLE)
+        rights = page.evaluate(
+            "t => Array.from(document.querySelectorAll(t + ' thead th'))"
+            ".map(th => [th.innerText.trim(), th.getBoundingClientRect().right])",
+            TABLE,
+        )
         shown = [name for name, right in rights if right <= PHONE]
         assert shown[:5] == ["Rank", "Model", "Det Bal Acc", "Loc Bal F1", "Disc Avg"], shown
     page.close()
@@ -103,12 +120,15 @@ def test_every_tab_is_a_tab_on_a_phone(browser, served):
     url, _ = served
     page = leaderboard(browser, url, PHONE)
     page.screenshot(path="/tmp/space_layout_tabs_390.png")
-    bar = page.evaluate("""names => names.map(name => {
+    bar = page.evaluate(
+        """names => names.map(name => {
         const tab = Array.from(document.querySelectorAll('[role=tab]')).find(t => t.innerText.trim() === name);
         if (!tab) return [name, null];
         const r = tab.getBoundingClientRect();
         return [name, tab.checkVisibility() ? [r.left, r.right, r.width] : null];
-    })""", TABS)
+    })""",
+        TABS,
+    )
     missing = [name for name, box in bar if box is None or box[2] <= 0 or box[0] < 0 or box[1] > PHONE]
     assert not missing, f"not on the tab bar at {PHONE} px: {missing}"
     assert page.locator(".overflow-menu").filter(visible=True).count() == 0  # no "..." menu
@@ -125,9 +145,12 @@ def test_the_bias_chart_text_stays_readable(browser, served, width):
     page.locator(chart).scroll_into_view_if_needed()
     page.screenshot(path=f"/tmp/space_layout_chart_{width}.png")
     assert smallest_text_px(page, chart) >= MIN_TEXT_PX
-    box = page.evaluate("""s => { const svg = document.querySelector(s); const box = svg.closest('.vega-embed');
+    box = page.evaluate(
+        """s => { const svg = document.querySelector(s); const box = svg.closest('.vega-embed');
         return [getComputedStyle(box).overflowX, box.scrollWidth, box.clientWidth, box.getBoundingClientRect().right,
-                svg.getBoundingClientRect().width]; }""", chart)
+                svg.getBoundingClientRect().width]; }""",
+        chart,
+    )
     overflow, scroll_width, client_width, right, drawn = box
     assert right <= width and scroll_width >= drawn - 1  # the whole chart is inside its box...
     assert scroll_width <= client_width or overflow in ("auto", "scroll")  # ...scrolled to where narrower
@@ -139,8 +162,10 @@ def test_a_submission_page_stacks_its_metadata_and_scrolls_its_tables(browser, s
     url, submission_id = served
     page = submission(browser, url, submission_id, width)
     page.screenshot(path=f"/tmp/space_layout_submission_{width}.png", full_page=True)
-    values = page.evaluate("() => Array.from(document.querySelectorAll('#ss-submission-details dd'))"
-                           ".map(d => d.getBoundingClientRect().width)")
+    values = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#ss-submission-details dd'))"
+        ".map(d => d.getBoundingClientRect().width)"
+    )
     assert len(values) >= 10 and min(values) >= MIN_VALUE_PX, values  # were 23 px at 390 px: two characters a line
     if width == PHONE:
         height = page.evaluate("() => document.documentElement.scrollHeight")

@@ -65,15 +65,32 @@ def test_ties_share_a_rank_and_rows_without_the_headline_metric_come_last_unrank
 def test_default_columns_are_rank_model_headline_metrics_and_metadata(store, gold):
     add_result(store, gold, "a", 1)
     frame, _ = leaderboard.leaderboard_frame(entries(store))
-    assert list(frame.columns) == ["Rank", "Model", "Verified", "Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM",
-                                   "Det Paired", "Loc Paired", "Organisation", "Type", "Weights"]
+    assert list(frame.columns) == [
+        "Rank",
+        "Model",
+        "Verified",
+        "Det Bal Acc",
+        "Loc Bal F1",
+        "Disc Avg",
+        "N@2",
+        "EM",
+        "Det Paired",
+        "Loc Paired",
+        "Organisation",
+        "Type",
+        "Weights",
+    ]
     full, _ = leaderboard.leaderboard_frame(entries(store), leaderboard.GROUPS)
     assert {"Det S1", "Det Bal Acc 95% CI", "Det Coverage", "Link", "Submission id"} <= set(full.columns)
 
 
 def test_every_scorer_key_has_a_label_and_other_sources_get_one_from_their_key():
     assert [leaderboard.column_label(k) for k in TABLE2_KEYS][12:16] == [
-        "Disc Bazinga", "Disc AMI", "Disc Behavior-SD", "Disc DailyTalk"]
+        "Disc Bazinga",
+        "Disc AMI",
+        "Disc Behavior-SD",
+        "Disc DailyTalk",
+    ]
     assert set(leaderboard.COLUMN_LABELS) == set(TABLE2_KEYS)
     assert leaderboard.column_label("disc_acc_chitchat_tts") == "Disc Chitchat Tts"
     assert leaderboard.column_label("ndcg_at_2") == "N@2"
@@ -128,11 +145,16 @@ def test_chart_is_a_themeable_vega_lite_spec_with_names_as_text(store, gold):
     assert spec["background"] == "transparent" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
     assert spec["config"]["axis"]["labelColor"] == "currentColor"  # the page's text colour, light or dark
     points = spec["data"]["values"]
-    marks = [layer for layer in spec["layer"] if layer["mark"]["type"] in ("point", "text") and "model" in json.dumps(layer)]
+    marks = [
+        layer for layer in spec["layer"] if layer["mark"]["type"] in ("point", "text") and "model" in json.dumps(layer)
+    ]
     assert marks and all("data" not in layer for layer in marks)  # the points' and names' layers draw these points
     assert {p["model"] for p in points} == {XSS, CJK}  # no point without the S1/S2/S3 accuracies
     assert {p["model"]: p["verified"] for p in points} == {XSS: leaderboard.VERIFIED_NO, CJK: leaderboard.VERIFIED_YES}
-    assert {p["model"]: p["description"] for p in points} == {XSS: XSS, CJK: f"{CJK} (verified baseline)"}  # screen readers
+    assert {p["model"]: p["description"] for p in points} == {
+        XSS: XSS,
+        CJK: f"{CJK} (verified baseline)",
+    }  # screen readers
     assert "2 submission(s)" in spec["title"]
     scales = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"] if "x" in layer.get("encoding", {})]
     assert all(low < 0 and high > 100 for low, high in scales)  # markers at 0 and 100 are drawn whole
@@ -153,8 +175,12 @@ def label_boxes(points):
 
 def test_labels_never_overlap_and_stay_inside_the_plot():
     crowd = [{"model": f"always consistent {i}", "s1": 100.0, "s23": 0.0} for i in range(6)]
-    spread = [{"model": name, "s1": s1, "s23": s23} for name, (s1, s23) in
-              zip([LONG, CJK, XSS] + [f"m{i}" for i in range(60)], itertools.product(range(0, 101, 12), repeat=2))]
+    spread = [
+        {"model": name, "s1": s1, "s23": s23}
+        for name, (s1, s23) in zip(
+            [LONG, CJK, XSS] + [f"m{i}" for i in range(60)], itertools.product(range(0, 101, 12), repeat=2)
+        )
+    ]
     points = crowd + spread
     leaderboard.place_labels(points)
     boxes = label_boxes(points)
@@ -162,11 +188,14 @@ def test_labels_never_overlap_and_stay_inside_the_plot():
     assert 10 <= len(boxes) <= leaderboard.MAX_LABELS
     for a, b in itertools.combinations(boxes, 2):
         assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
-    assert all(0 <= b[0] and b[2] <= leaderboard.CHART_WIDTH and 0 <= b[1] and b[3] <= leaderboard.CHART_HEIGHT for b in boxes)
+    assert all(
+        0 <= b[0] and b[2] <= leaderboard.CHART_WIDTH and 0 <= b[1] and b[3] <= leaderboard.CHART_HEIGHT for b in boxes
+    )
 
 
-def test_a_burst_of_results_is_shown_by_few_rebuilds_and_every_refresh_shows_what_was_stored(store, gold, tmp_path,
-                                                                                             monkeypatch):
+def test_a_burst_of_results_is_shown_by_few_rebuilds_and_every_refresh_shows_what_was_stored(
+    store, gold, tmp_path, monkeypatch
+):
     """Ten results stored 0.1 s apart, each followed by a refresh from two pages at once: every
     refresh shows every result stored before it was called, and the views are made again about once
     per ``coalesce_s`` (here 0.4 s, so ~3 times over the 1 s burst), not once per result."""
@@ -175,7 +204,9 @@ def test_a_burst_of_results_is_shown_by_few_rebuilds_and_every_refresh_shows_wha
     views = leaderboard.LeaderboardViews(store, ["main"], tmp_path / "exports", coalesce_s=0.4)
     made = []
     real = leaderboard.bias_spec
-    monkeypatch.setattr(leaderboard, "bias_spec", lambda entries, variant: made.append(len(entries)) or real(entries, variant))
+    monkeypatch.setattr(
+        leaderboard, "bias_spec", lambda entries, variant: made.append(len(entries)) or real(entries, variant)
+    )
     add_result(store, gold, "first", 0)
     views.view_of("main")
     stored = {"first"}

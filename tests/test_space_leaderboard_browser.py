@@ -24,8 +24,20 @@ FORMULA = '=HYPERLINK("http://evil.example","x")'
 CROWD = ["always-consistent-1", "always-consistent-2", XSS]  # every one at S1 = 100, mean S2/S3 = 0
 IMITATION = "\u2713 baseline-v2"  # names.py refuses it now; stored straight, as an older store may hold it
 ROWS = 9
-DEFAULT_HEADERS = ["Rank", "Model", "Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM", "Det Paired", "Loc Paired",
-                   "Organisation", "Type", "Weights"]
+DEFAULT_HEADERS = [
+    "Rank",
+    "Model",
+    "Det Bal Acc",
+    "Loc Bal F1",
+    "Disc Avg",
+    "N@2",
+    "EM",
+    "Det Paired",
+    "Loc Paired",
+    "Organisation",
+    "Type",
+    "Weights",
+]
 TABLE = "#ss-leaderboard-main"
 CHART = "#ss-bias-main svg.marks"
 
@@ -75,7 +87,9 @@ def column(page, header: str) -> list[str]:
             const heads = Array.from(document.querySelectorAll(table + ' thead th')).map(th => th.innerText.trim());
             const i = heads.findIndex(h => h.replace(/[▲▼]/g, '').trim() === header);
             return Array.from(document.querySelectorAll(table + ' tbody tr')).map(tr => tr.children[i].innerText.trim());
-        }""", [TABLE, header])
+        }""",
+        [TABLE, header],
+    )
 
 
 def tooltip_of(page, name: str) -> str:
@@ -90,7 +104,9 @@ def tooltip_of(page, name: str) -> str:
 
 
 def boxes(page, selector: str) -> list[dict]:
-    return page.evaluate("s => Array.from(document.querySelectorAll(s)).map(e => e.getBoundingClientRect().toJSON())", selector)
+    return page.evaluate(
+        "s => Array.from(document.querySelectorAll(s)).map(e => e.getBoundingClientRect().toJSON())", selector
+    )
 
 
 def overlap(a: dict, b: dict) -> bool:
@@ -104,9 +120,14 @@ def luminance(css_colour: str) -> float:
 
 def test_a_wide_name_is_cut_with_the_full_text_on_hover_and_the_default_columns_fit(page):
     page.screenshot(path="/tmp/space_lb_table.png", full_page=True)
-    headers = page.evaluate("t => Array.from(document.querySelectorAll(t + ' thead th')).map(th => th.innerText.trim())", TABLE)
+    headers = page.evaluate(
+        "t => Array.from(document.querySelectorAll(t + ' thead th')).map(th => th.innerText.trim())", TABLE
+    )
     assert headers == DEFAULT_HEADERS
-    fits = page.evaluate("t => { const s = document.querySelector(t + ' .ss-lb-scroll'); return [s.scrollWidth, s.clientWidth]; }", TABLE)
+    fits = page.evaluate(
+        "t => { const s = document.querySelector(t + ' .ss-lb-scroll'); return [s.scrollWidth, s.clientWidth]; }",
+        TABLE,
+    )
     assert fits[0] <= fits[1], f"the default columns need {fits[0]} px in {fits[1]} px"
     model = page.locator(f"{TABLE} thead th", has_text="Model")
     assert model.bounding_box()["width"] <= 260  # was ~870 px for one wide name
@@ -121,7 +142,10 @@ def test_narrow_screen_shows_rank_model_and_headline_metrics(browser, served):
     url, _ = served
     page = open_page(browser, url, width=390)
     page.screenshot(path="/tmp/space_lb_390.png", full_page=True)
-    rights = page.evaluate("t => Array.from(document.querySelectorAll(t + ' thead th')).map(th => th.getBoundingClientRect().right)", TABLE)
+    rights = page.evaluate(
+        "t => Array.from(document.querySelectorAll(t + ' thead th')).map(th => th.getBoundingClientRect().right)",
+        TABLE,
+    )
     visible = [h for h, right in zip(DEFAULT_HEADERS, rights) if right <= 390]
     assert visible == DEFAULT_HEADERS[:6], visible  # two columns showed before; the headline metrics come first
     page.close()
@@ -169,7 +193,9 @@ def test_ranks_and_the_verified_mark(page):
 def test_chart_names_are_browser_text_with_the_full_name_on_hover(page):
     page.screenshot(path="/tmp/space_lb_chart.png", full_page=True)
     assert page.locator("#ss-bias-main img").count() == 0  # no server-drawn raster
-    labels = page.evaluate("c => Array.from(document.querySelectorAll(c + ' .mark-text.role-mark text')).map(t => t.textContent)", CHART)
+    labels = page.evaluate(
+        "c => Array.from(document.querySelectorAll(c + ' .mark-text.role-mark text')).map(t => t.textContent)", CHART
+    )
     assert CJK in labels  # drawn by the browser in its fonts, not boxes from a server font
     cut = [t for t in labels if t.startswith("WWW")]
     assert cut and all(t.endswith("…") and len(t) < 40 for t in cut)
@@ -186,27 +212,40 @@ def test_the_verified_mark_in_the_table_is_a_badge_no_name_can_draw(page):
     assert badges.count() == 1 and "Verified" in badges.get_attribute("title")
     real = badges.locator("xpath=..")
     assert real.locator(".ss-clip").inner_text() == "baseline"
-    badge = badges.evaluate("e => { const s = getComputedStyle(e); return [s.backgroundColor, s.color, s.borderRadius]; }")
+    badge = badges.evaluate(
+        "e => { const s = getComputedStyle(e); return [s.backgroundColor, s.color, s.borderRadius]; }"
+    )
     cell = real.evaluate("e => getComputedStyle(e).backgroundColor")
     assert badge[0] not in (TRANSPARENT, cell) and badge[1] != badge[0] and badge[2] != "0px", badge  # a filled pill
     imitation = page.locator(f"{TABLE} tbody td.ss-model", has=page.locator(".ss-clip", has_text=IMITATION))
     assert imitation.evaluate(  # submitted text is only text: nothing filled, nothing but its own characters
         "(td, clear) => Array.from(td.querySelectorAll('*')).every(e => getComputedStyle(e).backgroundColor === clear)",
-        TRANSPARENT)
+        TRANSPARENT,
+    )
     assert imitation.inner_text().strip() == IMITATION
 
 
 def test_the_verified_mark_in_the_chart_is_a_ring_a_bold_label_the_legend_and_the_tooltip(page):
     centre = "e => { const b = e.getBoundingClientRect(); return [Math.round(b.x + b.width / 2), Math.round(b.y + b.height / 2)]; }"
-    rings = page.evaluate(f"""c => Array.from(document.querySelectorAll(c + ' .mark-symbol.role-mark path'))
-        .filter(p => p.getAttribute('fill') === 'transparent').map({centre})""", CHART)
-    real = page.locator(f"{CHART} .mark-symbol path").and_(page.get_by_label("baseline (verified baseline)", exact=True))
+    rings = page.evaluate(
+        f"""c => Array.from(document.querySelectorAll(c + ' .mark-symbol.role-mark path'))
+        .filter(p => p.getAttribute('fill') === 'transparent').map({centre})""",
+        CHART,
+    )
+    real = page.locator(f"{CHART} .mark-symbol path").and_(
+        page.get_by_label("baseline (verified baseline)", exact=True)
+    )
     fake = page.locator(f"{CHART} .mark-symbol path").and_(page.get_by_label(IMITATION, exact=True))
     assert rings == [real.evaluate(centre)] and fake.evaluate(centre) not in rings
-    weights = page.evaluate("c => Object.fromEntries(Array.from(document.querySelectorAll(c + ' .mark-text.role-mark text'))"
-                            ".map(t => [t.textContent, getComputedStyle(t).fontWeight]))", CHART)
+    weights = page.evaluate(
+        "c => Object.fromEntries(Array.from(document.querySelectorAll(c + ' .mark-text.role-mark text'))"
+        ".map(t => [t.textContent, getComputedStyle(t).fontWeight]))",
+        CHART,
+    )
     assert int(weights["baseline"]) >= 700 and all(int(w) < 700 for name, w in weights.items() if name != "baseline")
-    legend = page.evaluate("c => Array.from(document.querySelectorAll(c + ' .role-legend text')).map(t => t.textContent)", CHART)
+    legend = page.evaluate(
+        "c => Array.from(document.querySelectorAll(c + ' .role-legend text')).map(t => t.textContent)", CHART
+    )
     assert {"Verified (ringed, name in bold)", "yes: a built-in baseline scored by the Space"} <= set(legend), legend
     assert "Verified no: a submission" in " ".join(tooltip_of(page, IMITATION).split())
 
@@ -220,7 +259,12 @@ def test_chart_labels_do_not_overlap_and_markers_at_100_are_whole(page):
     markers = boxes(page, f"{CHART} .mark-symbol.role-mark path")
     assert len(markers) == ROWS - 1 + 1  # every row but "partial", and the verified baseline's ring
     for m in markers:  # inside the plot, not cut by its edge (x = 100 for the crowd)
-        assert frame["left"] < m["left"] and m["right"] < frame["right"] and frame["top"] < m["top"] and m["bottom"] < frame["bottom"]
+        assert (
+            frame["left"] < m["left"]
+            and m["right"] < frame["right"]
+            and frame["top"] < m["top"]
+            and m["bottom"] < frame["bottom"]
+        )
     axis = boxes(page, f"{CHART} .role-axis-label text") + boxes(page, f"{CHART} .role-axis-title text")
     svg = boxes(page, CHART)[0]
     assert all(svg["left"] <= a["left"] and a["right"] <= svg["right"] for a in axis)  # no axis cut by a name
@@ -238,9 +282,13 @@ def test_dark_theme_draws_table_and_chart_in_light_text(browser, served):
     url, _ = served
     page = open_page(browser, url, query="?__theme=dark")
     page.screenshot(path="/tmp/space_lb_dark.png", full_page=True)
-    chart_text = page.evaluate("c => getComputedStyle(document.querySelector(c + ' .role-axis-label text')).fill", CHART)
+    chart_text = page.evaluate(
+        "c => getComputedStyle(document.querySelector(c + ' .role-axis-label text')).fill", CHART
+    )
     assert luminance(chart_text) > 0.6, chart_text  # the figure was a white PNG
-    assert page.evaluate("c => getComputedStyle(document.querySelector(c)).backgroundColor", CHART) == "rgba(0, 0, 0, 0)"
+    assert (
+        page.evaluate("c => getComputedStyle(document.querySelector(c)).backgroundColor", CHART) == "rgba(0, 0, 0, 0)"
+    )
     cell = page.locator(f"{TABLE} tbody td").first
     assert luminance(cell.evaluate("e => getComputedStyle(e).color")) > 0.6
     page.close()

@@ -5,14 +5,13 @@ hears, and the export in the builder's review.csv format (read back by the build
 from __future__ import annotations
 
 import csv
-from fnmatch import fnmatch
 from dataclasses import replace
+from fnmatch import fnmatch
 
 import gradio as gr
 import pytest
 
 import speakersleuth_dataset as ssd
-
 from builder_scripts.verification import read_review_decisions
 from space.config import SpaceConfig, parse_reviewers
 from space.review import ReviewDesk, export_review_sheet, review_sheet
@@ -39,8 +38,12 @@ def desk(tmp_path, dataset):
     ticks = iter(range(1, 10_000))
 
     def build(**overrides):
-        config = replace(SpaceConfig.from_env({"SPEAKERSLEUTH_REVIEWERS": "Alice, ip:127.0.0.1"}, dataset=str(dataset),
-                                              data_dir=tmp_path), **overrides)
+        config = replace(
+            SpaceConfig.from_env(
+                {"SPEAKERSLEUTH_REVIEWERS": "Alice, ip:127.0.0.1"}, dataset=str(dataset), data_dir=tmp_path
+            ),
+            **overrides,
+        )
         store = SqliteStore(tmp_path)
         submitter = Submitter(config, store, dataset, variants=["main"])
         return ReviewDesk(config, store, dataset, submitter.identity, clock=lambda: float(next(ticks)))
@@ -77,23 +80,30 @@ def test_only_a_reviewer_may_decide(desk):
     local = desk()
     key = next(iter(local.dialogues))
     assert local.decide(key, "accept", "", address="10.1.2.3").message == (
-        "Only the reviewers named in SPEAKERSLEUTH_REVIEWERS may review; you are ip:10.1.2.3.")
+        "Only the reviewers named in SPEAKERSLEUTH_REVIEWERS may review; you are ip:10.1.2.3."
+    )
     on_spaces = desk(space_id="org/space")
     assert on_spaces.decide(key, "accept", "").message == "Sign in with Hugging Face to review."
     assert "you are hf:mallory" in on_spaces.decide(key, "accept", "", profile("mallory")).message
     assert local.store.reviews() == []
     assert on_spaces.decide(key, "accept", "", profile("ALICE")).ok  # a username in any case
     assert local.decide(key, "reject", "buzz").ok  # off Spaces: this machine's address is named
-    assert [(d.reviewer, d.decision) for d in local.store.reviews()] == [("hf:alice", "accept"), ("ip:127.0.0.1", "reject")]
+    assert [(d.reviewer, d.decision) for d in local.store.reviews()] == [
+        ("hf:alice", "accept"),
+        ("ip:127.0.0.1", "reject"),
+    ]
 
 
-@pytest.mark.parametrize(("key", "decision", "reason", "message"), [
-    ("main/synthetic/9999", "accept", "", "Unknown dialogue 'main/synthetic/9999'; pick one from the list."),
-    (None, "accept", "", "Unknown dialogue ''; pick one from the list."),
-    ("main/synthetic/0000", "reject", " \n\t", "A rejection needs a reason"),
-    ("main/synthetic/0000", "maybe", "x", "The decision must be accept or reject, got 'maybe'."),
-    ("main/synthetic/0000", "reject", "x" * 301, "The reason has 301 characters; at most 300."),
-])
+@pytest.mark.parametrize(
+    ("key", "decision", "reason", "message"),
+    [
+        ("main/synthetic/9999", "accept", "", "Unknown dialogue 'main/synthetic/9999'; pick one from the list."),
+        (None, "accept", "", "Unknown dialogue ''; pick one from the list."),
+        ("main/synthetic/0000", "reject", " \n\t", "A rejection needs a reason"),
+        ("main/synthetic/0000", "maybe", "x", "The decision must be accept or reject, got 'maybe'."),
+        ("main/synthetic/0000", "reject", "x" * 301, "The reason has 301 characters; at most 300."),
+    ],
+)
 def test_bad_input_gets_one_message_and_records_nothing(desk, key, decision, reason, message):
     review = desk()
     outcome = review.decide(key, decision, reason)
@@ -120,7 +130,8 @@ def test_a_reviewer_hears_the_reference_context_and_the_three_versions(desk):
     assert sum(label.startswith("Context: target turn") for label in heard) == 4
     dialogue = review.dialogues[key]  # not a reviewer: listens only
     assert review.on_show(key, Request("10.9.9.9"))[0] == (
-        f"<p>{key}: converted target turn {dialogue.converted_turn} ({dialogue.vc_model}).</p>")
+        f"<p>{key}: converted target turn {dialogue.converted_turn} ({dialogue.vc_model}).</p>"
+    )
     assert "Unknown dialogue" in review.on_show("main/none", Request())[0]
 
 
@@ -137,12 +148,17 @@ def test_the_export_is_the_builders_review_sheet(desk, tmp_path):
     assert sheet.read_text(encoding="utf-8").startswith(",".join(ssd.REVIEW_FIELDS))
     rows = {(r["variant"], r["dialogue_id"]): r for r in csv.DictReader(sheet.open(encoding="utf-8"))}
     assert {k: (r["decision"], r["reason"]) for k, r in rows.items()} == {
-        ("main", "synthetic/0000"): ("accept", ""), ("main", "synthetic/0001"): ("reject", "wrong gender, S2"),
-        ("main", "synthetic/0002"): ("reject", "wrong gender, S2"), ("4vc", "gone/7"): ("reject", "echo"),
+        ("main", "synthetic/0000"): ("accept", ""),
+        ("main", "synthetic/0001"): ("reject", "wrong gender, S2"),
+        ("main", "synthetic/0002"): ("reject", "wrong gender, S2"),
+        ("4vc", "gone/7"): ("reject", "echo"),
     }
-    assert rows[("main", "synthetic/0001")]["converted_turn"] == str(review.dialogues["main/synthetic/0001"].converted_turn)
+    assert rows[("main", "synthetic/0001")]["converted_turn"] == str(
+        review.dialogues["main/synthetic/0001"].converted_turn
+    )
     assert read_review_decisions(sheet) == {
-        ("main", "synthetic/0001"): "review: wrong gender, S2", ("main", "synthetic/0002"): "review: wrong gender, S2",
+        ("main", "synthetic/0001"): "review: wrong gender, S2",
+        ("main", "synthetic/0002"): "review: wrong gender, S2",
         ("4vc", "gone/7"): "review: echo",
     }
     assert review.export().read_bytes() == review_sheet(review.store.reviews(), review.dialogues).encode("utf-8")

@@ -16,8 +16,10 @@ from tests.test_build import build, options, recorded
 from tests.test_space_browser import open_tab
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-pytestmark = [pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed"),
-              pytest.mark.filterwarnings("ignore")]
+pytestmark = [
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed"),
+    pytest.mark.filterwarnings("ignore"),
+]
 MAIN_ONLY = {"variants": ("main",), "dialogues": 3}
 
 
@@ -87,8 +89,11 @@ def test_three_decisions_export_a_sheet_that_a_rebuild_obeys(served, built, brow
     page.close()
 
     rows = {f"{r['variant']}/{r['dialogue_id']}": (r["decision"], r["reason"]) for r in csv.DictReader(sheet.open())}
-    assert rows == {key: ("", "") for key in keys} | {
-        first: ("reject", "S2 turn garbled"), second: ("accept", ""), third: ("reject", "wrong speaker")}
+    assert rows == dict.fromkeys(keys, ("", "")) | {
+        first: ("reject", "S2 turn garbled"),
+        second: ("accept", ""),
+        third: ("reject", "wrong speaker"),
+    }
 
     tmp, corpus = built
     out = tmp_path / "reviewed"

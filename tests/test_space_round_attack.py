@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -82,7 +82,10 @@ def paired(tmp_path_factory):
 def constant_lines(gold) -> dict[tuple[str, str], dict]:
     lines = {("detection", rid): {"prediction": "consistent"} for rid in gold.tasks["detection"]}
     lines |= {("localization", rid): {"prediction": []} for rid in gold.tasks["localization"]}
-    lines |= {("discrimination", rid): {"prediction": "A", "ranking": ["A", "B", "C"]} for rid in gold.tasks["discrimination"]}
+    lines |= {
+        ("discrimination", rid): {"prediction": "A", "ranking": ["A", "B", "C"]}
+        for rid in gold.tasks["discrimination"]
+    }
     return lines
 
 
@@ -91,17 +94,37 @@ def probe_file(base: dict, target: str, turn: int, identity: int) -> bytes:
     discrimination rankings (not their answers, so not the released accuracy) spell the identity in binary.
     """
     discs = sorted(rid for task, rid in base if task == "discrimination")
-    lines = dict(base) | {("detection", target): {"prediction": "inconsistent"}, ("localization", target): {"prediction": [turn]}}
-    lines |= {("discrimination", rid): {"prediction": "A", "ranking": ["A", "C", "B"]}
-              for bit, rid in enumerate(discs) if identity >> bit & 1}
-    return "".join(json.dumps({"task": task, "id": rid, **answer}) + "\n" for (task, rid), answer in lines.items()).encode()
+    lines = dict(base) | {
+        ("detection", target): {"prediction": "inconsistent"},
+        ("localization", target): {"prediction": [turn]},
+    }
+    lines |= {
+        ("discrimination", rid): {"prediction": "A", "ranking": ["A", "C", "B"]}
+        for bit, rid in enumerate(discs)
+        if identity >> bit & 1
+    }
+    return "".join(
+        json.dumps({"task": task, "id": rid, **answer}) + "\n" for (task, rid), answer in lines.items()
+    ).encode()
 
 
 def send(base_url: str, address: str, name: str, data: bytes) -> list:
     """One file through Gradio's HTTP API as ``address``; returns the submit event's outputs."""
     with httpx.Client(base_url=base_url, headers={"X-Forwarded-For": address}, timeout=300) as http:
         (path,) = http.post("/gradio_api/upload", files={"files": (f"{name}.jsonl", data)}).json()
-        body = {"data": [{"path": path, "meta": {"_type": "gradio.FileData"}}, "main", "probe", name, "other", "open", "", "", ""]}
+        body = {
+            "data": [
+                {"path": path, "meta": {"_type": "gradio.FileData"}},
+                "main",
+                "probe",
+                name,
+                "other",
+                "open",
+                "",
+                "",
+                "",
+            ]
+        }
         event = http.post("/gradio_api/call/submit", json=body).json()["event_id"]
         stream = http.get(f"/gradio_api/call/submit/{event}").text
     _, _, data_line = stream.partition("event: complete\ndata: ")
@@ -132,8 +155,12 @@ def label_from(det: float | None, loc: float | None, step: tuple[float, float], 
 def run_round(public: Path, gold_dir: Path, tmp_path: Path, *, allow_paired: bool) -> dict:
     """Serve the copy, race ``FILES`` probes from each of ``IDENTITIES`` identities, close the round,
     read it again; returns what the attacker saw and what the server stored."""
-    config = replace(SpaceConfig.from_env({}, dataset=str(public), gold=str(gold_dir), data_dir=tmp_path / "data"),
-                     port=free_port(), concurrency=FILES, allow_paired=allow_paired)
+    config = replace(
+        SpaceConfig.from_env({}, dataset=str(public), gold=str(gold_dir), data_dir=tmp_path / "data"),
+        port=free_port(),
+        concurrency=FILES,
+        allow_paired=allow_paired,
+    )
     gold = load_gold(gold_dir)
     base = constant_lines(gold)
     rows = ssd.read_rows(public, "localization", "test", columns=["id", "target_turn_positions"]).to_pylist()
@@ -149,7 +176,10 @@ def run_round(public: Path, gold_dir: Path, tmp_path: Path, *, allow_paired: boo
     with running_app(config, n_bootstrap=0) as (app, url):
         page = httpx.get(url, timeout=60).text + httpx.get(f"{url.rstrip('/')}/config", timeout=60).text
         with ThreadPoolExecutor(max_workers=2 * FILES) as pool:
-            futures = {key: pool.submit(send, url.rstrip("/"), f"10.9.{key[0]}.1", f"lab {key[0]}", files[key]) for key in plan}
+            futures = {
+                key: pool.submit(send, url.rstrip("/"), f"10.9.{key[0]}.1", f"lab {key[0]}", files[key])
+                for key in plan
+            }
             replies = {key: future.result() for key, future in futures.items()}
         stored = app.store.results("main")
         parts = BlindRound.parts(app.submitter.gold("main"))
@@ -160,8 +190,17 @@ def run_round(public: Path, gold_dir: Path, tmp_path: Path, *, allow_paired: boo
         table = reply[0]["value"] if isinstance(reply[0], dict) and "value" in reply[0] else reply[0]
         selected = [r for r in stored if r.submitter == stored[0].submitter][-1]  # its newest: shown; the first: not
         pages = [client.predict(rec.id, api_name="/submission") for rec in (stored[0], selected)]
-    return {"plan": plan, "files": files, "replies": replies, "stored": stored, "parts": parts, "table": table,
-            "pages": pages, "page": page, "turns": turns}
+    return {
+        "plan": plan,
+        "files": files,
+        "replies": replies,
+        "stored": stored,
+        "parts": parts,
+        "table": table,
+        "pages": pages,
+        "page": page,
+        "turns": turns,
+    }
 
 
 def attacker_labels(seen: dict, *, raw: bool = False) -> dict[str, tuple]:
@@ -179,7 +218,9 @@ def attacker_labels(seen: dict, *, raw: bool = False) -> dict[str, tuple]:
         if raw:
             for part in ("public", "private"):
                 scores = record.scores[part]
-                readings.append((scores["detection"]["balanced_accuracy"], scores["localization"]["balanced_f1"], (0.0, 0.0)))
+                readings.append(
+                    (scores["detection"]["balanced_accuracy"], scores["localization"]["balanced_f1"], (0.0, 0.0))
+                )
         else:
             values = shown_values(seen["replies"][key][1])
             step = record.scores["margin"]
@@ -188,8 +229,13 @@ def attacker_labels(seen: dict, *, raw: bool = False) -> dict[str, tuple]:
             row = closed_rows.get(record.id)
             if row is not None:
                 step = record.scores["private_margin"]
-                readings.append((_number(row[headers.index("Det Bal Acc")]), _number(row[headers.index("Loc Bal F1")]),
-                                 (step["det_bal_acc"], step["loc_bal_f1"])))
+                readings.append(
+                    (
+                        _number(row[headers.index("Det Bal Acc")]),
+                        _number(row[headers.index("Loc Bal F1")]),
+                        (step["det_bal_acc"], step["loc_bal_f1"]),
+                    )
+                )
         for det, loc, step in readings:
             found = label_from(det, loc, step, turn, seen["turns"][target])
             if found is not None and (target not in certain or found[1]):
@@ -206,7 +252,9 @@ def recovered(seen: dict, derived: dict[str, tuple]) -> dict[str, tuple[int, int
         part = getattr(seen["parts"], name)
         truth = {rid: tuple(sorted(row["inconsistent_turns"])) for rid, row in part.tasks["localization"].items()}
         answers = {rid: row["answer"] for rid, row in part.tasks["discrimination"].items()}
-        correct = sum(derived.get(rid, ()) == label for rid, label in truth.items()) + sum(a == "A" for a in answers.values())
+        correct = sum(derived.get(rid, ()) == label for rid, label in truth.items()) + sum(
+            a == "A" for a in answers.values()
+        )
         out[name] = correct, int(binom.ppf(0.999, len(truth) + len(answers), 1 / 3))
     return out
 
@@ -224,7 +272,9 @@ def check_round(seen: dict) -> dict[str, tuple[int, int]]:
     for (details, breakdown, *_), selected in zip(seen["pages"], (False, True)):
         values = shown_values(breakdown)
         assert ("not selected" in values.values()) != selected, values
-        assert set(values) <= {"Det Bal Acc (private part)", "Loc Bal F1 (private part)", "Disc Avg (private part)"}, values
+        assert set(values) <= {"Det Bal Acc (private part)", "Loc Bal F1 (private part)", "Disc Avg (private part)"}, (
+            values
+        )
     texts = json.dumps([list(seen["replies"].values()), seen["table"], seen["pages"]])
     assert not any(f"Det {s}" in texts for s in ("S1", "S2", "S3")), "a per-scenario value was shown"
     shown = recovered(seen, attacker_labels(seen))
@@ -242,8 +292,13 @@ def test_many_identities_racing_and_planting_learn_no_more_than_guessing_on_the_
 
 def test_many_identities_learn_no_more_than_guessing_on_a_paired_copy_served_with_its_banner(paired, tmp_path):
     public, gold_dir = paired
-    assert min(len(p.tasks["localization"]) + len(p.tasks["discrimination"])
-               for p in (BlindRound.parts(load_gold(gold_dir)).public, BlindRound.parts(load_gold(gold_dir)).private)) >= 300
+    assert (
+        min(
+            len(p.tasks["localization"]) + len(p.tasks["discrimination"])
+            for p in (BlindRound.parts(load_gold(gold_dir)).public, BlindRound.parts(load_gold(gold_dir)).private)
+        )
+        >= 300
+    )
     seen = run_round(public, gold_dir, tmp_path, allow_paired=True)
     assert "This blind copy is paired" in seen["page"]
     print("paired:", check_round(seen))

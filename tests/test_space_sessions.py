@@ -25,7 +25,11 @@ def blocks():
 
 def eager_configs(blocks) -> dict:
     """What Gradio's constructor stores: every block's config, made from the app's blocks."""
-    return {k: BlocksConfig.config_for_block(k, [], v) for k, v in blocks.default_config.blocks.items() if k in blocks.blocks}
+    return {
+        k: BlocksConfig.config_for_block(k, [], v)
+        for k, v in blocks.default_config.blocks.items()
+        if k in blocks.blocks
+    }
 
 
 def test_a_new_session_makes_no_block_config_until_one_is_read(blocks, monkeypatch):

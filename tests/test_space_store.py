@@ -17,7 +17,15 @@ import pytest
 
 from space.config import SpaceConfig
 from space.store import (
-    BASELINE_SUBMITTER, HubStore, Metadata, Refused, SqliteStore, StoreFull, Withdrawal, open_store, result_id,
+    BASELINE_SUBMITTER,
+    HubStore,
+    Metadata,
+    Refused,
+    SqliteStore,
+    StoreFull,
+    Withdrawal,
+    open_store,
+    result_id,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,9 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def entry(i: int, variant: str = "main", **extra) -> dict:
     data = f'{{"task": "detection", "id": "x{i}", "prediction": "consistent"}}\n'.encode()
     return dict(
-        variant=variant, sha256=hashlib.sha256(data).hexdigest(), predictions=data,
-        scores={"detection": {"balanced_accuracy": 50.0 + i}}, metadata=Metadata(f"model {i}", "org"),
-        submitter="local:test", num_lines=1, **extra,
+        variant=variant,
+        sha256=hashlib.sha256(data).hexdigest(),
+        predictions=data,
+        scores={"detection": {"balanced_accuracy": 50.0 + i}},
+        metadata=Metadata(f"model {i}", "org"),
+        submitter="local:test",
+        num_lines=1,
+        **extra,
     )
 
 
@@ -146,7 +159,9 @@ def hub_store(folder: Path, index: Path, remote: Path | None = None) -> HubStore
         if remote is not None and remote.exists():
             shutil.copytree(remote, local_dir, dirs_exist_ok=True)
 
-    return HubStore(folder, "org/results", "token", index_dir=index, download=download, scheduler_factory=FakeScheduler)
+    return HubStore(
+        folder, "org/results", "token", index_dir=index, download=download, scheduler_factory=FakeScheduler
+    )
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "hub"])
@@ -156,17 +171,27 @@ def test_results_of_one_submitter(tmp_path, kind):
     store = SqliteStore(tmp_path) if kind == "sqlite" else hub_store(tmp_path / "folder", tmp_path / "index")
     owners = ["alice", "bob", "alice", "alice", "bob"]
     times = [5.0, 1.0, 4.0, 2.0, 3.0]  # not the order of adding: results come oldest first
-    added = [store.add(**{**entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=at)[0]
-             for i, (who, at) in enumerate(zip(owners, times))]
+    added = [
+        store.add(**{**entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=at)[0]
+        for i, (who, at) in enumerate(zip(owners, times))
+    ]
     store.withdraw(added[2].id, "alice", "mistake", now=10.0)
     oldest_first = sorted(zip(added, owners, times), key=lambda e: e[2])
-    expected = {(who, variant, withdrawn): [r.id for r, o, _ in oldest_first if o == who
-                                             and (variant is None or r.variant == variant)
-                                             and (withdrawn or r.id != added[2].id)]
-                for who in ("alice", "bob", "carol") for variant in (None, "main") for withdrawn in (False, True)}
+    expected = {
+        (who, variant, withdrawn): [
+            r.id
+            for r, o, _ in oldest_first
+            if o == who and (variant is None or r.variant == variant) and (withdrawn or r.id != added[2].id)
+        ]
+        for who in ("alice", "bob", "carol")
+        for variant in (None, "main")
+        for withdrawn in (False, True)
+    }
     for (who, variant, withdrawn), ids in expected.items():
         assert [r.id for r in store.results(variant, include_withdrawn=withdrawn, submitter=who)] == ids
-    assert [r.id for r in store.results(include_withdrawn=True)] == [r.id for r, _, _ in oldest_first]  # no filter: everyone
+    assert [r.id for r in store.results(include_withdrawn=True)] == [
+        r.id for r, _, _ in oldest_first
+    ]  # no filter: everyone
 
 
 def test_hub_store_files_restart_and_partial_writes(tmp_path):
@@ -200,7 +225,9 @@ def test_open_store_picks_the_backend(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "CommitScheduler", FakeScheduler)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: None)
-    hub = open_store(SpaceConfig.from_env({"HF_TOKEN": "t", "SPEAKERSLEUTH_RESULTS_REPO": "org/results"}, data_dir=tmp_path))
+    hub = open_store(
+        SpaceConfig.from_env({"HF_TOKEN": "t", "SPEAKERSLEUTH_RESULTS_REPO": "org/results"}, data_dir=tmp_path)
+    )
     assert isinstance(hub, HubStore) and hub.scheduler.kwargs["repo_id"] == "org/results"
 
 

@@ -22,11 +22,29 @@ from space.submit import breakdown_frame
 from tests.space_support import free_port, predictions, running_app
 
 XSS = "<img src=x onerror=alert(1)>"
-FORM = {"model_name": XSS, "organisation": "lab & co", "model_type": "embedding", "access": "proprietary",
-        "link": "https://example.org/a?b=1&c=2", "model_date": "2025-06"}
-ODD_IDS = ["", "   ", None, "x" * 100_000, "main-\x00123456789abcdef", "../x", "..\\x", "/etc/passwd",
-           "main-0123456789abcdeg", "other-0123456789abcdef", "main-\ud800",
-           "main-0123456789abcdef/../../x", "main-0123456789abcdef\n<b>"]
+FORM = {
+    "model_name": XSS,
+    "organisation": "lab & co",
+    "model_type": "embedding",
+    "access": "proprietary",
+    "link": "https://example.org/a?b=1&c=2",
+    "model_date": "2025-06",
+}
+ODD_IDS = [
+    "",
+    "   ",
+    None,
+    "x" * 100_000,
+    "main-\x00123456789abcdef",
+    "../x",
+    "..\\x",
+    "/etc/passwd",
+    "main-0123456789abcdeg",
+    "other-0123456789abcdef",
+    "main-\ud800",
+    "main-0123456789abcdef/../../x",
+    "main-0123456789abcdef\n<b>",
+]
 
 
 @pytest.fixture
@@ -49,7 +67,10 @@ def test_the_page_shows_metadata_hash_breakdown_and_the_canonical_predictions(pa
     assert f"<code>{hashlib.sha256(stored).hexdigest()}</code>" in details and record.sha256 in details
     assert "&lt;img src=x onerror=alert(1)&gt;" in details and "<img" not in details
     assert "lab &amp; co" in details and "proprietary" in details and "2025-06" in details
-    assert '<a href="https://example.org/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer nofollow ugc">' in details
+    assert (
+        '<a href="https://example.org/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer nofollow ugc">'
+        in details
+    )
     assert f"<dt>Lines</dt><dd>{record.num_lines:,}</dd>" in details and "UTC" in details
     assert f'href="?submission={record.id}"' in details
     assert "Withdrawn" not in details and "verified" not in details
@@ -64,13 +85,21 @@ def test_the_page_shows_metadata_hash_breakdown_and_the_canonical_predictions(pa
 def test_an_unsafe_stored_link_is_text_and_a_baseline_is_marked_verified(page, gold):
     store = page.submitter.store
     record, _ = store.add(
-        variant="main", sha256="ab" * 32, predictions=b"{}\n", scores={}, num_lines=1, submitter=BASELINE_SUBMITTER,
+        variant="main",
+        sha256="ab" * 32,
+        predictions=b"{}\n",
+        scores={},
+        num_lines=1,
+        submitter=BASELINE_SUBMITTER,
         metadata=Metadata(model_name="baseline", link='javascript:alert("x")'),
     )
     details, _, _, analyses, chart = page.show(record.id)
     assert analyses.startswith("<p>No analyses for this submission: submission refused") and chart is None
-    assert "<a href=\"javascript" not in details and "javascript:alert(&quot;x&quot;) (not linked" in details
-    assert '<span class="ss-verified" title="Verified: a built-in baseline scored by the Space itself">verified</span>' in details
+    assert '<a href="javascript' not in details and "javascript:alert(&quot;x&quot;) (not linked" in details
+    assert (
+        '<span class="ss-verified" title="Verified: a built-in baseline scored by the Space itself">verified</span>'
+        in details
+    )
 
 
 @pytest.mark.parametrize("text", ODD_IDS, ids=range(len(ODD_IDS)))
@@ -133,7 +162,9 @@ def test_only_the_submitting_address_withdraws_and_the_page_says_so(page, gold):
     assert "not an id" in status
     status, details, breakdown, *_ = page.withdraw(f" {record.id}", "wrong <variant>", True, request("10.0.0.1"))
     assert "Withdrawn:" in status and "ss-ok" in status and page.submitter.store.results() == []
-    assert "<b>Withdrawn</b> by its submitter on " in details and "Reason: \u201cwrong &lt;variant&gt;\u201d" in details
+    assert (
+        "<b>Withdrawn</b> by its submitter on " in details and "Reason: \u201cwrong &lt;variant&gt;\u201d" in details
+    )
     assert breakdown.equals(breakdown_frame(record.scores))  # the page and its scores stay
     status, *_ = page.withdraw(record.id, "", True, request("10.0.0.1"))
     assert "already withdrawn" in status
@@ -147,8 +178,9 @@ def test_over_http_the_page_downloads_and_only_the_submitter_withdraws(dataset, 
         record = app.submitter.submit(predictions(gold, 6), "main", FORM, address="10.3.0.1").record
 
         def client(address: str) -> Client:
-            return Client(url, verbose=False, download_files=False, analytics_enabled=False,
-                          headers={"X-Forwarded-For": address})
+            return Client(
+                url, verbose=False, download_files=False, analytics_enabled=False, headers={"X-Forwarded-For": address}
+            )
 
         details, breakdown, download, analyses, chart = client("10.3.0.9").predict(record.id, api_name="/submission")
         assert record.sha256 in details and "Det Bal Acc" in str(breakdown["data"])

@@ -18,8 +18,14 @@ from metrics.submission import parse_submission
 from space.config import SpaceConfig
 from tests.space_support import free_port, predictions, running_app
 
-FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
-        "link": "", "model_date": ""}
+FORM = {
+    "model_name": "judge A",
+    "organisation": "lab",
+    "model_type": "embedding",
+    "access": "open",
+    "link": "",
+    "model_date": "",
+}
 
 
 def reencodings(data: bytes) -> dict[str, bytes]:
@@ -35,7 +41,9 @@ def reencodings(data: bytes) -> dict[str, bytes]:
         "shuffled lines": "\n".join(shuffled).encode(),
         "compact JSON": "\n".join(json.dumps(o, separators=(",", ":")) for o in objects).encode(),
         "keys reordered": "\n".join(json.dumps(dict(reversed(o.items()))) for o in objects).encode(),
-        "escaped strings": "\n".join(json.dumps(o, ensure_ascii=True).replace('"id"', '"\\u0069d"') for o in objects).encode(),
+        "escaped strings": "\n".join(
+            json.dumps(o, ensure_ascii=True).replace('"id"', '"\\u0069d"') for o in objects
+        ).encode(),
         "blank-line padding": data + b"\n" * 100_000,
         "space padding": data.replace(b"\n", b" " * 50_000 + b"\n", 1),
     }
@@ -81,8 +89,9 @@ def test_the_store_budget_refuses_without_storing_or_using_quota(make, gold):
 
 def test_only_the_submitting_identity_withdraws_and_the_record_stays(make, gold):
     submitter = make()
-    alice = gr.OAuthProfile({"preferred_username": "alice", "name": "Alice", "picture": "",
-                             "profile": "https://huggingface.co/alice"})
+    alice = gr.OAuthProfile(
+        {"preferred_username": "alice", "name": "Alice", "picture": "", "profile": "https://huggingface.co/alice"}
+    )
     data = predictions(gold, 7)
     record = submitter.submit(data, "main", FORM, alice).record
     other = submitter.withdraw(record.id, "not mine", address="10.0.0.9")
@@ -119,16 +128,19 @@ def test_each_network_address_has_its_own_quota(make, gold):
 def test_over_http_each_client_address_has_its_own_quota(dataset, gold, tmp_path):
     """Through the served app: the address uvicorn reports (the peer, or X-Forwarded-For sent by a
     proxy on 127.0.0.1, uvicorn's default trusted proxy) is the identity the quota counts."""
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"),
-                     port=free_port(), rate_limit=1)
+    config = replace(
+        SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"), port=free_port(), rate_limit=1
+    )
     with running_app(config, n_bootstrap=20) as (app, url):
+
         def send(i: int, forwarded_for: str | None) -> str:
             path = tmp_path / f"upload-{i}.jsonl"
             path.write_bytes(predictions(gold, i))
             headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else None
             client = Client(url, verbose=False, download_files=False, analytics_enabled=False, headers=headers)
-            return client.predict(handle_file(str(path)), "main", f"model {i}", "org", "other", "open", "", "",
-                                  api_name="/submit")[0]
+            return client.predict(
+                handle_file(str(path)), "main", f"model {i}", "org", "other", "open", "", "", api_name="/submit"
+            )[0]
 
         assert "Accepted" in send(1, "10.1.0.1")
         assert "Rate limit reached" in send(2, "10.1.0.1")
@@ -140,10 +152,13 @@ def test_over_http_each_client_address_has_its_own_quota(dataset, gold, tmp_path
 def test_an_upload_never_submitted_is_deleted_after_the_ttl(dataset, tmp_path):
     """Gradio keeps what reaches /gradio_api/upload; one never submitted (nothing deletes it after
     scoring) goes once older than SPEAKERSLEUTH_UPLOAD_TTL, while the app's own files stay."""
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"),
-                     port=free_port(), upload_ttl_s=1)
+    config = replace(
+        SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"), port=free_port(), upload_ttl_s=1
+    )
     with running_app(config, n_bootstrap=20) as (app, url):
-        reply = httpx.post(f"{url.rstrip('/')}/gradio_api/upload", files={"files": ("abandoned.jsonl", b"x" * 100_000)}, timeout=30)
+        reply = httpx.post(
+            f"{url.rstrip('/')}/gradio_api/upload", files={"files": ("abandoned.jsonl", b"x" * 100_000)}, timeout=30
+        )
         (path,) = reply.json()
         assert Path(path).is_file()
         deadline = time.monotonic() + 20
@@ -151,7 +166,11 @@ def test_an_upload_never_submitted_is_deleted_after_the_ttl(dataset, tmp_path):
             time.sleep(0.5)
         assert not Path(path).exists()
         components = httpx.get(f"{url.rstrip('/')}/config", timeout=30).json()["components"]
-        (button,) = [c["props"]["value"] for c in components if c["type"] == "downloadbutton"
-                     and (c["props"].get("value") or {}).get("orig_name", "").startswith("example-predictions")]
+        (button,) = [
+            c["props"]["value"]
+            for c in components
+            if c["type"] == "downloadbutton"
+            and (c["props"].get("value") or {}).get("orig_name", "").startswith("example-predictions")
+        ]
         example = httpx.get(button["url"], timeout=30)  # the About tab's example file, cached at start
         assert example.status_code == 200 and b'"task"' in example.content

@@ -12,8 +12,14 @@ from space import submit
 from space.config import SpaceConfig
 from space.store import SqliteStore
 
-FORM = {"model_name": "judge A", "organisation": "lab", "model_type": "embedding", "access": "open",
-        "link": "https://example.org/a", "model_date": "2025-06-01"}
+FORM = {
+    "model_name": "judge A",
+    "organisation": "lab",
+    "model_type": "embedding",
+    "access": "open",
+    "link": "https://example.org/a",
+    "model_date": "2025-06-01",
+}
 LIMIT = 1000
 
 

@@ -19,14 +19,15 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from metrics.submission import load_gold
-from space.config import SpaceConfig
 from space import uploads
+from space.config import SpaceConfig
 from space.uploads import UPLOAD_PATH, UploadGuard
 from tests.space_support import TIMEOUT_MS, build_dataset, free_port, predictions, running_app
 
 
-def guarded_app(folder: Path, now: list[float], *, per_address: int = 100, total: int = 1000,
-                behind_proxy: bool = False) -> Starlette:
+def guarded_app(
+    folder: Path, now: list[float], *, per_address: int = 100, total: int = 1000, behind_proxy: bool = False
+) -> Starlette:
     """An app whose upload route stores the body in ``folder`` (status 500 for a body starting with
     ``fail``), behind an ``UploadGuard`` whose clock reads ``now[0]``."""
 
@@ -40,10 +41,19 @@ def guarded_app(folder: Path, now: list[float], *, per_address: int = 100, total
     async def other(request: Request):
         return PlainTextResponse("other")
 
-    guard = Middleware(UploadGuard, per_address_bytes=per_address, total_bytes=total, window_s=60, folder=folder,
-                       behind_proxy=behind_proxy, clock=lambda: now[0])
-    return Starlette(routes=[Route(UPLOAD_PATH, store, methods=["POST"]), Route("/other", other, methods=["POST"])],
-                     middleware=[guard])
+    guard = Middleware(
+        UploadGuard,
+        per_address_bytes=per_address,
+        total_bytes=total,
+        window_s=60,
+        folder=folder,
+        behind_proxy=behind_proxy,
+        clock=lambda: now[0],
+    )
+    return Starlette(
+        routes=[Route(UPLOAD_PATH, store, methods=["POST"]), Route("/other", other, methods=["POST"])],
+        middleware=[guard],
+    )
 
 
 def files_in(folder: Path) -> list[Path]:
@@ -113,8 +123,13 @@ def test_bytes_still_being_received_count_against_the_total_cap(tmp_path):
         guard = UploadGuard(slow_app, per_address_bytes=10_000, total_bytes=1000, window_s=60, folder=tmp_path)
 
         async def post(address: str, size: int) -> int:
-            scope = {"type": "http", "method": "POST", "path": UPLOAD_PATH, "client": (address, 1),
-                     "headers": [(b"content-length", str(size).encode())]}
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": UPLOAD_PATH,
+                "client": (address, 1),
+                "headers": [(b"content-length", str(size).encode())],
+            }
             sent = []
 
             async def receive():
@@ -128,8 +143,10 @@ def test_bytes_still_being_received_count_against_the_total_cap(tmp_path):
 
         statuses = {}
         async with anyio.create_task_group() as tasks:
+
             async def first():
                 statuses["first"] = await post("10.0.0.1", 600)
+
             tasks.start_soon(first)
             await entered.wait()
             assert guard.in_flight == 600
@@ -170,8 +187,11 @@ def served(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(temp))
     dataset = build_dataset(tmp_path)
     gold = load_gold(dataset, "main")
-    config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"), port=free_port(),
-                     upload_budget_bytes=len(predictions(gold, 1)) + 1000)
+    config = replace(
+        SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path / "data"),
+        port=free_port(),
+        upload_budget_bytes=len(predictions(gold, 1)) + 1000,
+    )
     with running_app(config, n_bootstrap=20) as (app, url):
         yield url, gold, temp, tmp_path
 
@@ -182,7 +202,9 @@ def test_submission_leaves_nothing_in_the_temp_folder_and_uploads_are_guarded(se
     upload.write_bytes(predictions(gold, 1))
     before = files_in(temp)
     client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
-    status = client.predict(handle_file(str(upload)), "main", "m", "org", "other", "open", "", "", api_name="/submit")[0]
+    status = client.predict(handle_file(str(upload)), "main", "m", "org", "other", "open", "", "", api_name="/submit")[
+        0
+    ]
     assert "Accepted" in status
     assert files_in(temp) == before  # neither the upload nor an empty tmp* file stays
 
@@ -195,7 +217,9 @@ def test_browser_shows_why_an_upload_is_refused(served, browser):
     url, gold, temp, root = served
     upload = root / "p.jsonl"
     upload.write_bytes(predictions(gold, 1))
-    assert httpx.post(url + UPLOAD_PATH.lstrip("/"), files={"files": ("p.jsonl", upload.read_bytes())}).status_code == 200
+    assert (
+        httpx.post(url + UPLOAD_PATH.lstrip("/"), files={"files": ("p.jsonl", upload.read_bytes())}).status_code == 200
+    )
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)

@@ -100,8 +100,13 @@ def clips(tmp_path):
             sf.write(path, tone(f0 * (1 + 0.02 * k), 1.0, k), SR)
             paths.append(path)
         out[name] = (gender, paths)
-    sf.write(tmp_path / "meeting.wav", np.stack([tone(180, 3.0, 5, 48_000), tone(300, 3.0, 6, 48_000)], axis=1), 48_000)
-    out["cleo"] = ("female", [AudioSpan(tmp_path / "meeting.wav", 0.0, 1.0, 0), AudioSpan(tmp_path / "meeting.wav", 1.5, 2.5, 0)])
+    sf.write(
+        tmp_path / "meeting.wav", np.stack([tone(180, 3.0, 5, 48_000), tone(300, 3.0, 6, 48_000)], axis=1), 48_000
+    )
+    out["cleo"] = (
+        "female",
+        [AudioSpan(tmp_path / "meeting.wav", 0.0, 1.0, 0), AudioSpan(tmp_path / "meeting.wav", 1.5, 2.5, 0)],
+    )
     return out
 
 
@@ -144,7 +149,11 @@ def test_save_load_round_trip(clips, tmp_path, bank):
     built = SpeakerBank.build(clips, SpectrumEncoder(), progress=False)
     for original in (built, bank):
         loaded = SpeakerBank.load(original.save(tmp_path / "bank" / f"{original.encoder_name}.npz"))
-        assert loaded.names == original.names and loaded.encoder_name == original.encoder_name and loaded.key == original.key
+        assert (
+            loaded.names == original.names
+            and loaded.encoder_name == original.encoder_name
+            and loaded.key == original.key
+        )
         np.testing.assert_array_equal(loaded.cosine_matrix(), original.cosine_matrix())
         for name in original.names:
             a, b = original[name], loaded[name]
@@ -192,7 +201,10 @@ def _clip_bank(clips: dict[str, list[list[float]]]) -> SpeakerBank:
     from builder_scripts.speaker_bank import BankSpeaker, _unit
 
     return SpeakerBank(
-        [BankSpeaker(n, "female", _unit(np.mean(_unit(np.array(e)), axis=0)), (), _unit(np.array(e))) for n, e in clips.items()]
+        [
+            BankSpeaker(n, "female", _unit(np.mean(_unit(np.array(e)), axis=0)), (), _unit(np.array(e)))
+            for n, e in clips.items()
+        ]
     )
 
 
@@ -211,13 +223,19 @@ def test_equal_error_rate():
     fnr = 1 - tpr
     k = int(np.flatnonzero(fnr <= fpr)[0])
     a, b = fnr[k - 1] - fpr[k - 1], fnr[k] - fpr[k]
-    assert equal_error_rate([0.9, 0.5], [0.7]) == pytest.approx(100 * (fpr[k - 1] + a / (a - b) * (fpr[k] - fpr[k - 1]))) == 50.0
+    assert (
+        equal_error_rate([0.9, 0.5], [0.7])
+        == pytest.approx(100 * (fpr[k - 1] + a / (a - b) * (fpr[k] - fpr[k - 1])))
+        == 50.0
+    )
     with pytest.raises(ValueError, match="same- and different-speaker trials; got 0 and 1"):
         equal_error_rate([], [0.5])
 
 
 def test_verification_stats_from_clip_embeddings():
-    bank = _clip_bank({"a": [[1, 0.1, 0], [1, -0.1, 0]], "b": [[0.1, 1, 0], [-0.1, 1, 0]], "c": [[0.8, 0.6, 0], [0, 0, 1]]})
+    bank = _clip_bank(
+        {"a": [[1, 0.1, 0], [1, -0.1, 0]], "b": [[0.1, 1, 0], [-0.1, 1, 0]], "c": [[0.8, 0.6, 0], [0, 0, 1]]}
+    )
     stats = bank.verification_stats()
     assert (stats.same_trials, stats.different_trials) == (3, 12)
     # c's two clips (cosine 0) score below a-c and b-c pairs that reach 0.8: some trials must be wrong

@@ -11,7 +11,15 @@ import pytest
 from scipy.signal import resample_poly
 
 from speech.audio import SAMPLING_RATE, check_waveform, resample
-from speech.encoders import SpeakerEncoder, available_encoders, base, check_encoder, folder_encoders, get_encoder, register_encoder
+from speech.encoders import (
+    SpeakerEncoder,
+    available_encoders,
+    base,
+    check_encoder,
+    folder_encoders,
+    get_encoder,
+    register_encoder,
+)
 from speech.files import atomic_path, write_bytes_atomic, write_text_atomic
 from speech.model_dirs import ModelFolderError
 
@@ -29,12 +37,15 @@ def test_resample_filters_float64_in_float64_and_the_rest_in_float32():
     assert resample(wav, SAMPLING_RATE).dtype == np.float32 and resample(wav, 8000).shape == (8820,)
 
 
-@pytest.mark.parametrize("wav, message", [
-    (np.zeros((2, 10)), r"turn 3 has shape \(2, 10\); expected a 1-D mono array"),
-    (np.zeros(0), "turn 3 is empty"),
-    (np.array([0.1, np.inf]), "turn 3 contains NaN or infinite samples"),
-    (np.array([np.nan, 0.1]), "turn 3 contains NaN or infinite samples"),
-])
+@pytest.mark.parametrize(
+    "wav, message",
+    [
+        (np.zeros((2, 10)), r"turn 3 has shape \(2, 10\); expected a 1-D mono array"),
+        (np.zeros(0), "turn 3 is empty"),
+        (np.array([0.1, np.inf]), "turn 3 contains NaN or infinite samples"),
+        (np.array([np.nan, 0.1]), "turn 3 contains NaN or infinite samples"),
+    ],
+)
 def test_a_bad_waveform_is_named(wav, message):
     with pytest.raises(ValueError, match=message):
         check_waveform(wav, "turn 3")
@@ -134,12 +145,16 @@ def test_an_encoder_registered_in_its_own_module_is_built_by_get_encoder(registr
     assert isinstance(encoder, ToyEncoder) and encoder.name == f"toy:{tmp_path}"
     vectors = encoder.encode([np.full(800, 0.5), np.full(400, 0.25)], sampling_rate=8000)
     resampled_sizes = np.array([[1600, 1000], [800, 1000]])  # at 16 kHz, normalised
-    np.testing.assert_allclose(vectors, resampled_sizes / np.linalg.norm(resampled_sizes, axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(
+        vectors, resampled_sizes / np.linalg.norm(resampled_sizes, axis=1, keepdims=True), rtol=1e-6
+    )
 
 
 def test_an_unknown_encoder_lists_the_known_ones():
-    known = ("campplus[:<weights.pt>], dvector[:<embedder.onnx>], ecapa:<folder>, eres2net[:<weights.ckpt>], "
-             "resemblyzer[:<weights.pt>], wavlm:<folder>")
+    known = (
+        "campplus[:<weights.pt>], dvector[:<embedder.onnx>], ecapa:<folder>, eres2net[:<weights.ckpt>], "
+        "resemblyzer[:<weights.pt>], wavlm:<folder>"
+    )
     with pytest.raises(ValueError, match=re.escape(f"unknown encoder 'xvector:/m'; known: {known}") + "$"):
         get_encoder("xvector:/m")
 

@@ -16,12 +16,30 @@ from tests.synthetic import build_synthetic_dataset
 
 
 def _gold() -> Gold:
-    det = {f"d{i}-{s}": {"id": f"d{i}-{s}", "dialogue_id": f"d{i}", "source_dataset": "x", "scenario": s,
-                          "label": "consistent" if s == "S1" else "inconsistent", "num_target_turns": 5}
-           for i in range(2) for s in ("S1", "S2", "S3")}
+    det = {
+        f"d{i}-{s}": {
+            "id": f"d{i}-{s}",
+            "dialogue_id": f"d{i}",
+            "source_dataset": "x",
+            "scenario": s,
+            "label": "consistent" if s == "S1" else "inconsistent",
+            "num_target_turns": 5,
+        }
+        for i in range(2)
+        for s in ("S1", "S2", "S3")
+    }
     loc = {k: {**v, "inconsistent_turns": [] if v["scenario"] == "S1" else [2]} for k, v in det.items()}
-    disc = {f"d{i}-D": {"id": f"d{i}-D", "dialogue_id": f"d{i}", "source_dataset": "x", "candidate_labels": ["A", "B", "C"],
-                        "answer": "B", "gold_ranking": ["B", "A", "C"]} for i in range(2)}
+    disc = {
+        f"d{i}-D": {
+            "id": f"d{i}-D",
+            "dialogue_id": f"d{i}",
+            "source_dataset": "x",
+            "candidate_labels": ["A", "B", "C"],
+            "answer": "B",
+            "gold_ranking": ["B", "A", "C"],
+        }
+        for i in range(2)
+    }
     return Gold("main", "test", {"detection": det, "localization": loc, "discrimination": disc})
 
 
@@ -47,39 +65,111 @@ BAD_LINES = {
     "bad JSON": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent"', "not valid JSON"),
     "not an object": ('["detection", "d0-S2", "consistent"]', "expected a JSON object, got a list"),
     "NaN": ('{"task": "detection", "id": "d0-S2", "prediction": NaN}', "NaN is not valid JSON"),
-    "control character": ('{"task": "detection", "id": "d0-S2\t", "prediction": "consistent"}', "not valid JSON (Invalid control character at column 35)"),
-    "repeated JSON key": ('{"task": "detection", "id": "d0-S2", "id": "d0-S3", "prediction": "consistent"}', 'key "id" appears more than once'),
+    "control character": (
+        '{"task": "detection", "id": "d0-S2\t", "prediction": "consistent"}',
+        "not valid JSON (Invalid control character at column 35)",
+    ),
+    "repeated JSON key": (
+        '{"task": "detection", "id": "d0-S2", "id": "d0-S3", "prediction": "consistent"}',
+        'key "id" appears more than once',
+    ),
     "missing task": ({"id": "d0-S2", "prediction": "consistent"}, 'missing key "task"'),
     "task not a string": ({"task": 1, "id": "d0-S2", "prediction": "consistent"}, "task must be a string, got 1"),
-    "unknown task": ({"task": "detect", "id": "d0-S2", "prediction": "consistent"}, 'unknown task "detect"; tasks are "detection"'),
-    "unknown key": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "confidence": 0.3}, 'unknown key(s) "confidence" on a detection line'),
-    "score on localization": ({"task": "localization", "id": "d0-S3", "prediction": [2], "score": 0.3}, 'unknown key(s) "score" on a localization line'),
-    "score string": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": "0.3"}, 'detection score must be a finite number (higher = more likely inconsistent), got "0.3"'),
-    "score bool": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": True}, "detection score must be a finite number (higher = more likely inconsistent), got true"),
-    "score null": ({"task": "detection", "id": "d0-S2", "prediction": None, "score": None}, "detection score must be a finite number (higher = more likely inconsistent), got null"),
-    "score infinite": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 1e400}', "detection score must be a finite number (higher = more likely inconsistent), got Infinity"),
-    "score beyond floats": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 1' + "0" * 400 + "}", "detection score must be a finite number"),
-    "score Infinity": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": -Infinity}', "-Infinity is not valid JSON"),
-    "ranking on detection": ({"task": "detection", "id": "d0-S2", "prediction": "consistent", "ranking": ["A"]}, 'unknown key(s) "ranking"'),
+    "unknown task": (
+        {"task": "detect", "id": "d0-S2", "prediction": "consistent"},
+        'unknown task "detect"; tasks are "detection"',
+    ),
+    "unknown key": (
+        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "confidence": 0.3},
+        'unknown key(s) "confidence" on a detection line',
+    ),
+    "score on localization": (
+        {"task": "localization", "id": "d0-S3", "prediction": [2], "score": 0.3},
+        'unknown key(s) "score" on a localization line',
+    ),
+    "score string": (
+        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": "0.3"},
+        'detection score must be a finite number (higher = more likely inconsistent), got "0.3"',
+    ),
+    "score bool": (
+        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": True},
+        "detection score must be a finite number (higher = more likely inconsistent), got true",
+    ),
+    "score null": (
+        {"task": "detection", "id": "d0-S2", "prediction": None, "score": None},
+        "detection score must be a finite number (higher = more likely inconsistent), got null",
+    ),
+    "score infinite": (
+        '{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 1e400}',
+        "detection score must be a finite number (higher = more likely inconsistent), got Infinity",
+    ),
+    "score beyond floats": (
+        '{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": 1' + "0" * 400 + "}",
+        "detection score must be a finite number",
+    ),
+    "score Infinity": (
+        '{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": -Infinity}',
+        "-Infinity is not valid JSON",
+    ),
+    "ranking on detection": (
+        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "ranking": ["A"]},
+        'unknown key(s) "ranking"',
+    ),
     "missing prediction": ({"task": "detection", "id": "d0-S2"}, 'missing key(s) "prediction"'),
     "id not a string": ({"task": "detection", "id": 3, "prediction": "consistent"}, "id must be a string, got 3"),
-    "unknown id": ({"task": "detection", "id": "zz", "prediction": "consistent"}, 'unknown detection id "zz" for variant main, split test'),
-    "id of another task": ({"task": "detection", "id": "d0-D", "prediction": "consistent"}, "(it is a discrimination id)"),
-    "duplicate": ({"task": "detection", "id": "d0-S1", "prediction": "inconsistent"}, 'duplicate detection id "d0-S1" (first given on line 1)'),
-    "detection value": ({"task": "detection", "id": "d0-S2", "prediction": "yes"}, 'detection prediction must be "consistent" or "inconsistent", got "yes"'),
+    "unknown id": (
+        {"task": "detection", "id": "zz", "prediction": "consistent"},
+        'unknown detection id "zz" for variant main, split test',
+    ),
+    "id of another task": (
+        {"task": "detection", "id": "d0-D", "prediction": "consistent"},
+        "(it is a discrimination id)",
+    ),
+    "duplicate": (
+        {"task": "detection", "id": "d0-S1", "prediction": "inconsistent"},
+        'duplicate detection id "d0-S1" (first given on line 1)',
+    ),
+    "detection value": (
+        {"task": "detection", "id": "d0-S2", "prediction": "yes"},
+        'detection prediction must be "consistent" or "inconsistent", got "yes"',
+    ),
     "detection bool": ({"task": "detection", "id": "d0-S2", "prediction": True}, "got true"),
-    "localization string": ({"task": "localization", "id": "d0-S3", "prediction": "3"}, 'localization prediction must be a list of turn positions 1..5, got "3"'),
-    "localization int": ({"task": "localization", "id": "d0-S3", "prediction": 3}, "must be a list of turn positions 1..5, got 3"),
+    "localization string": (
+        {"task": "localization", "id": "d0-S3", "prediction": "3"},
+        'localization prediction must be a list of turn positions 1..5, got "3"',
+    ),
+    "localization int": (
+        {"task": "localization", "id": "d0-S3", "prediction": 3},
+        "must be a list of turn positions 1..5, got 3",
+    ),
     "localization float": ({"task": "localization", "id": "d0-S3", "prediction": [2.0]}, "got [2.0]"),
     "localization bool": ({"task": "localization", "id": "d0-S3", "prediction": [True]}, "got [true]"),
-    "localization range": ({"task": "localization", "id": "d0-S3", "prediction": [0, 2, 6]}, "position(s) 0, 6 outside 1..5"),
+    "localization range": (
+        {"task": "localization", "id": "d0-S3", "prediction": [0, 2, 6]},
+        "position(s) 0, 6 outside 1..5",
+    ),
     "localization repeat": ({"task": "localization", "id": "d0-S3", "prediction": [2, 2]}, "repeats position(s) 2"),
-    "discrimination label": ({"task": "discrimination", "id": "d1-D", "prediction": "D"}, 'must be one of "A", "B", "C", got "D"'),
+    "discrimination label": (
+        {"task": "discrimination", "id": "d1-D", "prediction": "D"},
+        'must be one of "A", "B", "C", got "D"',
+    ),
     "discrimination lower case": ({"task": "discrimination", "id": "d1-D", "prediction": "b"}, 'got "b"'),
-    "ranking short": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A"]}, 'ranking must be a permutation of "A", "B", "C"'),
-    "ranking repeat": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "B", "A"]}, 'ranking repeats label(s) "B"; ranking must be a permutation'),
-    "ranking repeat, all labels": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["A", "B", "C", "A"]}, 'ranking repeats label(s) "A"'),
-    "ranking unknown": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A", "D"]}, "ranking must be a permutation"),
+    "ranking short": (
+        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A"]},
+        'ranking must be a permutation of "A", "B", "C"',
+    ),
+    "ranking repeat": (
+        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "B", "A"]},
+        'ranking repeats label(s) "B"; ranking must be a permutation',
+    ),
+    "ranking repeat, all labels": (
+        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["A", "B", "C", "A"]},
+        'ranking repeats label(s) "A"',
+    ),
+    "ranking unknown": (
+        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A", "D"]},
+        "ranking must be a permutation",
+    ),
     "ranking string": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": "BAC"}, 'got "BAC"'),
 }
 
@@ -185,16 +275,23 @@ def test_empty_file_and_missing_path_are_refused(tmp_path):
 def test_str_is_a_path_and_jsonl_text_must_be_bytes(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_bytes(_jsonl(*GOOD))
-    assert parse_submission(str(path), GOLD) == parse_submission(path, GOLD) == parse_submission(path.read_bytes(), GOLD)
+    assert (
+        parse_submission(str(path), GOLD) == parse_submission(path, GOLD) == parse_submission(path.read_bytes(), GOLD)
+    )
     with pytest.raises(TypeError, match="pass JSONL text as bytes"):
         parse_submission(_jsonl(*GOOD).decode(), GOLD)
 
 
 def test_accepted_file_content():
-    raw = b"\xef\xbb\xbf" + _jsonl(*GOOD).replace(b"\n", b"\r\n") + b"\n" + _jsonl(
-        {"task": "detection", "id": "d1-S1", "prediction": None},
-        {"task": "discrimination", "id": "d1-D", "prediction": "A"},
-        {"task": "localization", "id": "d1-S1", "prediction": []},
+    raw = (
+        b"\xef\xbb\xbf"
+        + _jsonl(*GOOD).replace(b"\n", b"\r\n")
+        + b"\n"
+        + _jsonl(
+            {"task": "detection", "id": "d1-S1", "prediction": None},
+            {"task": "discrimination", "id": "d1-D", "prediction": "A"},
+            {"task": "localization", "id": "d1-S1", "prediction": []},
+        )
     )
     sub = parse_submission(raw, GOLD)
     assert sub.num_lines == 6
@@ -207,28 +304,41 @@ def test_accepted_file_content():
 
 
 def test_detection_scores_are_floats_given_on_every_detection_line_or_none():
-    scored = [{"task": "detection", "id": f"d1-{s}", "prediction": None if s == "S3" else "inconsistent", "score": score}
-              for s, score in (("S1", 1), ("S2", -0.25), ("S3", 0.5))]
+    scored = [
+        {"task": "detection", "id": f"d1-{s}", "prediction": None if s == "S3" else "inconsistent", "score": score}
+        for s, score in (("S1", 1), ("S2", -0.25), ("S3", 0.5))
+    ]
     sub = parse_submission(_jsonl(*scored), GOLD)
-    assert sub.predictions["detection"] == {"d1-S1": {"prediction": "inconsistent", "score": 1.0},
-                                            "d1-S2": {"prediction": "inconsistent", "score": -0.25},
-                                            "d1-S3": {"prediction": None, "score": 0.5}}
+    assert sub.predictions["detection"] == {
+        "d1-S1": {"prediction": "inconsistent", "score": 1.0},
+        "d1-S2": {"prediction": "inconsistent", "score": -0.25},
+        "d1-S3": {"prediction": None, "score": 0.5},
+    }
     assert b'"id":"d1-S1","prediction":"inconsistent","score":1.0}' in sub.canonical()
     assert sub.canonical() == parse_submission(_jsonl(*scored[::-1]).replace(b": 1,", b": 1.0,"), GOLD).canonical()
     errors = _refusal(*scored)  # GOOD's detection line (line 1) has no score
-    assert errors == ['line 1: detection line without "score" while line 4 has one; '
-                      "either every detection line carries a score or none does"]
+    assert errors == [
+        'line 1: detection line without "score" while line 4 has one; '
+        "either every detection line carries a score or none does"
+    ]
 
 
-
-@pytest.mark.parametrize("spellings", [["0.0", "-0.0", "0", "-0", "0e0", "-0e-3", "0.000"],
-                                       ["1.0", "1e0", "1", "1.00", "10e-1", "0.1e1"],
-                                       ["0.5", "5e-1", "0.50000000000000001", "50E-2"]])
+@pytest.mark.parametrize(
+    "spellings",
+    [
+        ["0.0", "-0.0", "0", "-0", "0e0", "-0e-3", "0.000"],
+        ["1.0", "1e0", "1", "1.00", "10e-1", "0.1e1"],
+        ["0.5", "5e-1", "0.50000000000000001", "50E-2"],
+    ],
+)
 def test_every_spelling_of_one_score_is_one_canonical_form_and_hash(spellings):
     """-0.0 is 0.0 (the same number: the same submission, not two of them), as 1e0 is 1.0."""
+
     def canonical(score: str) -> bytes:
-        lines = [json.dumps({"task": "detection", "id": f"d0-{s}", "prediction": "consistent", "score": 0.25})
-                 for s in ("S2", "S3")]
+        lines = [
+            json.dumps({"task": "detection", "id": f"d0-{s}", "prediction": "consistent", "score": 0.25})
+            for s in ("S2", "S3")
+        ]
         lines.insert(0, '{"task": "detection", "id": "d0-S1", "prediction": "consistent", "score": %s}' % score)
         return parse_submission(_jsonl(*lines), GOLD).canonical()
 
@@ -236,6 +346,7 @@ def test_every_spelling_of_one_score_is_one_canonical_form_and_hash(spellings):
     assert len(forms) == 1, forms
     assert len({hashlib.sha256(form).hexdigest() for form in forms}) == 1
     assert b"-0" not in forms.pop()
+
 
 def test_parsing_writes_nothing(tmp_path, monkeypatch):
     real_open = builtins.open
@@ -274,15 +385,25 @@ def test_load_gold_from_a_built_folder(tmp_path_factory):
 
 
 def test_canonical_form_is_the_answers_not_the_encoding():
-    gold = Gold("main", "test", {
-        "localization": {"l1": {"id": "l1", "num_target_turns": 3}},
-        "discrimination": {"c1": {"id": "c1", "candidate_labels": ["A", "B"]}},
-    })
-    a = (b'{"task": "localization", "id": "l1", "prediction": [3, 1]}\n'
-         b'{"task": "discrimination", "id": "c1", "prediction": "B", "ranking": null}\n')
-    b = (b'{"task":"discrimination","id":"c1","prediction":"B"}\r\n'
-         b'{"prediction":[1,3],"id":"l1","task":"localization"}')
-    assert parse_submission(a, gold).canonical() == parse_submission(b, gold).canonical() == (
-        b'{"task":"discrimination","id":"c1","prediction":"B"}\n{"task":"localization","id":"l1","prediction":[1,3]}\n')
+    gold = Gold(
+        "main",
+        "test",
+        {
+            "localization": {"l1": {"id": "l1", "num_target_turns": 3}},
+            "discrimination": {"c1": {"id": "c1", "candidate_labels": ["A", "B"]}},
+        },
+    )
+    a = (
+        b'{"task": "localization", "id": "l1", "prediction": [3, 1]}\n'
+        b'{"task": "discrimination", "id": "c1", "prediction": "B", "ranking": null}\n'
+    )
+    b = b'{"task":"discrimination","id":"c1","prediction":"B"}\r\n{"prediction":[1,3],"id":"l1","task":"localization"}'
+    assert (
+        parse_submission(a, gold).canonical()
+        == parse_submission(b, gold).canonical()
+        == (
+            b'{"task":"discrimination","id":"c1","prediction":"B"}\n{"task":"localization","id":"l1","prediction":[1,3]}\n'
+        )
+    )
     ranked = b'{"task":"discrimination","id":"c1","prediction":"B","ranking":["B","A"]}\n'
     assert parse_submission(ranked, gold).canonical() == ranked  # a ranking is an answer: kept, in its order

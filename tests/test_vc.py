@@ -343,14 +343,26 @@ def tiny_freevc(tmp_path_factory):
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("freevc24")
     wavlm_cfg = {
-        "encoder_layers": 1, "encoder_embed_dim": 32, "encoder_ffn_embed_dim": 64, "encoder_attention_heads": 2,
-        "conv_feature_layers": "[(32,10,5)] + [(32,3,2)] * 4 + [(32,2,2)] * 2", "conv_pos": 16, "conv_pos_groups": 4,
+        "encoder_layers": 1,
+        "encoder_embed_dim": 32,
+        "encoder_ffn_embed_dim": 64,
+        "encoder_attention_heads": 2,
+        "conv_feature_layers": "[(32,10,5)] + [(32,3,2)] * 4 + [(32,2,2)] * 2",
+        "conv_pos": 16,
+        "conv_pos_groups": 4,
     }
     torch.save({"cfg": wavlm_cfg, "model": WavLM(WavLMConfig(wavlm_cfg)).state_dict()}, folder / "WavLM-Large.pt")
     args = FreeVCArgs(
-        ssl_dim=32, inter_channels=16, hidden_channels=16, filter_channels=32, gin_channels=16,
-        upsample_rates=[10, 6, 4, 2], upsample_initial_channel=32, upsample_kernel_sizes=[20, 12, 8, 4],
-        resblock_kernel_sizes=[3], resblock_dilation_sizes=[[1, 3, 5]],
+        ssl_dim=32,
+        inter_channels=16,
+        hidden_channels=16,
+        filter_channels=32,
+        gin_channels=16,
+        upsample_rates=[10, 6, 4, 2],
+        upsample_initial_channel=32,
+        upsample_kernel_sizes=[20, 12, 8, 4],
+        resblock_kernel_sizes=[3],
+        resblock_dilation_sizes=[[1, 3, 5]],
     )  # 10*6*4*2 = 480 samples per 20 ms WavLM frame: 24 kHz out, as in freevc24
     config = FreeVCConfig(model_args=args)
     home = tmp_path_factory.mktemp("tts-home")
@@ -407,9 +419,17 @@ def test_openvoice_adapter_builds_from_the_original_config(tmp_path, speakers):
         "_version_": "v2",
         "data": {"sampling_rate": 22050, "filter_length": 256, "hop_length": 64, "win_length": 256, "n_speakers": 0},
         "model": {
-            "zero_g": True, "inter_channels": 16, "hidden_channels": 16, "filter_channels": 32, "n_heads": 2,
-            "n_layers": 1, "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3, 5]],
-            "upsample_rates": [4, 4, 4], "upsample_initial_channel": 32, "upsample_kernel_sizes": [8, 8, 8],
+            "zero_g": True,
+            "inter_channels": 16,
+            "hidden_channels": 16,
+            "filter_channels": 32,
+            "n_heads": 2,
+            "n_layers": 1,
+            "resblock_kernel_sizes": [3],
+            "resblock_dilation_sizes": [[1, 3, 5]],
+            "upsample_rates": [4, 4, 4],
+            "upsample_initial_channel": 32,
+            "upsample_kernel_sizes": [8, 8, 8],
             "gin_channels": 16,
         },
     }
@@ -447,7 +467,9 @@ def tiny_yourtts(tmp_path_factory):
     encoder_config = SpeakerEncoderConfig(
         model_params={"model_name": "lstm", "input_dim": 40, "proj_dim": 16, "lstm_dim": 16, "num_lstm_layers": 1},
         audio=BaseAudioConfig(sample_rate=16000, num_mels=40, fft_size=512, win_length=400, hop_length=160),
-        num_classes_in_batch=2, num_utter_per_class=2, num_loader_workers=0,
+        num_classes_in_batch=2,
+        num_utter_per_class=2,
+        num_loader_workers=0,
     )
     torch.save({"model": setup_encoder_model(encoder_config).state_dict()}, folder / "model_se.pth")
     encoder_config.save_json(str(folder / "config_se.json"))
@@ -457,16 +479,31 @@ def tiny_yourtts(tmp_path_factory):
 
     def config_with_paths(root: str) -> VitsConfig:
         args = VitsArgs(
-            hidden_channels=16, hidden_channels_ffn_text_encoder=32, num_layers_text_encoder=1,
-            num_layers_posterior_encoder=2, num_layers_flow=1, resblock_kernel_sizes_decoder=[3],
-            resblock_dilation_sizes_decoder=[[1, 3, 5]], upsample_initial_channel_decoder=16,
-            use_sdp=False, init_discriminator=False, use_d_vector_file=True, d_vector_dim=16,
-            d_vector_file=[f"{root}/speakers.json"], speaker_encoder_model_path=f"{root}/model_se.pth",
+            hidden_channels=16,
+            hidden_channels_ffn_text_encoder=32,
+            num_layers_text_encoder=1,
+            num_layers_posterior_encoder=2,
+            num_layers_flow=1,
+            resblock_kernel_sizes_decoder=[3],
+            resblock_dilation_sizes_decoder=[[1, 3, 5]],
+            upsample_initial_channel_decoder=16,
+            use_sdp=False,
+            init_discriminator=False,
+            use_d_vector_file=True,
+            d_vector_dim=16,
+            d_vector_file=[f"{root}/speakers.json"],
+            speaker_encoder_model_path=f"{root}/model_se.pth",
             speaker_encoder_config_path=f"{root}/config_se.json",
         )
-        audio = BaseAudioConfig(sample_rate=16000, fft_size=1024, win_length=1024, hop_length=256, do_trim_silence=True)
+        audio = BaseAudioConfig(
+            sample_rate=16000, fft_size=1024, win_length=1024, hop_length=256, do_trim_silence=True
+        )
         return VitsConfig(
-            audio=audio, model_args=args, use_phonemes=False, use_d_vector_file=True, d_vector_dim=16,
+            audio=audio,
+            model_args=args,
+            use_phonemes=False,
+            use_d_vector_file=True,
+            d_vector_dim=16,
             d_vector_file=[f"{root}/speakers.json"],
         )
 
@@ -502,5 +539,9 @@ def test_dsp_outputs_share_one_bandwidth(name, converted, converters, speakers):
 
     turn = speakers["male_a"]["turn"]
     assert top_share(turn) > 1e-3  # the fixture voices do have energy up there
-    clips = [converters[name].resynthesize(turn), converted[(name, "male_a", "female_a")], converted[(name, "female_b", "male_b")]]
+    clips = [
+        converters[name].resynthesize(turn),
+        converted[(name, "male_a", "female_a")],
+        converted[(name, "female_b", "male_b")],
+    ]
     assert all(top_share(c) < 1e-4 for c in clips), [top_share(c) for c in clips]

@@ -131,6 +131,9 @@ def test_no_backend_output_carries_a_dc_offset(high_to_deep):
     source, source_clips, target_clips = high_to_deep
     deep = speech_like(DEEP, 2.0, seed=101)
     for converter in (praat.PraatConverter(), world.WorldConverter()):
-        outputs = [converter.convert(deep, source_clips, source_clips=target_clips),
-                   converter.convert(source, target_clips, source_clips=source_clips), converter.resynthesize(source)]
+        outputs = [
+            converter.convert(deep, source_clips, source_clips=target_clips),
+            converter.convert(source, target_clips, source_clips=source_clips),
+            converter.resynthesize(source),
+        ]
         assert max(dc_offset(x) for x in outputs) < 1e-6, converter

@@ -6,20 +6,76 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from builder_scripts.tts.voice_bank import BANK, ENGINE_SECONDS_PER_SECOND, ENGINES, VOICES, Voicer, median_f0, voices_of
+from builder_scripts.tts.voice_bank import (
+    BANK,
+    ENGINE_SECONDS_PER_SECOND,
+    ENGINES,
+    VOICES,
+    Voicer,
+    median_f0,
+    voices_of,
+)
 
 #: The first 16 voices, which datasets already name: (gender, engine, timbre, prosody, speed, pitch, formant).
 FIRST_VOICES = {
     "kf_alpha": ("female", "kokoro", (("jf_alpha", 1.0),), (), 1.1, 1.0, 1.0),
     "kf_alpha_gongitsune": ("female", "kokoro", (("jf_alpha", 0.5), ("jf_gongitsune", 0.5)), (), 1.05, 0.88, 0.88),
-    "kf_alpha_prosody_gongitsune_low": ("female", "kokoro", (("jf_alpha", 1.0),), (("jf_gongitsune", 1.0),), 1.1, 0.88, 0.88),
-    "kf_alpha_prosody_gongitsune_high": ("female", "kokoro", (("jf_alpha", 1.0),), (("jf_gongitsune", 1.0),), 1.1, 1.12, 1.12),
+    "kf_alpha_prosody_gongitsune_low": (
+        "female",
+        "kokoro",
+        (("jf_alpha", 1.0),),
+        (("jf_gongitsune", 1.0),),
+        1.1,
+        0.88,
+        0.88,
+    ),
+    "kf_alpha_prosody_gongitsune_high": (
+        "female",
+        "kokoro",
+        (("jf_alpha", 1.0),),
+        (("jf_gongitsune", 1.0),),
+        1.1,
+        1.12,
+        1.12,
+    ),
     "kf_gongitsune_low": ("female", "kokoro", (("jf_gongitsune", 1.0),), (), 1.05, 0.88, 0.88),
     "kf_gongitsune_high": ("female", "kokoro", (("jf_gongitsune", 1.0),), (), 1.05, 1.12, 1.12),
-    "kf_nezumi_prosody_tebukuro_low": ("female", "kokoro", (("jf_nezumi", 1.0),), (("jf_tebukuro", 1.0),), 1.15, 0.88, 0.88),
-    "kf_nezumi_prosody_tebukuro_high": ("female", "kokoro", (("jf_nezumi", 1.0),), (("jf_tebukuro", 1.0),), 1.15, 0.95, 1.12),
-    "kf_tebukuro_prosody_alpha_low": ("female", "kokoro", (("jf_tebukuro", 1.0),), (("jf_alpha", 1.0),), 1.05, 0.88, 0.88),
-    "kf_tebukuro_prosody_alpha_high": ("female", "kokoro", (("jf_tebukuro", 1.0),), (("jf_alpha", 1.0),), 1.05, 1.12, 1.12),
+    "kf_nezumi_prosody_tebukuro_low": (
+        "female",
+        "kokoro",
+        (("jf_nezumi", 1.0),),
+        (("jf_tebukuro", 1.0),),
+        1.15,
+        0.88,
+        0.88,
+    ),
+    "kf_nezumi_prosody_tebukuro_high": (
+        "female",
+        "kokoro",
+        (("jf_nezumi", 1.0),),
+        (("jf_tebukuro", 1.0),),
+        1.15,
+        0.95,
+        1.12,
+    ),
+    "kf_tebukuro_prosody_alpha_low": (
+        "female",
+        "kokoro",
+        (("jf_tebukuro", 1.0),),
+        (("jf_alpha", 1.0),),
+        1.05,
+        0.88,
+        0.88,
+    ),
+    "kf_tebukuro_prosody_alpha_high": (
+        "female",
+        "kokoro",
+        (("jf_tebukuro", 1.0),),
+        (("jf_alpha", 1.0),),
+        1.05,
+        1.12,
+        1.12,
+    ),
     "km_kumo": ("male", "kokoro", (("jm_kumo", 1.0),), (), 1.1, 1.0, 1.0),
     "km_kumo_deep": ("male", "kokoro", (("jm_kumo", 1.0),), (), 1.1, 0.9, 0.88),
     "km_kumo_light": ("male", "kokoro", (("jm_kumo", 1.0),), (), 1.1, 1.1, 1.12),

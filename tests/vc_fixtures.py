@@ -24,7 +24,6 @@ from scipy.signal import lfilter
 
 from speakersleuth_dataset import SAMPLING_RATE
 
-
 #: Adult male formant frequencies (Hz) of a few vowels (Peterson & Barney 1952, rounded).
 VOWELS = {
     "i": (270, 2290, 3010, 3500),

@@ -76,13 +76,21 @@ class AMI(DialogueSource):
         "  booktitle={Machine Learning for Multimodal Interaction (MLMI)},\n"
         "  pages={28--39},\n  year={2005}\n}"
     )
-    layout = ("<corpus_dir>/**/<meeting>/audio/<meeting>.Headset-<n>.wav (or .Mix-Headset.wav, .Array1-01.wav) "
-              f"for each meeting and the NXT annotations <corpus_dir>/{_ANNOTATIONS}.zip (or that folder) with "
-              "corpusResources/meetings.xml, words/ and segments/")
+    layout = (
+        "<corpus_dir>/**/<meeting>/audio/<meeting>.Headset-<n>.wav (or .Mix-Headset.wav, .Array1-01.wav) "
+        f"for each meeting and the NXT annotations <corpus_dir>/{_ANNOTATIONS}.zip (or that folder) with "
+        "corpusResources/meetings.xml, words/ and segments/"
+    )
 
-    def __init__(self, corpus_dir: str | Path, output_dir: str | Path | None = None,
-                 annotations_dir: str | Path | None = None, mic: str = "ihm",
-                 meetings: Sequence[str] = AMI_EVAL_MEETINGS, max_pause: float = 1.0):
+    def __init__(
+        self,
+        corpus_dir: str | Path,
+        output_dir: str | Path | None = None,
+        annotations_dir: str | Path | None = None,
+        mic: str = "ihm",
+        meetings: Sequence[str] = AMI_EVAL_MEETINGS,
+        max_pause: float = 1.0,
+    ):
         """``output_dir``: where an annotations zip is extracted (None: next to the zip, as lhotse does)."""
         super().__init__(corpus_dir, output_dir)
         if mic not in MICS:
@@ -98,24 +106,32 @@ class AMI(DialogueSource):
         with lhotse_bars(self.progress, lhotse_ami):
             audio = RecordingSet.from_recordings(r for m in self.meetings for r in self._recordings(m, self._audio[m]))
             try:
-                annotations = lhotse_ami.parse_ami_annotations(self._annotation_folder(), normalize="none", keep_punctuation=True)
+                annotations = lhotse_ami.parse_ami_annotations(
+                    self._annotation_folder(), normalize="none", keep_punctuation=True
+                )
             except ET.ParseError as e:
-                raise self.layout_error(f"corrupt XML in the words/ or segments/ files of {self.annotations} ({e})") from e
+                raise self.layout_error(
+                    f"corrupt XML in the words/ or segments/ files of {self.annotations} ({e})"
+                ) from e
             if self.mic == "ihm":
                 supervisions = lhotse_ami.prepare_supervision_ihm(audio, annotations)
             else:
                 supervisions = lhotse_ami.prepare_supervision_other(audio, annotations)
         silent = sorted(set(self.meetings) - {s.recording_id for s in supervisions})
         if silent:
-            raise self.layout_error(f"no transcribed speech for meetings {silent} in {self.annotations} "
-                                    f"(words/ and segments/ files missing?)")
+            raise self.layout_error(
+                f"no transcribed speech for meetings {silent} in {self.annotations} "
+                f"(words/ and segments/ files missing?)"
+            )
         audio, supervisions = fix_manifests(audio, supervisions)
         validate_recordings_and_supervisions(audio, supervisions)
         by_meeting = defaultdict(list)
         for s in supervisions:
             by_meeting[s.recording_id].append(s)
         for meeting in self.meetings:
-            yield Dialogue(meeting, self.name, self._turns(audio[meeting], by_meeting[meeting]), meta={"mic": self.mic})
+            yield Dialogue(
+                meeting, self.name, self._turns(audio[meeting], by_meeting[meeting]), meta={"mic": self.mic}
+            )
 
     def _turns(self, recording, supervisions) -> tuple[Turn, ...]:
         paths = {src.channels[0]: Path(src.source) for src in recording.sources}
@@ -138,8 +154,10 @@ class AMI(DialogueSource):
         for candidate in (self.corpus_dir / _ANNOTATIONS, self.corpus_dir / f"{_ANNOTATIONS}.zip"):
             if candidate.exists():
                 return candidate
-        raise self.layout_error(f"no annotations: neither {self.corpus_dir / _ANNOTATIONS} nor "
-                                f"{self.corpus_dir / _ANNOTATIONS}.zip exists; put AMI's manual annotations zip (or its extracted folder) there")
+        raise self.layout_error(
+            f"no annotations: neither {self.corpus_dir / _ANNOTATIONS} nor "
+            f"{self.corpus_dir / _ANNOTATIONS}.zip exists; put AMI's manual annotations zip (or its extracted folder) there"
+        )
 
     def _annotation_folder(self) -> Path:
         """What lhotse reads: an annotations zip is extracted once into ``output_dir``, so the
@@ -177,8 +195,10 @@ class AMI(DialogueSource):
         if meetings_xml is None:
             raise self.layout_error(f"missing {self.annotations}/{member}")
         try:
-            agents = {m.attrib["observation"]: {s.attrib["nxt_agent"]: int(s.attrib["channel"]) for s in m}
-                      for m in ET.fromstring(meetings_xml)}
+            agents = {
+                m.attrib["observation"]: {s.attrib["nxt_agent"]: int(s.attrib["channel"]) for s in m}
+                for m in ET.fromstring(meetings_xml)
+            }
         except (ET.ParseError, KeyError, ValueError) as e:
             raise self.layout_error(f"{self.annotations}/{member} is not AMI's meetings.xml ({e!r})") from e
         unknown = [m for m in self.meetings if m not in agents]
@@ -217,8 +237,10 @@ class AMI(DialogueSource):
         # would put a speaker on the wrong file.
         for src in recordings[meeting].sources:
             if Path(src.source).name != f"{meeting}.Headset-{src.channels[0]}.wav":
-                raise self.layout_error(f"meeting {meeting}: headset files under {self.corpus_dir}/**/{meeting}/audio "
-                                        f"are not numbered 0..n-1 without gaps; found {[p.name for p in paths]}")
+                raise self.layout_error(
+                    f"meeting {meeting}: headset files under {self.corpus_dir}/**/{meeting}/audio "
+                    f"are not numbered 0..n-1 without gaps; found {[p.name for p in paths]}"
+                )
         return recordings
 
 

@@ -131,10 +131,16 @@ class DialogueSource(ABC):
         for i in turn_indices:
             path = dialogue.turns[i].audio.path
             if not Path(path).is_file():
-                raise FileNotFoundError(f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}")
+                raise FileNotFoundError(
+                    f"{self.name} dialogue {dialogue.dialogue_id} turn {i}: missing audio file {path}"
+                )
 
     def speaker_pool(
-        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = 1.5, share: tuple[int, int] = (0, 1)
+        self,
+        dialogues: list[Dialogue],
+        clips_per_speaker: int = 4,
+        min_seconds: float = 1.5,
+        share: tuple[int, int] = (0, 1),
     ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Substitute speakers for voice conversion: ``{speaker: (gender, clips)}``.
 

@@ -44,8 +44,10 @@ class Bazinga(DialogueSource):
         "and others},\n"
         "  booktitle={Proceedings of LREC 2022},\n  pages={3434--3441},\n  year={2022}\n}"
     )
-    layout = ("<corpus_dir>/speakers.csv (speaker,gender), <corpus_dir>/transcripts/<episode>.csv "
-              "(speaker,start,end,text) and <corpus_dir>/audio/<episode>.{wav,flac,ogg,mp3}")
+    layout = (
+        "<corpus_dir>/speakers.csv (speaker,gender), <corpus_dir>/transcripts/<episode>.csv "
+        "(speaker,start,end,text) and <corpus_dir>/audio/<episode>.{wav,flac,ogg,mp3}"
+    )
 
     def __init__(self, corpus_dir: str | Path, output_dir: str | Path | None = None):
         super().__init__(corpus_dir, output_dir)
@@ -70,13 +72,25 @@ class Bazinga(DialogueSource):
                 try:
                     start, end = float(row["start"]), float(row["end"])
                 except ValueError:
-                    raise self.layout_error(f"{where}: start/end {row['start']!r}/{row['end']!r} are not numbers") from None
+                    raise self.layout_error(
+                        f"{where}: start/end {row['start']!r}/{row['end']!r} are not numbers"
+                    ) from None
                 if not 0 <= start < end <= duration + _END_TOLERANCE:
-                    raise self.layout_error(f"{where}: turn {start}-{end} s is outside the {duration:.2f} s audio {audio}")
+                    raise self.layout_error(
+                        f"{where}: turn {start}-{end} s is outside the {duration:.2f} s audio {audio}"
+                    )
                 if row["speaker"] not in self._genders:
-                    raise self.layout_error(f"{where}: speaker {row['speaker']!r} has no row in {self.corpus_dir / 'speakers.csv'}")
-                turns.append(Turn(row["speaker"], self._genders[row["speaker"]], row["text"].strip(),
-                                  AudioSpan(audio, start, min(end, duration))))
+                    raise self.layout_error(
+                        f"{where}: speaker {row['speaker']!r} has no row in {self.corpus_dir / 'speakers.csv'}"
+                    )
+                turns.append(
+                    Turn(
+                        row["speaker"],
+                        self._genders[row["speaker"]],
+                        row["text"].strip(),
+                        AudioSpan(audio, start, min(end, duration)),
+                    )
+                )
             turns.sort(key=lambda t: (t.audio.start, t.audio.end))
             yield Dialogue(episode, self.name, tuple(turns))
 
@@ -94,8 +108,10 @@ class Bazinga(DialogueSource):
             path = self.corpus_dir / "audio" / f"{episode}{suffix}"
             if path.is_file():
                 return path
-        raise self.layout_error(f"missing audio {self.corpus_dir / 'audio' / episode}"
-                                f"{{{','.join(AUDIO_SUFFIXES)}}} for {self.corpus_dir / 'transcripts' / episode}.csv")
+        raise self.layout_error(
+            f"missing audio {self.corpus_dir / 'audio' / episode}"
+            f"{{{','.join(AUDIO_SUFFIXES)}}} for {self.corpus_dir / 'transcripts' / episode}.csv"
+        )
 
     def _rows(self, path: Path, columns: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
         """``("file:line", row)`` for each row of a CSV file that must have ``columns``."""
@@ -112,5 +128,6 @@ class Bazinga(DialogueSource):
                         raise self.layout_error(f"{path}:{reader.line_num}: too few fields")
                     yield f"{path}:{reader.line_num}", row
             except (UnicodeDecodeError, csv.Error) as e:
-                raise self.layout_error(f"{path} is not a UTF-8 CSV file with columns {','.join(columns)} "
-                                        f"({e})") from e
+                raise self.layout_error(
+                    f"{path} is not a UTF-8 CSV file with columns {','.join(columns)} ({e})"
+                ) from e

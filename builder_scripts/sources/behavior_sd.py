@@ -55,11 +55,18 @@ class BehaviorSD(DialogueSource):
         "  author={Lee, Sehun and Kim, Kang-wook and Kim, Gunhee},\n"
         "  booktitle={Proceedings of NAACL 2025},\n  year={2025}\n}"
     )
-    layout = ("a copy of the Hub dataset yhytoto12/behavior-sd: <corpus_dir>/**/*.parquet or *.arrow, "
-              "the split's files named <split>-*.parquet or under a <split>/ folder")
+    layout = (
+        "a copy of the Hub dataset yhytoto12/behavior-sd: <corpus_dir>/**/*.parquet or *.arrow, "
+        "the split's files named <split>-*.parquet or under a <split>/ folder"
+    )
 
-    def __init__(self, corpus_dir: str | Path, output_dir: str | Path, split: str | None = "test",
-                 audio_column: str | None = None):
+    def __init__(
+        self,
+        corpus_dir: str | Path,
+        output_dir: str | Path,
+        split: str | None = "test",
+        audio_column: str | None = None,
+    ):
         super().__init__(corpus_dir, output_dir)
         self.split = split
         self.wav_dir = self.output_dir / (split or "all")
@@ -72,7 +79,9 @@ class BehaviorSD(DialogueSource):
             schema, num_rows, batches = self._open(path)
             audio_column = self._find_audio_column(path, schema)
             rows = (row for batch in batches([*REQUIRED_COLUMNS, audio_column]) for row in batch.to_pylist())
-            for row in tqdm(rows, total=num_rows, desc=f"Behavior-SD {path.name}", unit="dialogue", disable=not self.progress):
+            for row in tqdm(
+                rows, total=num_rows, desc=f"Behavior-SD {path.name}", unit="dialogue", disable=not self.progress
+            ):
                 dialogue = self._dialogue(row, row[audio_column], path)
                 if dialogue.dialogue_id in seen:
                     raise self.layout_error(f"dialogue {dialogue.dialogue_id} appears twice (again in {path})")
@@ -82,9 +91,12 @@ class BehaviorSD(DialogueSource):
     def _files(self) -> list[Path]:
         word = re.compile(rf"(^|[-_.]){re.escape(self.split)}([-_.]|$)") if self.split else None
         files = sorted(
-            p for p in self.corpus_dir.rglob("*")
-            if p.suffix in (".parquet", ".arrow") and p.is_file()
-            and (word is None or self.split in p.relative_to(self.corpus_dir).parts[:-1] or word.search(p.stem)))
+            p
+            for p in self.corpus_dir.rglob("*")
+            if p.suffix in (".parquet", ".arrow")
+            and p.is_file()
+            and (word is None or self.split in p.relative_to(self.corpus_dir).parts[:-1] or word.search(p.stem))
+        )
         if not files:
             raise self.layout_error(f"no .parquet/.arrow files for split {self.split!r} under {self.corpus_dir}")
         return files
@@ -97,11 +109,17 @@ class BehaviorSD(DialogueSource):
             if self.audio_column not in schema.names:
                 raise self.layout_error(f"{path} has no audio column {self.audio_column!r}; it has {schema.names}")
             return self.audio_column
-        found = [f.name for f in schema if pa.types.is_struct(f.type)
-                 and {"bytes", "path"} <= {f.type.field(i).name for i in range(f.type.num_fields)}]
+        found = [
+            f.name
+            for f in schema
+            if pa.types.is_struct(f.type)
+            and {"bytes", "path"} <= {f.type.field(i).name for i in range(f.type.num_fields)}
+        ]
         if len(found) != 1:
-            raise self.layout_error(f"{path} has {len(found)} audio columns ({{bytes, path}} structs: {found}) "
-                                    f"among {schema.names}; the dialogue audio must be exactly one")
+            raise self.layout_error(
+                f"{path} has {len(found)} audio columns ({{bytes, path}} structs: {found}) "
+                f"among {schema.names}; the dialogue audio must be exactly one"
+            )
         return found[0]
 
     def _dialogue(self, row: dict, audio: dict | None, path: Path) -> Dialogue:
@@ -120,8 +138,9 @@ class BehaviorSD(DialogueSource):
             if genders[spk] not in _GENDERS:
                 raise self.layout_error(f"{where}: tts_genders[{spk}] is {genders[spk]!r}, not one of {_GENDERS}")
             if not 0 <= start < end <= info.duration + _END_TOLERANCE:
-                raise self.layout_error(f"{where}: utterance {u['uttr_idx']} spans {start}-{end} s "
-                                        f"outside the {info.duration:.2f} s audio")
+                raise self.layout_error(
+                    f"{where}: utterance {u['uttr_idx']} spans {start}-{end} s outside the {info.duration:.2f} s audio"
+                )
             channel = None if info.channels == 1 else spk
             span = AudioSpan(wav, float(start), float(min(end, info.duration)), channel)
             turns.append(Turn(speakers[spk], genders[spk], u["tts_text"], span))

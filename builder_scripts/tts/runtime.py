@@ -47,5 +47,6 @@ def onnx_session(model: Path | str | bytes, threads: int | None = None):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-waiting on shared CPUs
-    return ort.InferenceSession(model if isinstance(model, bytes) else str(model), sess_options=opts, providers=["CPUExecutionProvider"])
-
+    return ort.InferenceSession(
+        model if isinstance(model, bytes) else str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+    )

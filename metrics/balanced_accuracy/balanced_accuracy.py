@@ -55,15 +55,26 @@ Examples:
 def _features() -> list:
     """Labels as strings or as their codes, with the scenario of each instance."""
     return [
-        datasets.Features({"predictions": datasets.Value(dtype), "references": datasets.Value(dtype),
-                           "scenarios": datasets.Value("string")})
+        datasets.Features(
+            {
+                "predictions": datasets.Value(dtype),
+                "references": datasets.Value(dtype),
+                "scenarios": datasets.Value("string"),
+            }
+        )
         for dtype in ("string", "int64")
     ]
 
 
 class BalancedAccuracy(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=_features(), citation=CITATION, reference_urls=[PAPER_URL])
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=_features(),
+            citation=CITATION,
+            reference_urls=[PAPER_URL],
+        )
 
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)

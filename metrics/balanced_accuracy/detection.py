@@ -12,7 +12,9 @@ from .scenarios import SCENARIOS
 DETECTION_LABELS = ("consistent", "inconsistent")
 
 
-def detection_codes(predictions: Sequence, references: Sequence, scenario_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def detection_codes(
+    predictions: Sequence, references: Sequence, scenario_code: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Predicted and gold detection labels as codes 0 (consistent) and 1 (inconsistent).
 
     Labels are ``DETECTION_LABELS`` or their codes 0 / 1. Raises ``ValueError`` naming the first
@@ -32,8 +34,10 @@ def detection_codes(predictions: Sequence, references: Sequence, scenario_code: 
         codes = []
         for i, label in enumerate(labels):
             if label not in code:
-                raise ValueError(f"instance {i}: {name} {label!r} is not a detection label; expected one of "
-                                 f"{', '.join(map(repr, DETECTION_LABELS))} (or 0 / 1)")
+                raise ValueError(
+                    f"instance {i}: {name} {label!r} is not a detection label; expected one of "
+                    f"{', '.join(map(repr, DETECTION_LABELS))} (or 0 / 1)"
+                )
             codes.append(code[label])
         columns[name] = np.array(codes, dtype=np.int64)
     gold = columns["reference"]
@@ -41,5 +45,7 @@ def detection_codes(predictions: Sequence, references: Sequence, scenario_code: 
     if contradicting.size:
         i = contradicting[0]
         expected = DETECTION_LABELS[int(scenario_code[i] > 0)]
-        raise ValueError(f"instance {i}: reference {references[i]!r} contradicts scenario {SCENARIOS[scenario_code[i]]}, which is {expected}")
+        raise ValueError(
+            f"instance {i}: reference {references[i]!r} contradicts scenario {SCENARIOS[scenario_code[i]]}, which is {expected}"
+        )
     return columns["prediction"], gold

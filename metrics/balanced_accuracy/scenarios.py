@@ -17,7 +17,7 @@ SCENARIOS = ("S1", "S2", "S3")
 PAPER_URL = "https://aclanthology.org/2026.acl-long.944/"
 
 #: The paper's BibTeX entry on one line (the metric card lays it out).
-CITATION = '@inproceedings{lee2026speakersleuth, title = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?}, author = {Lee, Jonggeun and Pyo, Junseong and Seo, Gyuhyeon and Jo, Yohan}, booktitle = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)}, year = {2026}, pages = {20612--20636}, url = {https://aclanthology.org/2026.acl-long.944/}, eprint = {2601.04029}, archivePrefix = {arXiv} }'
+CITATION = "@inproceedings{lee2026speakersleuth, title = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?}, author = {Lee, Jonggeun and Pyo, Junseong and Seo, Gyuhyeon and Jo, Yohan}, booktitle = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)}, year = {2026}, pages = {20612--20636}, url = {https://aclanthology.org/2026.acl-long.944/}, eprint = {2601.04029}, archivePrefix = {arXiv} }"
 
 
 def balanced(s1, s2, s3):

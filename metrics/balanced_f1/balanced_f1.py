@@ -59,7 +59,13 @@ def _features() -> datasets.Features:
 
 class BalancedF1(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=_features(), citation=CITATION, reference_urls=[PAPER_URL])
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=_features(),
+            citation=CITATION,
+            reference_urls=[PAPER_URL],
+        )
 
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)

@@ -10,7 +10,9 @@ import numpy as np
 from .scenarios import SCENARIOS
 
 
-def check_turn_sets(predictions: Sequence[Iterable[int]], references: Sequence[Iterable[int]], scenario_code: np.ndarray) -> None:
+def check_turn_sets(
+    predictions: Sequence[Iterable[int]], references: Sequence[Iterable[int]], scenario_code: np.ndarray
+) -> None:
     """Refuse localization input the paper's conventions rule out, naming the first such instance.
 
     Turn positions are 1-based; the gold set of an S1 instance is empty and that of an S2 or S3
@@ -30,11 +32,15 @@ def check_turn_sets(predictions: Sequence[Iterable[int]], references: Sequence[I
         for i, turns in enumerate(sets):
             below = sorted({t for t in turns if t < 1})
             if below:
-                raise ValueError(f"instance {i}: {name} {list(turns)} has position(s) {', '.join(map(str, below))}; turn positions start at 1")
+                raise ValueError(
+                    f"instance {i}: {name} {list(turns)} has position(s) {', '.join(map(str, below))}; turn positions start at 1"
+                )
     for i, (turns, scenario) in enumerate(zip(references, scenario_code, strict=True)):
         if len(set(turns)) != (1 if scenario > 0 else 0):
             rule = "whose gold set is exactly the converted turn" if scenario > 0 else "whose gold set is empty"
-            raise ValueError(f"instance {i}: reference {list(turns)} contradicts scenario {SCENARIOS[scenario]}, {rule}")
+            raise ValueError(
+                f"instance {i}: reference {list(turns)} contradicts scenario {SCENARIOS[scenario]}, {rule}"
+            )
 
 
 def prf(num_predicted, num_gold, num_common) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

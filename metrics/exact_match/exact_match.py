@@ -42,7 +42,13 @@ Examples:
 
 class ExactMatch(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=ranking_features(), citation=CITATION, reference_urls=[PAPER_URL])
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=ranking_features(),
+            citation=CITATION,
+            reference_urls=[PAPER_URL],
+        )
 
     def _compute(self, predictions, references):
         scores = ranking_scores(predictions, references, {"exact_match": exact_match})

@@ -55,7 +55,13 @@ Examples:
 
 class Ndcg(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(description=_DESCRIPTION, inputs_description=_KWARGS_DESCRIPTION, features=ranking_features(), citation=CITATION, reference_urls=[PAPER_URL])
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=ranking_features(),
+            citation=CITATION,
+            reference_urls=[PAPER_URL],
+        )
 
     def _compute(self, predictions, references, k=2, every_k=False):
         cut_offs = range(1, k + 1) if every_k else [k]

@@ -15,7 +15,7 @@ import numpy as np
 PAPER_URL = "https://aclanthology.org/2026.acl-long.944/"
 
 #: The paper's BibTeX entry on one line (the metric card lays it out).
-CITATION = '@inproceedings{lee2026speakersleuth, title = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?}, author = {Lee, Jonggeun and Pyo, Junseong and Seo, Gyuhyeon and Jo, Yohan}, booktitle = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)}, year = {2026}, pages = {20612--20636}, url = {https://aclanthology.org/2026.acl-long.944/}, eprint = {2601.04029}, archivePrefix = {arXiv} }'
+CITATION = "@inproceedings{lee2026speakersleuth, title = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?}, author = {Lee, Jonggeun and Pyo, Junseong and Seo, Gyuhyeon and Jo, Yohan}, booktitle = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)}, year = {2026}, pages = {20612--20636}, url = {https://aclanthology.org/2026.acl-long.944/}, eprint = {2601.04029}, archivePrefix = {arXiv} }"
 
 
 def gold_index_of_ranking(predicted: Sequence, gold: Sequence) -> list[int]:
@@ -35,7 +35,9 @@ def gold_index_of_ranking(predicted: Sequence, gold: Sequence) -> list[int]:
         raise ValueError(f"gold ranking {list(gold)} repeats a candidate")
     repeated = [c for c, count in Counter(predicted).items() if count > 1]
     if repeated:
-        raise ValueError(f"ranking {list(predicted)} repeats {', '.join(map(repr, repeated))}; it must be a permutation of {list(gold)}")
+        raise ValueError(
+            f"ranking {list(predicted)} repeats {', '.join(map(repr, repeated))}; it must be a permutation of {list(gold)}"
+        )
     if set(predicted) != set(index):
         raise ValueError(f"ranking {list(predicted)} is not a permutation of {list(gold)}")
     return [index[c] for c in predicted]
@@ -79,10 +81,12 @@ def ranking_features() -> list:
     import datasets
 
     return [
-        datasets.Features({
-            "predictions": datasets.Sequence(datasets.Value(dtype)),
-            "references": datasets.Sequence(datasets.Value(dtype)),
-        })
+        datasets.Features(
+            {
+                "predictions": datasets.Sequence(datasets.Value(dtype)),
+                "references": datasets.Sequence(datasets.Value(dtype)),
+            }
+        )
         for dtype in ("string", "int64")
     ]
 

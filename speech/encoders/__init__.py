@@ -50,8 +50,16 @@ from .base import (
     register_encoder,
 )
 
-__all__ = ["SpeakerEncoder", "available_encoders", "check_encoder", "encoder_label", "folder_encoders", "get_encoder",
-           "offline_encoders", "register_encoder"]
+__all__ = [
+    "SpeakerEncoder",
+    "available_encoders",
+    "check_encoder",
+    "encoder_label",
+    "folder_encoders",
+    "get_encoder",
+    "offline_encoders",
+    "register_encoder",
+]
 
 for _module in iter_modules(__path__):
     import_module(f"{__name__}.{_module.name}")

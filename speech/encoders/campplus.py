@@ -47,6 +47,8 @@ class CampplusEncoder(ThreeDSpeakerEncoder):
         try:
             model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), strict=True)
         except RuntimeError as err:  # missing, unexpected or mis-shaped keys
-            raise ValueError(f"campplus: {path} is not a CAM++ (80 mels, 192-d) state dict: {' '.join(str(err).split())}") from None
+            raise ValueError(
+                f"campplus: {path} is not a CAM++ (80 mels, 192-d) state dict: {' '.join(str(err).split())}"
+            ) from None
         del model.xvector.dense.nonlinear.relu  # not in 3D-Speaker's CAMPPlus (see the module docstring)
         return model

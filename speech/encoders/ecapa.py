@@ -12,7 +12,13 @@ from speech.model_dirs import ModelFolder
 
 from .base import SpeakerEncoder, checked_model_dir, register_encoder
 
-ECAPA_FILES = ("hyperparams.yaml", "embedding_model.ckpt", "mean_var_norm_emb.ckpt", "classifier.ckpt", "label_encoder.txt")
+ECAPA_FILES = (
+    "hyperparams.yaml",
+    "embedding_model.ckpt",
+    "mean_var_norm_emb.ckpt",
+    "classifier.ckpt",
+    "label_encoder.txt",
+)
 
 
 def _import_speechbrain_safely() -> None:
@@ -68,11 +74,15 @@ class EcapaEncoder(SpeakerEncoder):
 
     label = "ECAPA"
     min_samples = 1600  # 0.1 s: ECAPA's reflect-padded convolutions need a few Fbank frames
-    staging = ("Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and "
-               "label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it.")
+    staging = (
+        "Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and "
+        "label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it."
+    )
     model_files = ECAPA_FILES
 
-    def __init__(self, source: str | Path, savedir: str | Path | None = None, device: str = "cpu", pad_batches: bool = False):
+    def __init__(
+        self, source: str | Path, savedir: str | Path | None = None, device: str = "cpu", pad_batches: bool = False
+    ):
         folder = checked_model_dir(source, type(self))
         _import_speechbrain_safely()
         from speechbrain.inference.speaker import EncoderClassifier
@@ -99,13 +109,23 @@ class EcapaEncoder(SpeakerEncoder):
 
     @classmethod
     def from_modules(
-        cls, compute_features, mean_var_norm, embedding_model, name: str = "ecapa:in-memory", device: str = "cpu", pad_batches: bool = False
+        cls,
+        compute_features,
+        mean_var_norm,
+        embedding_model,
+        name: str = "ecapa:in-memory",
+        device: str = "cpu",
+        pad_batches: bool = False,
     ) -> EcapaEncoder:
         """An encoder from in-memory SpeechBrain modules (e.g. a randomly initialised ECAPA_TDNN)."""
         _import_speechbrain_safely()
         from speechbrain.inference.speaker import EncoderClassifier
 
-        modules = {"compute_features": compute_features, "mean_var_norm": mean_var_norm, "embedding_model": embedding_model}
+        modules = {
+            "compute_features": compute_features,
+            "mean_var_norm": mean_var_norm,
+            "embedding_model": embedding_model,
+        }
         self = cls.__new__(cls)
         self._setup(EncoderClassifier(modules=modules, hparams={}, run_opts={"device": device}), name, pad_batches)
         return self

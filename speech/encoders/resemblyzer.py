@@ -26,7 +26,13 @@ class ResemblyzerEncoder(SpeakerEncoder):
     dim = 256
     MIN_VOICED_SECONDS = 0.25
 
-    def __init__(self, device: str = "cpu", weights_path: str | Path | None = None, rate: float = 1.3, min_coverage: float = 0.75):
+    def __init__(
+        self,
+        device: str = "cpu",
+        weights_path: str | Path | None = None,
+        rate: float = 1.3,
+        min_coverage: float = 0.75,
+    ):
         with warnings.catch_warnings():  # resemblyzer imports scipy.ndimage.morphology
             warnings.simplefilter("ignore", DeprecationWarning)
             from resemblyzer import VoiceEncoder, audio

@@ -54,7 +54,11 @@ class ThreeDSpeakerEncoder(SpeakerEncoder):
         if weights_path is not None and not Path(weights_path).is_file():
             raise ModelFolderError(f"{self.kind}: weights file {weights_path} does not exist")
         self._device = torch.device(device)
-        self._model = self._load(Path(weights_path) if weights_path else package_file(type(self), self.weights)).eval().to(self._device)
+        self._model = (
+            self._load(Path(weights_path) if weights_path else package_file(type(self), self.weights))
+            .eval()
+            .to(self._device)
+        )
         self.name = self.kind if weights_path is None else f"{self.kind}:{weights_path}"
 
     @abstractmethod

@@ -24,8 +24,10 @@ class WavLMEncoder(SpeakerEncoder):
     """
 
     label = "WavLM"
-    staging = ("Copy config.json, preprocessor_config.json and model.safetensors (or pytorch_model.bin) of "
-               "microsoft/wavlm-base-plus-sv into it.")
+    staging = (
+        "Copy config.json, preprocessor_config.json and model.safetensors (or pytorch_model.bin) of "
+        "microsoft/wavlm-base-plus-sv into it."
+    )
 
     def __init__(self, source: str | Path, device: str = "cpu"):
         folder = checked_model_dir(source, type(self))
@@ -64,9 +66,14 @@ class WavLMEncoder(SpeakerEncoder):
     def _encode_batch(self, clips: list[np.ndarray]) -> np.ndarray:
         import torch
 
-        inputs = self._extractor(clips, sampling_rate=SAMPLING_RATE, padding=True, return_attention_mask=True, return_tensors="pt")
+        inputs = self._extractor(
+            clips, sampling_rate=SAMPLING_RATE, padding=True, return_attention_mask=True, return_tensors="pt"
+        )
         with torch.no_grad(), warnings.catch_warnings():
             # raised inside transformers' WavLM attention on every call; not actionable here
             warnings.filterwarnings("ignore", message="Support for mismatched key_padding_mask")
-            out = self._model(input_values=inputs["input_values"].to(self._device), attention_mask=inputs["attention_mask"].to(self._device))
+            out = self._model(
+                input_values=inputs["input_values"].to(self._device),
+                attention_mask=inputs["attention_mask"].to(self._device),
+            )
         return out.embeddings.cpu().numpy()

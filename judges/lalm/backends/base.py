@@ -79,8 +79,11 @@ class Prompt:
     def wav_and_text(self) -> list[bytes | str]:
         """The parts as a remote API takes them, in order: a clip as WAV bytes (``wav_bytes``),
         a text part as its text (empty ones left out)."""
-        return [wav_bytes(p.samples) if isinstance(p, Audio) else p.text
-                for p in self.parts if isinstance(p, Audio) or p.text]
+        return [
+            wav_bytes(p.samples) if isinstance(p, Audio) else p.text
+            for p in self.parts
+            if isinstance(p, Audio) or p.text
+        ]
 
 
 @dataclass
@@ -197,7 +200,9 @@ class Backend:
                 if not isinstance(verdict, Retry):
                     raise
                 if attempt == self.retry.max_retries:
-                    raise RequestError(f"{self.spec}: gave up after {attempt + 1} attempts ({verdict.reason})") from err
+                    raise RequestError(
+                        f"{self.spec}: gave up after {attempt + 1} attempts ({verdict.reason})"
+                    ) from err
                 with self._lock:
                     self.retries += 1
                     wait = self.retry.delay(attempt, verdict.after, self._rng)
@@ -213,8 +218,10 @@ class Backend:
         with self._lock:
             self._unreachable = self._unreachable + 1 if isinstance(verdict, Retry) and verdict.unreachable else 0
             if self._unreachable >= self.retry.unreachable_after:
-                raise FatalBackendError(f"{self.spec}: cannot reach the server ({self.retry.unreachable_after} connection attempts in "
-                                        f"a row failed: {verdict.reason}); is it running at that address?")
+                raise FatalBackendError(
+                    f"{self.spec}: cannot reach the server ({self.retry.unreachable_after} connection attempts in "
+                    f"a row failed: {verdict.reason}); is it running at that address?"
+                )
 
     def _send(self, prompt: Prompt) -> tuple[str | None, dict[str, Any]]:
         raise NotImplementedError
@@ -255,8 +262,17 @@ class APIBackend(Backend):
     """A model behind a remote API, reached through its SDK client (``self.client``, closed by
     ``close``): the settings every such backend shares."""
 
-    def __init__(self, model: str, *, base_url: str | None, concurrency: int, max_tokens: int | None, seed: int = 0,
-                 retry: RetryPolicy | None = None, sleep=None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        concurrency: int,
+        max_tokens: int | None,
+        seed: int = 0,
+        retry: RetryPolicy | None = None,
+        sleep=None,
+    ) -> None:
         super().__init__(model, retry=retry, seed=seed, sleep=sleep or time.sleep)
         self.base_url = base_url
         self.max_concurrency = max(1, int(concurrency))

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env, http_client_errors
+from judges.lalm.backends.base import (
+    APIBackend,
+    BackendError,
+    Prompt,
+    Retry,
+    RetryPolicy,
+    api_key_from_env,
+    http_client_errors,
+)
 
 MAX_INLINE_BYTES = 20 * 1000**2
 
@@ -24,14 +32,32 @@ MAX_INLINE_BYTES = 20 * 1000**2
 class GeminiBackend(APIBackend):
     kind = "gemini"
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None, concurrency: int = 4,
-                 timeout: float = 300.0, max_tokens: int | None = None, thinking_budget: int | None = None,
-                 seed: int = 0, retry: RetryPolicy | None = None, sleep=None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 4,
+        timeout: float = 300.0,
+        max_tokens: int | None = None,
+        thinking_budget: int | None = None,
+        seed: int = 0,
+        retry: RetryPolicy | None = None,
+        sleep=None,
+    ) -> None:
         from google import genai
         from google.genai import types
 
-        super().__init__(model, base_url=base_url, concurrency=concurrency, max_tokens=max_tokens, seed=seed,
-                         retry=retry, sleep=sleep)
+        super().__init__(
+            model,
+            base_url=base_url,
+            concurrency=concurrency,
+            max_tokens=max_tokens,
+            seed=seed,
+            retry=retry,
+            sleep=sleep,
+        )
         key = api_key_from_env(self.spec, [api_key_env] if api_key_env else ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
         self.types = types
         self.thinking_budget = thinking_budget
@@ -41,12 +67,21 @@ class GeminiBackend(APIBackend):
             retry_options=types.HttpRetryOptions(attempts=1),  # Backend.generate retries
         )
         self.client = genai.Client(api_key=key, http_options=http_options)
-        self._transport_errors = http_client_errors("TimeoutException", "TransportError")  # timeouts, dropped connections
+        self._transport_errors = http_client_errors(
+            "TimeoutException", "TransportError"
+        )  # timeouts, dropped connections
         self._refused = http_client_errors("ConnectError")  # no connection made: the server is not there
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.kind, "model": self.model, "base_url": self.base_url, "temperature": 0,
-                "seed": self.seed, "max_output_tokens": self.max_tokens, "thinking_budget": self.thinking_budget}
+        return {
+            "backend": self.kind,
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": 0,
+            "seed": self.seed,
+            "max_output_tokens": self.max_tokens,
+            "thinking_budget": self.thinking_budget,
+        }
 
     def contents(self, prompt: Prompt) -> list:
         """One user ``Content`` whose parts interleave text and inline WAV audio."""
@@ -58,7 +93,9 @@ class GeminiBackend(APIBackend):
             else:
                 parts.append(self.types.Part.from_text(text=part))
         if size > MAX_INLINE_BYTES:
-            raise BackendError(f"{self.spec}: {size} bytes of inline audio exceed the {MAX_INLINE_BYTES}-byte request limit")
+            raise BackendError(
+                f"{self.spec}: {size} bytes of inline audio exceed the {MAX_INLINE_BYTES}-byte request limit"
+            )
         return [self.types.Content(role="user", parts=parts)]
 
     def config(self, prompt: Prompt):
@@ -66,21 +103,28 @@ class GeminiBackend(APIBackend):
         if self.thinking_budget is not None:
             thinking = self.types.ThinkingConfig(thinking_budget=self.thinking_budget)
         return self.types.GenerateContentConfig(
-            system_instruction=prompt.system, temperature=0.0, seed=self.seed,
-            max_output_tokens=self.max_tokens, thinking_config=thinking,
+            system_instruction=prompt.system,
+            temperature=0.0,
+            seed=self.seed,
+            max_output_tokens=self.max_tokens,
+            thinking_config=thinking,
         )
 
     def _send(self, prompt: Prompt) -> tuple[str | None, dict[str, Any]]:
-        response = self.client.models.generate_content(model=self.model, contents=self.contents(prompt),
-                                                       config=self.config(prompt))
+        response = self.client.models.generate_content(
+            model=self.model, contents=self.contents(prompt), config=self.config(prompt)
+        )
         meta: dict[str, Any] = {"model_version": response.model_version}
         if response.candidates:
             reason = response.candidates[0].finish_reason
             meta["finish_reason"] = getattr(reason, "value", reason)
         if response.usage_metadata is not None:
             usage = response.usage_metadata
-            meta["usage"] = {"prompt_tokens": usage.prompt_token_count, "completion_tokens": usage.candidates_token_count,
-                             "thoughts_tokens": usage.thoughts_token_count}
+            meta["usage"] = {
+                "prompt_tokens": usage.prompt_token_count,
+                "completion_tokens": usage.candidates_token_count,
+                "thoughts_tokens": usage.thoughts_token_count,
+            }
         return response.text, meta
 
     def _classify(self, err: Exception) -> Retry | BackendError | None:

@@ -22,7 +22,15 @@ import base64
 import os
 from typing import Any
 
-from judges.lalm.backends.base import APIBackend, BackendError, Prompt, Retry, RetryPolicy, api_key_from_env, http_client_errors
+from judges.lalm.backends.base import (
+    APIBackend,
+    BackendError,
+    Prompt,
+    Retry,
+    RetryPolicy,
+    api_key_from_env,
+    http_client_errors,
+)
 
 
 def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
@@ -41,13 +49,31 @@ def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
 class OpenAIBackend(APIBackend):
     """``kind`` is ``openai`` for the OpenAI API and ``vllm`` for any other compatible server."""
 
-    def __init__(self, model: str, *, kind: str = "openai", base_url: str | None = None, api_key_env: str | None = None,
-                 concurrency: int = 8, timeout: float = 120.0, max_tokens: int = 256, seed: int = 0,
-                 retry: RetryPolicy | None = None, sleep=None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        kind: str = "openai",
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        max_tokens: int = 256,
+        seed: int = 0,
+        retry: RetryPolicy | None = None,
+        sleep=None,
+    ) -> None:
         from openai import OpenAI
 
-        super().__init__(model, base_url=base_url, concurrency=concurrency, max_tokens=max_tokens, seed=seed,
-                         retry=retry, sleep=sleep)
+        super().__init__(
+            model,
+            base_url=base_url,
+            concurrency=concurrency,
+            max_tokens=max_tokens,
+            seed=seed,
+            retry=retry,
+            sleep=sleep,
+        )
         self.kind = kind
         if kind == "openai":
             key = api_key_from_env(self.spec, [api_key_env or "OPENAI_API_KEY"])
@@ -62,23 +88,39 @@ class OpenAIBackend(APIBackend):
         return f"{self.kind}:{self.base_url}:{self.model}" if self.base_url else f"{self.kind}:{self.model}"
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.kind, "model": self.model, "base_url": str(self.client.base_url),
-                "temperature": 0, "seed": self.seed, "max_tokens": self.max_tokens}
+        return {
+            "backend": self.kind,
+            "model": self.model,
+            "base_url": str(self.client.base_url),
+            "temperature": 0,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
 
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
-        return {"model": self.model, "messages": chat_messages(prompt), "temperature": 0,
-                "seed": self.seed, "max_tokens": self.max_tokens}
+        return {
+            "model": self.model,
+            "messages": chat_messages(prompt),
+            "temperature": 0,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
 
     def _send(self, prompt: Prompt) -> tuple[str | None, dict[str, Any]]:
         response = self.client.chat.completions.create(**self.request_body(prompt))
         if not response.choices:
             return None, {"finish_reason": "no choices"}
         choice = response.choices[0]
-        meta = {"finish_reason": choice.finish_reason, "system_fingerprint": response.system_fingerprint,
-                "model": response.model}
+        meta = {
+            "finish_reason": choice.finish_reason,
+            "system_fingerprint": response.system_fingerprint,
+            "model": response.model,
+        }
         if response.usage is not None:
-            meta["usage"] = {"prompt_tokens": response.usage.prompt_tokens,
-                             "completion_tokens": response.usage.completion_tokens}
+            meta["usage"] = {
+                "prompt_tokens": response.usage.prompt_tokens,
+                "completion_tokens": response.usage.completion_tokens,
+            }
         return choice.message.content, meta
 
     def _classify(self, err: Exception) -> Retry | BackendError | None:
@@ -88,7 +130,9 @@ class OpenAIBackend(APIBackend):
             return Retry("timeout")
         if isinstance(err, openai.APIConnectionError):  # the SDK's message is only "Connection error."
             # no connection made (refused, no route, DNS) vs one dropped: only the first says the server is not there
-            return Retry(f"connection error: {err.__cause__ or err}", unreachable=isinstance(err.__cause__, self._refused))
+            return Retry(
+                f"connection error: {err.__cause__ or err}", unreachable=isinstance(err.__cause__, self._refused)
+            )
         if isinstance(err, openai.APIStatusError):
             return self.http_verdict(err.status_code, err.message, err.response.headers)
         return None

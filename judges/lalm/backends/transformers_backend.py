@@ -41,8 +41,15 @@ FAMILIES: dict[str, tuple[str, bool, dict[str, Any]]] = {
 class TransformersBackend(Backend):
     kind = "transformers"
 
-    def __init__(self, model_path: str, *, device: str | None = None, dtype: str = "auto",
-                 max_new_tokens: int = 128, attn_implementation: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        device: str | None = None,
+        dtype: str = "auto",
+        max_new_tokens: int = 128,
+        attn_implementation: str | None = None,
+    ) -> None:
         import torch
         import transformers
         from transformers import AutoConfig, AutoProcessor
@@ -50,11 +57,14 @@ class TransformersBackend(Backend):
         super().__init__(str(model_path))
         path = Path(model_path)
         if not (path / "config.json").is_file():
-            raise FatalBackendError(f"{self.spec}: not a local model folder (no config.json); download the checkpoint first")
+            raise FatalBackendError(
+                f"{self.spec}: not a local model folder (no config.json); download the checkpoint first"
+            )
         config = AutoConfig.from_pretrained(path, local_files_only=True)
         if config.model_type not in FAMILIES:
-            raise FatalBackendError(f"{self.spec}: model_type {config.model_type!r} is not supported; "
-                                    f"supported: {', '.join(FAMILIES)}")
+            raise FatalBackendError(
+                f"{self.spec}: model_type {config.model_type!r} is not supported; supported: {', '.join(FAMILIES)}"
+            )
         class_name, use_thinker, load_kwargs = FAMILIES[config.model_type]
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if dtype == "auto":
@@ -74,9 +84,15 @@ class TransformersBackend(Backend):
         self.sampling_rate = extractor.sampling_rate
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.kind, "model": self.model, "model_type": self.model_type, "device": self.device,
-                "dtype": str(self.dtype).removeprefix("torch."), "decoding": "greedy",
-                "max_new_tokens": self.max_new_tokens}
+        return {
+            "backend": self.kind,
+            "model": self.model,
+            "model_type": self.model_type,
+            "device": self.device,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "decoding": "greedy",
+            "max_new_tokens": self.max_new_tokens,
+        }
 
     def messages(self, prompt: Prompt) -> list[dict[str, Any]]:
         content = [
@@ -89,14 +105,19 @@ class TransformersBackend(Backend):
         """The processor's tensors for one prompt (on the model's device and dtype)."""
         clips = prompt.clips
         if self.sampling_rate != 16_000:
-            raise FatalBackendError(f"{self.spec}: the processor expects {self.sampling_rate} Hz audio; clips are 16 kHz")
+            raise FatalBackendError(
+                f"{self.spec}: the processor expects {self.sampling_rate} Hz audio; clips are 16 kHz"
+            )
         for clip in clips:
             if self.max_samples and len(clip.samples) > self.max_samples:
-                raise ValueError(f"{self.spec}: clip {clip.name!r} lasts {clip.seconds:.1f} s, longer than the "
-                                 f"processor's {self.max_samples / 16_000:.0f} s window")
+                raise ValueError(
+                    f"{self.spec}: clip {clip.name!r} lasts {clip.seconds:.1f} s, longer than the "
+                    f"processor's {self.max_samples / 16_000:.0f} s window"
+                )
         text = self.processor.apply_chat_template(self.messages(prompt), tokenize=False, add_generation_prompt=True)
-        batch = self.processor(text=[text], audio=[c.samples for c in clips], sampling_rate=16_000,
-                               return_tensors="pt", padding=True)
+        batch = self.processor(
+            text=[text], audio=[c.samples for c in clips], sampling_rate=16_000, return_tensors="pt", padding=True
+        )
         return batch.to(self.device, dtype=self.dtype)
 
     def _send(self, prompt: Prompt) -> tuple[str, dict[str, Any]]:
@@ -106,10 +127,13 @@ class TransformersBackend(Backend):
         start = time.perf_counter()
         with torch.inference_mode():
             output = self.generator.generate(**batch, do_sample=False, max_new_tokens=self.max_new_tokens)
-        new = output[:, batch["input_ids"].shape[1]:]
+        new = output[:, batch["input_ids"].shape[1] :]
         text = self.processor.batch_decode(new, skip_special_tokens=True)[0]
-        meta = {"input_tokens": int(batch["input_ids"].shape[1]), "new_tokens": int(new.shape[1]),
-                "generate_s": round(time.perf_counter() - start, 3)}
+        meta = {
+            "input_tokens": int(batch["input_ids"].shape[1]),
+            "new_tokens": int(new.shape[1]),
+            "generate_s": round(time.perf_counter() - start, 3),
+        }
         if prompt.answers:
             meta["p_inconsistent"] = self.first_answer_probability(batch, prompt.answers)
         return text, meta
@@ -124,8 +148,11 @@ class TransformersBackend(Backend):
         if shared is None:
             raise ValueError(f"{self.spec}: answers {answers} do not differ in a token where both go on")
         prefix = torch.tensor([first[:shared]], dtype=batch["input_ids"].dtype, device=batch["input_ids"].device)
-        inputs = {**batch, "input_ids": torch.cat([batch["input_ids"], prefix], dim=1),
-                  "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(prefix)], dim=1)}
+        inputs = {
+            **batch,
+            "input_ids": torch.cat([batch["input_ids"], prefix], dim=1),
+            "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(prefix)], dim=1),
+        }
         with torch.inference_mode():
             logits = self.generator(**inputs).logits[0, -1].float()
         return float(torch.softmax(logits[[first[shared], second[shared]]], dim=0)[0])
