@@ -33,7 +33,9 @@ def test_the_first_units_include_spares_so_that_drops_need_no_replacement_round(
 
     plan = Plan()
     for variant, wanted in (("10turn", 20), ("main", 1)):
-        plan.candidates[(variant, "test")] = [(SimpleNamespace(source="s", dialogue_id=f"{variant}{i}"), None) for i in range(30)]
+        plan.candidates[(variant, "test")] = [
+            (SimpleNamespace(source="s", dialogue_id=f"{variant}{i}"), None) for i in range(30)
+        ]
         plan.wanted[(variant, "test", "s")] = wanted
     made = {job.segment.dialogue_id for job in plan.unit_jobs()}
     assert made == {f"10turn{i}" for i in range(23)} | {"main0"}
