@@ -124,8 +124,8 @@ def test_hibari_speaks_deterministically():
 def test_a_render_at_another_rate_changes_the_length_and_not_the_pitch(tmp_path):
     """``render(..., speed=)`` (the shortcut bench's same-words swaps) says the same words faster in
     the same voice: Piper's median F0 within 0.05 octave (hibari's rate moves its pitch, about 0.1
-    octave per 15 %: benchmarks/README.md); without it, in a fresh voicer, it is the voice's own
-    clip, sample for sample."""
+    octave per 15 %: benchmarks/notes/2026-12-03-shortcut-residue.md); without it, in a fresh
+    voicer, it is the voice's own clip, sample for sample."""
     voicer = Voicer(tmp_path, threads=1)
     voice = next(v for v in VOICES if v.engine == "piper")
     text = "Hello there, how was your day?"

@@ -34,7 +34,7 @@ CheapTrick; D4C), then
    an impulse in 50 % of turns (originals: 17 %) and a male-voice HNR of 12.7 dB (originals:
    9.4); with the floor 30 % and 10.1 dB, with the onset floor too 23 % and 9.9 dB. A larger
    overall floor (0.35, 0.5) clicks less (27 %, 23 %) but is breathier than the real men
-   (8.9, 7.2 dB); see benchmarks/README.md.
+   (8.9, 7.2 dB); see benchmarks/notes/2026-12-01-voice-bank-and-artefacts.md.
 4. WORLD resynthesises; the result is low-passed to ``BANDWIDTH_HZ`` and gets the source's exact
    length and RMS.
 
