@@ -55,7 +55,8 @@ REFUSALS = (CorpusLayoutError, ModelFolderError, SubstitutePoolError)
 
 @dataclass
 class BuildOptions:
-    """What to build and how: the options of ``python -m builder_scripts build``, one field per flag.
+    """What to build and how: the options of ``python -m builder_scripts build`` (``--jobs`` is
+    ``build``'s own argument; ``until`` has no flag).
 
     The values are checked when the options are made (``ValueError`` naming the first wrong one).
     ``threads``, ``num_shards``, ``shard_index``, ``until`` and ``progress`` set only how the work
