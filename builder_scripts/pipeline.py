@@ -55,6 +55,109 @@ REFUSALS = (CorpusLayoutError, ModelFolderError, SubstitutePoolError)
 
 @dataclass
 class BuildOptions:
+    """What to build and how: the options of ``python -m builder_scripts build`` (``--jobs`` is
+    ``build``'s own argument; ``until`` has no flag).
+
+    The values are checked when the options are made (``ValueError`` naming the first wrong one).
+    ``threads``, ``num_shards``, ``shard_index``, ``until`` and ``progress`` set only how the work
+    is run: the other options (and the code) decide the dataset, the same shards byte for byte
+    however the work is split.
+
+    Arguments
+    ---------
+    out : str or pathlib.Path
+        The dataset folder to write (default ``speakersleuth``; ``--dataset-out``).
+    cache : str or pathlib.Path
+        The stage cache: voiced turns, speaker banks, finished units, build reports (default
+        ``cache``; ``--cache``). A rerun with the same cache resumes and skips finished work.
+    sources : tuple of str
+        The source corpora whose dialogues are built (default ``("chitchat_tts",)``, the embedded
+        chats voiced with TTS voices; ``--source``, repeatable): names of
+        ``builder_scripts.sources.SOURCES`` (``chitchat_tts``, ``dailytalk``, ``ami``,
+        ``behavior_sd``, ``bazinga``).
+    substitute_pool : tuple of str
+        More sources whose speakers join the pool that S2 and S3 draw substitutes from, their
+        dialogues not built (default none; ``--substitute-pool``, repeatable): ``embedded`` (the
+        embedded TTS voices, for a corpus with few speakers such as DailyTalk) or a source name.
+    source_args : dict
+        Per source name, keyword arguments of its constructor (default none), e.g.
+        ``{"dailytalk": {"corpus_dir": Path("/data/dailytalk")}}`` (``--source-dir NAME=DIR``).
+        ``chitchat_tts`` gets ``seed`` and ``threads`` from these options unless given here.
+    variants : tuple of str
+        The variants to build (default all three, ``("main", "4vc", "10turn")``; ``--variant``,
+        comma-separated).
+    dialogues : int
+        Test-split dialogues per source for main and 4vc (default 60; ``--dialogues``).
+    dialogues_10turn : int
+        Test-split dialogues per source for 10turn (default 30; ``--dialogues-10turn``).
+    validation_dialogues : int, optional
+        Validation-split dialogues per source for main and 4vc, disjoint from the test split;
+        10turn gets half, rounded up (``--validation-dialogues``). None (default): a fifth of
+        ``dialogues``, rounded up (12 for 60), enough to calibrate τ; 0: no validation split.
+    seed : int
+        The build's seed (default 0; ``--seed``): the dialogues' order, each dialogue's target
+        speaker, window and altered turn, the TTS casting, 4vc's method per dialogue, the candidate
+        and row order. A leaderboard build takes a secret one.
+    vc : str
+        How main and 10turn make the altered turn (default ``respeak``: the substitute's own TTS
+        voice says it, for sources the TTS bank voices; ``--vc``), or a voice-conversion backend
+        (``builder_scripts.vc``).
+    vc_4vc : tuple of str
+        The methods 4vc draws from, one per dialogue (default ``("respeak", "world", "praat")``;
+        ``--vc-4vc``, comma-separated). ``respeak`` is drawn only for sources the TTS bank voices.
+    vc_recorded : str
+        The conversion backend that takes respeak's place for a recorded corpus, whose speakers
+        cannot re-speak a turn (default ``world``; ``--vc-recorded``; ``respeak`` is refused).
+    encoder : str
+        The speaker encoder, as ``speech.encoders.get_encoder`` takes it, that embeds the speaker
+        pool and so chooses S3, the most similar substitute, and checks each re-spoken turn against
+        its voice (default ``campplus``; ``--encoder``).
+    text_filter : str
+        The filter that drops dialogue windows whose text is not fit to publish (default
+        ``heuristic``; ``--text-filter``), or ``openai-compatible:<base_url>:<model>`` for an LLM.
+    review_decisions : pathlib.Path, optional
+        A filled human-review sheet (``review.csv`` of ``review-export``): the dialogues it
+        rejects are dropped and replaced (default None; ``--review-decisions``).
+    margin : float
+        Spare candidate dialogues planned, as a share of those wanted (default 0.5: 90 for 60;
+        ``--margin``); they replace dialogues dropped on the way. Text only until used.
+    max_target_seconds : float, optional
+        The longest target turn a segment may hold, in estimated seconds (default 6.0;
+        ``--max-target-seconds``); None: no limit.
+    num_shards : int
+        The number of shards the units are split into (default 1; ``--num-shards``); each shard's
+        process builds its share, then one run with ``num_shards=1`` publishes.
+    shard_index : int
+        The shard this process builds, 0 to ``num_shards - 1`` (default 0; ``--shard-index``).
+    threads : int, optional
+        CPU threads of the TTS runtime and torch, and the processes that prepare corpora and
+        measure units for the card (default None: all cores; ``--threads``).
+    until : str
+        ``publish`` (default) runs the whole build; ``units`` stops once the units are made (no
+        command-line flag).
+    progress : bool
+        Whether to show progress bars (default True; ``--no-progress`` turns them off).
+
+    Example
+    -------
+    DailyTalk's main variant, its few speakers joined by the embedded TTS voices as substitutes:
+
+    >>> opts = BuildOptions(
+    ...     out="dailytalk-main",
+    ...     sources=("dailytalk",),
+    ...     source_args={"dailytalk": {"corpus_dir": Path("/data/dailytalk")}},
+    ...     substitute_pool=("embedded",),
+    ...     variants=("main",),
+    ...     dialogues=8,
+    ... )
+    >>> opts.out, opts.validation_dialogues, opts.substitute_pool, opts.report_path
+    (PosixPath('dailytalk-main'), 2, ('chitchat_tts',), PosixPath('cache/build_report.json'))
+    >>> BuildOptions(variants=("main", "5turn"))
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown variants ['5turn']; known: main, 4vc, 10turn
+    """
+
     out: Path = Path("speakersleuth")
     cache: Path = Path("cache")
     sources: tuple[str, ...] = ("chitchat_tts",)
@@ -140,6 +243,42 @@ def build(opts: BuildOptions, sources: dict[str, DialogueSource] | None = None, 
     With ``jobs`` > 1 the units are made first by ``jobs`` shard processes (one thread each; the
     first shows its progress, the others log to ``<cache>/logs/shard<i>.log``), then this process
     publishes. ``sources`` replaces registry sources by name (e.g. a corpus object in a test).
+
+    The stages are in the module docstring. Work already in ``opts.cache`` is reused, and a folder
+    already published from the same units and code is left as it is. A wrong corpus folder, a
+    model folder that lacks files or a pool that cannot serve S2 and S3 is refused before any
+    work (``REFUSALS``); a shard process that fails raises ``BuildShardsFailed``.
+
+    Arguments
+    ---------
+    opts : BuildOptions
+        What to build. With ``jobs`` > 1 it must be one shard (``num_shards`` 1).
+    sources : dict, optional
+        Source name -> ``DialogueSource`` object to use instead of the one made from the options
+        (default None).
+    jobs : int
+        Processes that make the units in parallel (default 1: all in this process; ``--jobs``).
+        A caller with ``jobs`` > 1 must run it under ``if __name__ == "__main__":``, as the shard
+        processes are spawned.
+
+    Returns
+    -------
+    dict
+        The build report, also written to ``opts.report_path``: ``options`` (as strings),
+        ``skipped`` (candidate dialogues left out before voicing, by reason), ``seconds`` (``wall``,
+        the model stages, and ``shards`` with ``jobs`` > 1) and ``peak_memory_mb``; when it
+        published, also ``dialogues`` (test dialogues per variant), ``validation_dialogues``,
+        ``verification`` (what was dropped, and why), ``rows`` (per config and split) and
+        ``shortcut_audit``.
+
+    Example
+    -------
+    Skipped, as even a small build takes minutes:
+
+    >>> opts = BuildOptions(out="tiny", cache="tiny-cache", dialogues=4, variants=("main",))
+    >>> report = build(opts, jobs=2)  # doctest: +SKIP
+    >>> report["dialogues"]  # doctest: +SKIP
+    {'main': 4}
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")

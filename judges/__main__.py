@@ -187,6 +187,39 @@ def default_predictions_path(judge: str, variant: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line ``python -m judges`` (console script ``speakersleuth-judges``): ``run`` one
+    judge (``judges.run.run_judge``), ``sweep`` embedding judges' τ (``judges.sweep.run_sweep``) or
+    run the embedding ``baselines`` (``judges.run.run_baselines``); the module docstring shows each.
+
+    ``--dataset`` may be a Hub dataset id, downloaded first. Embedding judges run torch on one
+    thread unless ``--threads`` says otherwise. What a command made is printed on stdout: ``run``'s
+    summary as JSON, the sweep's and the baselines' tables as Markdown.
+
+    Arguments
+    ---------
+    argv : list of str, optional
+        The arguments after the program's name (default None: ``sys.argv[1:]``); ``--help`` and
+        ``<command> --help`` list them.
+
+    Returns
+    -------
+    int
+        The exit status: 0 when the command did its work; 2 when it refused its input (a bad value,
+        a dataset or model folder that is not there, an API key not set, a server not reachable, an
+        extra not installed), with one ``error:`` line on stderr. An option that argparse refuses
+        exits with status 2 and the usage instead (``SystemExit``).
+
+    Example
+    -------
+    >>> main(["run", "--judge", "openai:gpt-4o-audio-preview", "--dataset", "/no/such/folder"])
+    2
+
+    (stderr: ``error: dataset /no/such/folder: no such folder, and not a Hub dataset id
+    (owner/name)``). Judging a built folder takes minutes, so it is skipped here:
+
+    >>> main(["run", "--judge", "centroid-campplus", "--dataset", "speakersleuth"])  # doctest: +SKIP
+    0
+    """
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache, "batch_size": args.batch_size, "progress": not args.no_progress}
     try:

@@ -269,7 +269,27 @@ def _embed_rows(rows: list[dict], config: str, is_disc: bool, with_reference: bo
 @dataclass
 class VariantScores:
     """Scores of one method on one variant: per-turn scores and per-candidate scores, which do not
-    depend on τ, so a threshold sweep thresholds them many times."""
+    depend on τ, so a threshold sweep thresholds them many times (``predictions`` turns them into
+    the lines of a predictions file at one τ).
+
+    Arguments
+    ---------
+    method : str
+        ``pairwise``, ``centroid`` or ``reference``.
+    turn : dict
+        Turn task (``detection``, ``localization``) -> ``[(id, s)]``, ``s`` the ``(N,)`` per-turn
+        scores of the instance (``turn_scores``).
+    discrimination : list
+        ``[(id, labels, scores)]``: the candidate labels and their ``(C,)`` scores
+        (``candidate_scores``) of each discrimination instance.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> scores = VariantScores("pairwise", {"detection": [("d-S2", np.array([0.9, 0.2, 0.8]))]}, [])
+    >>> predictions(scores, threshold=0.4)
+    [{'task': 'detection', 'id': 'd-S2', 'prediction': 'inconsistent', 'score': 0.8}]
+    """
 
     method: str
     turn: dict[str, list[tuple[str, np.ndarray]]]  # task -> [(id, s (N,))]
@@ -325,7 +345,43 @@ def write_jsonl(lines: Sequence[dict], out_path: str | os.PathLike) -> Path:
 
 
 class EmbeddingJudge:
-    """One method on one encoder; ``run`` writes a predictions JSONL (the submission format)."""
+    """One scoring method on one speaker encoder, judging a dataset folder from its audio alone.
+
+    ``score`` embeds the clips of the asked tasks (through ``cache``: each distinct clip once) and
+    scores them with the method (the module docstring gives the formulas); ``run`` thresholds
+    those scores at ``threshold`` and writes the predictions file (``metrics.submission``'s
+    format), detection lines with their threshold-free ``score``.
+
+    Arguments
+    ---------
+    method : str
+        ``pairwise``, ``centroid`` or ``reference`` (``ValueError`` otherwise).
+    encoder : SpeakerEncoder, optional
+        The encoder (``speech.encoders.get_encoder``); a new ``EmbeddingCache`` is made for it.
+        Give exactly one of ``encoder`` and ``cache`` (``ValueError`` otherwise).
+    threshold : float, optional
+        τ, where a turn is flagged (below it for pairwise and reference, above it for centroid).
+        None (default): the paper's, 0.4 (pairwise, reference) or 0.3 (centroid).
+    cache : EmbeddingCache, optional
+        A cache to share embeddings with other judges of the same encoder (its ``encoder`` is used).
+    cache_dir : str or os.PathLike, optional
+        With ``encoder``: a folder where the new cache also keeps its embeddings on disk, for
+        later runs (default None: memory only). Unused with ``cache``.
+    batch_size : int
+        With ``encoder``: the most clips per encoder call (default 32). Unused with ``cache``.
+    progress : bool
+        Whether to show progress bars (default True).
+
+    Example
+    -------
+    >>> from speech.encoders import get_encoder
+    >>> judge = EmbeddingJudge("centroid", get_encoder("resemblyzer"), progress=False)
+    >>> judge.name, judge.threshold
+    ('centroid-resemblyzer', 0.3)
+    >>> other = EmbeddingJudge("pairwise", cache=judge.cache, threshold=0.5)  # the same embeddings
+    >>> other.name, other.cache is judge.cache
+    ('pairwise-resemblyzer', True)
+    """
 
     def __init__(
         self,
@@ -338,7 +394,6 @@ class EmbeddingJudge:
         batch_size: int = 32,
         progress: bool = True,
     ) -> None:
-        """Give an ``encoder`` (a new cache is made for it) or a ``cache`` to share embeddings."""
         _check_method(method)
         if (encoder is None) == (cache is None):
             raise ValueError("EmbeddingJudge needs exactly one of encoder and cache")
@@ -354,7 +409,38 @@ class EmbeddingJudge:
     def score(
         self, dataset_folder, variant: str, tasks, *, split: str = "test", limit: int | None = None
     ) -> VariantScores:
-        """Embed (through the cache) and score ``tasks``; thresholds are applied later."""
+        """Embed (through the cache) and score ``tasks`` of one variant; τ is not applied yet.
+
+        Reads only the audio columns (and the candidate labels), never the gold.
+
+        Arguments
+        ---------
+        dataset_folder : str or os.PathLike
+            A built dataset folder, or the public folder of a blind copy (a Hub id must be made a
+            local folder first: ``speakersleuth_dataset.local_folder``).
+        variant : str
+            ``main``, ``4vc`` or ``10turn``.
+        tasks : str or sequence of str
+            The tasks to score: ``"detection,localization"`` or a list of them.
+        split : str
+            ``"test"`` (default) or ``"validation"``.
+        limit : int, optional
+            Score only the first ``limit`` instances of each task (default None: all).
+
+        Returns
+        -------
+        VariantScores
+            The per-turn scores of each turn task and the candidate scores of discrimination.
+
+        Example
+        -------
+        Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+
+        >>> judge = make_embedding_judge("pairwise-resemblyzer", progress=False)  # doctest: +SKIP
+        >>> scores = judge.score("speakersleuth", "main", "detection,discrimination")  # doctest: +SKIP
+        >>> scores.method, list(scores.turn), scores.discrimination[0][1]  # doctest: +SKIP
+        ('pairwise', ['detection'], ['A', 'B', 'C'])
+        """
         embeddings = embed_variant(
             dataset_folder,
             variant,
@@ -370,7 +456,38 @@ class EmbeddingJudge:
     def run(
         self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test", limit: int | None = None
     ) -> dict:
-        """Judge ``tasks`` of ``variant``/``split`` and write ``out_path``; returns a run summary."""
+        """Judge ``tasks`` of one variant at τ = ``threshold`` and write the predictions file.
+
+        Arguments
+        ---------
+        dataset_folder : str or os.PathLike
+            A built dataset folder, or the public folder of a blind copy, as ``score`` takes it.
+        variant : str
+            ``main``, ``4vc`` or ``10turn``.
+        tasks : str or sequence of str
+            The tasks to judge: ``"detection,localization,discrimination"`` or a list of them.
+        out_path : str or os.PathLike
+            The predictions file (JSON Lines) to write; it is replaced, atomically.
+        split : str
+            ``"test"`` (default) or ``"validation"``.
+        limit : int, optional
+            Judge only the first ``limit`` instances of each task (default None: all).
+
+        Returns
+        -------
+        dict
+            The run's summary: ``judge``, ``variant``, ``split``, ``threshold``, ``counts`` (lines
+            per task), ``encoder_calls`` (clips this run encoded) and ``unique_clips`` (clips in the
+            cache), ``seconds``, ``instances_per_second`` and ``out``.
+
+        Example
+        -------
+        Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+
+        >>> judge = make_embedding_judge("centroid-resemblyzer", progress=False)  # doctest: +SKIP
+        >>> judge.run("speakersleuth", "main", "detection", "preds.jsonl")["counts"]  # doctest: +SKIP
+        {'detection': 180}
+        """
         tasks = parse_tasks(tasks)
         start, encoded0 = time.perf_counter(), self.cache.encoded
         lines = predictions(self.score(dataset_folder, variant, tasks, split=split, limit=limit), self.threshold)
@@ -394,7 +511,40 @@ class EmbeddingJudge:
 def make_embedding_judge(
     name: str, *, threshold: float | None = None, cache_dir=None, batch_size: int = 32, progress: bool = True
 ) -> EmbeddingJudge:
-    """Build a judge from ``<method>-<encoder spec>`` (e.g. ``pairwise-resemblyzer``)."""
+    """Build an embedding judge from its name, ``<method>-<encoder spec>``.
+
+    Arguments
+    ---------
+    name : str
+        The judge's name (``judges.names``): a method (``pairwise``, ``centroid``, ``reference``),
+        a dash, then an encoder spec as ``speech.encoders.get_encoder`` takes it, e.g.
+        ``pairwise-resemblyzer``, ``centroid-campplus``, ``reference-ecapa:/models/ecapa``. An LALM
+        judge's name or an unknown method raises ``ValueError``.
+    threshold : float, optional
+        τ (default None: the paper's, 0.4 for pairwise and reference, 0.3 for centroid).
+    cache_dir : str or os.PathLike, optional
+        A folder where the judge's embedding cache keeps embeddings on disk for later runs
+        (default None: memory only).
+    batch_size : int
+        The most clips per encoder call (default 32).
+    progress : bool
+        Whether to show progress bars (default True).
+
+    Returns
+    -------
+    EmbeddingJudge
+        The judge, its encoder loaded (on CPU).
+
+    Example
+    -------
+    >>> judge = make_embedding_judge("pairwise-resemblyzer", progress=False)
+    >>> judge.name, judge.method, judge.threshold
+    ('pairwise-resemblyzer', 'pairwise', 0.4)
+    >>> make_embedding_judge("gemini:gemini-2.5-pro")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'gemini:gemini-2.5-pro' is an LALM judge; use an embedding judge, <method>-<encoder> ...
+    """
     method, encoder_spec = embedding_judge_name(name)
     from speech.encoders import get_encoder
 

@@ -40,7 +40,44 @@ def make_judge(
     progress: bool = True,
     **lalm_options,
 ):
-    """An embedding judge or an LALM judge from its name (see the module docstring)."""
+    """An embedding judge or an LALM judge from its name (the grammar of ``judges.names``).
+
+    Arguments
+    ---------
+    name : str
+        ``<method>-<encoder spec>`` for an embedding judge (``centroid-resemblyzer``), or an LALM
+        judge's name (``openai:<model>``, ``vllm:<base URL>:<model>``, ``gemini:<model>``,
+        ``transformers:<folder>``).
+    threshold : float, optional
+        Embedding judges: τ (default None: the paper's). Given for an LALM judge, ``ValueError``.
+    setting : str
+        LALM judges: the prompt setting (default ``main``); another for an embedding judge raises
+        ``ValueError``.
+    cache_dir : str or os.PathLike, optional
+        Embedding judges: a folder that keeps the embeddings on disk (default None: memory only).
+    batch_size : int
+        Embedding judges: the most clips per encoder call (default 32).
+    progress : bool
+        Whether to show progress bars (default True).
+    **lalm_options
+        LALM judges: the backend's options (``judges.lalm.backends.make_backend``); any given for
+        an embedding judge raises ``ValueError``.
+
+    Returns
+    -------
+    EmbeddingJudge or LALMJudge
+        The judge; its ``run`` judges a dataset folder.
+
+    Example
+    -------
+    >>> judge = make_judge("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B", setting="per_turn", progress=False)
+    >>> type(judge).__name__, judge.setting
+    ('LALMJudge', 'per_turn')
+    >>> make_judge("centroid-resemblyzer", concurrency=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: centroid-resemblyzer: LALM options (setting, concurrency) do not apply to an embedding judge
+    """
     if isinstance(parse_judge_name(name), EmbeddingJudgeName):
         if lalm_options or setting != "main":
             raise ValueError(
@@ -73,9 +110,54 @@ def run_judge(
     progress: bool = True,
     **lalm_options,
 ) -> dict:
-    """Judge ``tasks`` of one variant and write the predictions JSONL; returns the run summary.
+    """Judge ``tasks`` of one variant and write the predictions JSONL; ``python -m judges run``.
 
-    ``calibrate`` (embedding judges) picks τ on the validation split first (``judges.sweep``).
+    Arguments
+    ---------
+    name : str
+        The judge's name, as ``make_judge`` takes it.
+    dataset : str or os.PathLike
+        A built dataset folder, or the public folder of a blind copy.
+    variant : str
+        ``main``, ``4vc`` or ``10turn``.
+    tasks : str or sequence of str
+        The tasks to judge: ``"detection,localization,discrimination"`` or a list of them.
+    out : str or os.PathLike
+        The predictions file to write (an embedding judge replaces it; an LALM judge appends to it
+        and resumes, with its raw log beside it).
+    split : str
+        ``"test"`` (default) or ``"validation"``.
+    threshold : float, optional
+        Embedding judges: τ (default None: the paper's).
+    calibrate : bool
+        Embedding judges: pick τ on the dataset's validation split first, as the value of the grid
+        with the best detection balanced accuracy there (``judges.sweep.calibrate``; default
+        False). Not with ``threshold``.
+    limit : int, optional
+        Judge only the first ``limit`` instances of each task (default None: all).
+    setting : str
+        LALM judges: the prompt setting (default ``main``).
+    cache_dir : str or os.PathLike, optional
+        Embedding judges: a folder that keeps the embeddings on disk (default None: memory only).
+    batch_size : int
+        Embedding judges: the most clips per encoder call (default 32).
+    progress : bool
+        Whether to show progress bars (default True).
+    **lalm_options
+        LALM judges: the backend's options (``judges.lalm.backends.make_backend``).
+
+    Returns
+    -------
+    dict
+        The judge's ``run`` summary (``counts`` of lines per task, ``seconds``, ``out``, ...), with
+        ``calibration`` (the τ picked and the validation sweep) when ``calibrate`` was asked.
+
+    Example
+    -------
+    Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+
+    >>> run_judge("centroid-resemblyzer", "speakersleuth", "main", "detection", "preds.jsonl")  # doctest: +SKIP
+    {'judge': 'centroid-resemblyzer', 'variant': 'main', 'split': 'test', 'threshold': 0.3, ...}
     """
     tasks = parse_tasks(tasks)
     if calibrate and threshold is not None:
@@ -133,6 +215,47 @@ def run_baselines(
     ``<method>-<encoder>-calibrated``, so the two sit side by side in the table and on the
     leaderboard. Methods share one embedding pass per (encoder, variant); ``caches`` (encoder spec
     -> cache) shares embeddings with other calls.
+
+    Arguments
+    ---------
+    dataset : str or os.PathLike
+        A built dataset folder (with its gold: every run is scored).
+    out_dir : str or os.PathLike
+        The folder for the predictions files, ``summary.json`` and ``summary.md`` (made if needed).
+    encoders : sequence of str, optional
+        Encoder specs (default None: ``speech.encoders.offline_encoders()``).
+    variants : sequence of str, optional
+        The variants to judge (default None: every variant the folder has for ``split``).
+    split : str
+        The split judged and scored (default ``"test"``).
+    n_bootstrap : int
+        Bootstrap resamples of the scores' 95 % intervals (default 1000; 0: none).
+    seed : int
+        Seed of the bootstrap resampling (default 0).
+    cache_dir : str or os.PathLike, optional
+        A folder that keeps the embeddings on disk (default None: memory only).
+    batch_size : int
+        The most clips per encoder call (default 32).
+    caches : dict, optional
+        Encoder spec -> ``EmbeddingCache`` to use (and fill) instead of new ones.
+    progress : bool
+        Whether to show progress bars (default True).
+
+    Returns
+    -------
+    dict
+        ``dataset``, ``split``, ``results`` (per judge, τ and variant: ``judge``, ``method`` as
+        Table 2 names it, ``variant``, ``threshold``, ``threshold_source`` (``paper`` or
+        ``validation``), ``predictions`` (the file), ``row`` (``metrics.score.leaderboard_row``)
+        and ``scores``) and ``cache`` (per encoder, unique clips and encoder calls).
+
+    Example
+    -------
+    Skipped, as it embeds every clip of a built dataset folder (minutes):
+
+    >>> summary = run_baselines("speakersleuth", "baselines", encoders=["campplus"])  # doctest: +SKIP
+    >>> [r["judge"] for r in summary["results"]][:2]  # doctest: +SKIP
+    ['pairwise-campplus', 'pairwise-campplus-calibrated']
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

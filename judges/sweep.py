@@ -128,6 +128,45 @@ def run_sweep(
 
     Judges that share an encoder share one embedding pass; ``caches`` (encoder spec -> cache)
     shares embeddings with other calls. Returns ``{"rows", "calibration", "files"}``.
+
+    Arguments
+    ---------
+    folder : str or os.PathLike
+        A built dataset folder (with its gold) that has detection instances in ``split``.
+    variant : str
+        ``main``, ``4vc`` or ``10turn``.
+    judges : sequence of str
+        Embedding judges' names, ``<method>-<encoder spec>`` (``pairwise-resemblyzer``).
+    out_dir : str or os.PathLike
+        The folder for ``sweep.csv``, ``sweep.md`` and ``sweep.png`` (made if needed).
+    grid : sequence of float
+        The τ values (default ``THRESHOLDS``: 0.05, 0.10, ..., 0.95).
+    split : str
+        The split swept (default ``"test"``); where the folder has a validation split, it is
+        swept too and each judge's τ calibrated there.
+    cache_dir : str or os.PathLike, optional
+        A folder that keeps the embeddings on disk (default None: memory only).
+    batch_size : int
+        The most clips per encoder call (default 32).
+    caches : dict, optional
+        Encoder spec -> ``EmbeddingCache`` to use (and fill) instead of new ones.
+    progress : bool
+        Whether to show progress bars (default True).
+
+    Returns
+    -------
+    dict
+        ``rows`` (per split, judge and τ: detection Bal acc and localization Bal F1, in percent),
+        ``calibration`` (per judge, with a validation split: the τ picked and its scores) and
+        ``files`` (the paths written, by kind: ``csv``, ``markdown``, ``plot``).
+
+    Example
+    -------
+    Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+
+    >>> result = run_sweep("speakersleuth", "main", ["centroid-campplus"], "sweep")  # doctest: +SKIP
+    >>> sorted(result["files"])  # doctest: +SKIP
+    ['csv', 'markdown', 'plot']
     """
     by_encoder: dict[str, list[str]] = {}
     for name in judges:

@@ -151,40 +151,86 @@ def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, se
 def score_predictions(
     predictions, dataset, *, variant: str | None = None, split: str = "test", n_bootstrap: int = 1000, seed: int = 0
 ) -> dict:
-    """Score predictions held in memory: the dict that ``python -m metrics.score --json`` prints
-    for the same predictions written as a file (``leaderboard_row`` of it is the Table-2 row).
+    """Score predictions held in memory, as ``python -m metrics.score --json`` scores a file.
+
+    The predictions are written as the JSON Lines of a predictions file (``predictions_jsonl``),
+    validated against the gold (``metrics.submission.parse_submission``) and scored
+    (``score_submission``), so the result equals what ``python -m metrics.score --json`` prints for
+    the same lines in a file; ``leaderboard_row`` of it is the flat Table-2 row. A file on disk is
+    not read here: score it with ``python -m metrics.score --predictions FILE``, or in Python with
+    ``score_submission(parse_submission(path, gold), gold)``.
 
     Arguments
     ---------
-    predictions : list of dict, pandas.DataFrame or datasets.Dataset
-        One row per line of a predictions file (``task``, ``id``, ``prediction``, and ``ranking`` /
-        ``score`` where the line has one). In a table a missing cell leaves its key out (a missing
-        ``prediction`` is null, no answer). Scores may be floats, numpy or torch scalars.
-    dataset : str, os.PathLike or Gold
-        What ``--dataset`` or ``--gold`` takes (a built folder, a blind copy's private gold, a Hub
-        dataset id of either), or a loaded ``Gold``.
+    predictions : list or tuple of dict, pandas.DataFrame or datasets.Dataset
+        One item (or table row) per line of a predictions file: ``task``, ``id``, ``prediction``, and
+        ``ranking`` (discrimination) or ``score`` (detection) where the line has one. In a table, a
+        missing cell (None, NaN, NA) leaves its key out of the line, except ``prediction``, which
+        becomes null (no answer). Any value with a ``tolist`` method (a numpy or torch scalar or
+        array) is written as the JSON value it holds, so a model's score may be a 0-d torch tensor.
+        Any other type of ``predictions`` raises ``TypeError``.
+    dataset : str, os.PathLike or metrics.submission.Gold
+        The gold to score against: what ``--dataset`` or ``--gold`` takes (a built dataset folder,
+        the private gold folder of a blind copy, or the Hub dataset id of either, which is
+        downloaded), or a ``Gold`` already loaded (``metrics.submission.load_gold``), which is used
+        as it is: load it once to score many predictions.
     variant : str, optional
-        None takes the one the ids belong to.
+        The variant to score (``main``, ``4vc`` or ``10turn``). None (default) takes the variant the
+        ids belong to; a given one must be it (``IdMismatch`` otherwise), and with a ``Gold`` it
+        must be the gold's (``ValueError`` otherwise).
     split : str
-        "test" (default) or "validation"; ids of the other split are refused with a hint to it.
-    n_bootstrap, seed : int
-        Resamples of the 95 % intervals (0: none) and their seed.
+        The split of a folder's gold: ``"test"`` (default) or ``"validation"``; ids of the other
+        split are refused with a hint to it. Not used with a ``Gold``, which has its own.
+    n_bootstrap : int
+        Bootstrap resamples of the 95 % confidence intervals (default 1000); 0 computes none (the
+        ``ci`` values are then None).
+    seed : int
+        Seed of the bootstrap resampling (default 0).
 
     Returns
     -------
     dict
-        The breakdowns per task, as the file's scores have them; ``sha256`` is that of the rows
-        written one ``json.dumps`` line each.
+        The scores in percent, JSON-serialisable: ``variant``, ``split``, ``num_lines``,
+        ``sha256`` (of the lines written one ``json.dumps`` line each), ``tasks`` (those scored:
+        the tasks with at least one line), ``bootstrap`` (its settings), and per scored task its
+        breakdown (``detection``: ``accuracy`` per scenario, ``balanced_accuracy``,
+        ``paired_accuracy``, ``auroc`` and ``eer`` when the lines carry scores, ``coverage``, ``ci``;
+        ``localization`` and ``discrimination`` likewise, see the module docstring).
 
     Raises ``SubmissionError`` for a bad row, naming it as ``line N`` (the N-th row, from 1) with
     the file's message, and ``IdMismatch`` for ids of another variant, split or copy.
 
     Example
     -------
-    >>> from metrics.score import leaderboard_row, score_predictions   # doctest: +SKIP
-    >>> rows = [{"task": "detection", "id": i, "prediction": "consistent"} for i in ids]   # doctest: +SKIP
-    >>> leaderboard_row(score_predictions(rows, "speakersleuth"))["det_bal_acc"]   # doctest: +SKIP
-    50.0
+    >>> import numpy as np
+    >>> from metrics.score import leaderboard_row, score_predictions
+    >>> from metrics.submission import Gold
+    >>> labels = {"S1": "consistent", "S2": "inconsistent", "S3": "inconsistent"}
+    >>> gold = Gold("main", "test", {"detection": {
+    ...     f"d-{s}": {"id": f"d-{s}", "dialogue_id": "d", "scenario": s, "label": label}
+    ...     for s, label in labels.items()
+    ... }})
+    >>> rows = [
+    ...     {"task": "detection", "id": "d-S1", "prediction": "consistent", "score": np.float32(0.1)},
+    ...     {"task": "detection", "id": "d-S2", "prediction": "inconsistent", "score": np.float32(0.9)},
+    ...     {"task": "detection", "id": "d-S3", "prediction": "consistent", "score": np.float32(0.2)},
+    ... ]
+    >>> scores = score_predictions(rows, gold, n_bootstrap=0)
+    >>> scores["tasks"], scores["detection"]["accuracy"], scores["detection"]["auroc"]
+    (['detection'], {'S1': 100.0, 'S2': 100.0, 'S3': 0.0}, 100.0)
+    >>> leaderboard_row(scores)["det_bal_acc"]  # S1 and the mean of S2 and S3, averaged
+    75.0
+
+    A ``datasets.Dataset`` (or a pandas DataFrame) of the same rows scores the same:
+
+    >>> import datasets
+    >>> score_predictions(datasets.Dataset.from_list(rows), gold, n_bootstrap=0)["detection"] == scores["detection"]
+    True
+
+    Against a dataset folder (or a Hub id) the gold is read from it; skipped here, as it needs a
+    built folder and rows with its ids:
+
+    >>> score_predictions(judge_rows, "speakersleuth", variant="main")  # doctest: +SKIP
     """
     data = predictions_jsonl(predictions)
     if not isinstance(dataset, Gold):

