@@ -23,8 +23,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tests.hub_envs import make_env
-from tests.space_support import free_port, wait_served
+from tests.support.hub_envs import make_env
+from tests.support.space_support import free_port, wait_served
 from tests.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_variables, tree_requirements
 
 

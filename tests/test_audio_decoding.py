@@ -1,7 +1,7 @@
 """Every published clip decodes with the decoder ``datasets`` uses (torchcodec on FFmpeg), not only
 with soundfile, which the project itself reads with.
 
-``fixtures/ffmpeg51-invalid-residual.flac`` is a clip of an embedded build, written by soundfile 0.14
+``tests/support/fixtures/ffmpeg51-invalid-residual.flac`` is a clip of an embedded build, written by soundfile 0.14
 (libsndfile 1.2.2) at its default FLAC level: soundfile reads it, FFmpeg 5.1 rejects its last frame
 ("invalid residual"), so ``datasets`` raised on that row.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import random
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,9 +21,10 @@ from datasets import load_dataset
 from torchcodec.decoders import AudioDecoder
 
 import speakersleuth_dataset as ssd
-from tests.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support import FIXTURES
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
-REJECTED = Path(__file__).with_name("fixtures") / "ffmpeg51-invalid-residual.flac"
+REJECTED = FIXTURES / "ffmpeg51-invalid-residual.flac"
 LIBSNDFILE_DEFAULT_LEVEL = 0.6  # what soundfile wrote before the writer chose its levels
 
 

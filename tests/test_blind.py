@@ -29,7 +29,7 @@ from space import viewer
 from space.config import SpaceConfig
 from space.store import SqliteStore
 from space.submit import Submitter, gold_folder
-from tests.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 DIALOGUES = 6
 #: A seed nobody could guess (blind refuses guessable ones).

@@ -32,7 +32,7 @@ from builder_scripts.sources.bazinga import Bazinga
 from builder_scripts.sources.dailytalk import DailyTalk
 from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
 from speech.encoders import encoder_label, offline_encoders
-from tests.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
+from tests.support.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -334,7 +334,7 @@ import sys
 from pathlib import Path
 
 from builder_scripts import pipeline
-from tests.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
+from tests.support.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
 if __name__ == "__main__":
     tmp, corpus = Path(sys.argv[1]), Path(sys.argv[2])
@@ -493,7 +493,9 @@ def test_the_card_tells_the_truth_about_the_build(built):
     assert {i["config_name"]: i["splits"][0]["num_examples"] for i in header["dataset_info"]} == rows
     text = (root / "README.md").read_text()
     assert _card_section(text, "Citation").split("```bibtex\n", 1)[1].split("```", 1)[0] == ssd.CITATION
-    assert "- **speechlike** (tests/pipeline_fixtures.py): `cc0-1.0`; CC0-1.0 (generated test signals)." in text
+    assert (
+        "- **speechlike** (tests/support/pipeline_fixtures.py): `cc0-1.0`; CC0-1.0 (generated test signals)." in text
+    )
 
 
 def test_the_card_license_of_several_sources_lists_each_and_bazinga_is_not_cc_by_sa():

@@ -23,7 +23,7 @@ from builder_scripts.sources.chitchat_tts import (
 )
 from builder_scripts.tts.text import is_speakable, normalize_chat
 from builder_scripts.tts.voice_bank import VOICES, Voicer, median_f0, voices_of
-from tests.tts_voices import same_voice_failures
+from tests.support.tts_voices import same_voice_failures
 
 DIALOGUES = 250  # of the real corpus, for the parsing and casting tests
 #: Two turns every voice reads in the bank test (about 3.5 s each: shorter clips make

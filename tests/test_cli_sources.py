@@ -1,5 +1,5 @@
 """Every source from the command line, as the README types it, on small copies of each corpus in
-its real on-disk format (``tests.corpus_fixtures``, speech-like voices): a whole tiny build per
+its real on-disk format (``tests.support.corpus_fixtures``, speech-like voices): a whole tiny build per
 source, and one clear line (exit 2, no traceback) for an empty or an incomplete corpus folder.
 """
 
@@ -18,8 +18,8 @@ import pytest
 from builder_scripts.sources.ami import AMI_EVAL_MEETINGS
 from builder_scripts.sources.chitchat_tts import POOL_MAX_SECONDS, POOL_MIN_SECONDS
 from speech.model_dirs import use_model_dirs
-from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
-from tests.vc_fixtures import VOICES, Voice
+from tests.support.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
+from tests.support.vc_fixtures import VOICES, Voice
 
 ROOT = Path(__file__).resolve().parents[1]
 SR = 16_000

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fresh_machine import build_wheel, fresh_env
-from tests.hub_envs import make_env
-from tests.lalm_http_double import serve
-from tests.synthetic import build_synthetic_dataset
+from tests.support.fresh_machine import build_wheel, fresh_env
+from tests.support.hub_envs import make_env
+from tests.support.lalm_http_double import serve
+from tests.support.synthetic import build_synthetic_dataset
 
 pytestmark = pytest.mark.outside_in  # installs from PyPI and runs every command in subprocesses: minutes
 

@@ -17,7 +17,7 @@ from datasets import load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
 import speakersleuth_dataset as ssd
-from tests.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -347,7 +347,7 @@ def test_read_rows_by_id_and_gold(folder):
 
 
 def test_variants_and_tasks_present_count_the_shards_of_a_split(tmp_path):
-    from tests.synthetic import build_synthetic_dataset
+    from tests.support.synthetic import build_synthetic_dataset
 
     root = build_synthetic_dataset(tmp_path / "ds", dialogues=2, variants=("10turn", "main"))
     assert ssd.variants_present(root) == ["main", "10turn"]  # schema order, whatever order they were built in

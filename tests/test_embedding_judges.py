@@ -20,7 +20,7 @@ from judges.sweep import THRESHOLDS, calibrate, pick_threshold, run_sweep, thres
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
 from speech.encoders import get_encoder
-from tests.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 TASKS = ["detection", "localization", "discrimination"]
 

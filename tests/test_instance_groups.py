@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import soundfile as sf
 
 import speakersleuth_dataset as ssd
-from tests.synthetic import build_synthetic_dataset
+from tests.support.synthetic import build_synthetic_dataset
 
 
 def _clips(value) -> list[dict]:

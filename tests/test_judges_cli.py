@@ -19,7 +19,7 @@ from judges.cache import EmbeddingCache
 from judges.sweep import THRESHOLDS, calibrate
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
-from tests.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 
 @pytest.fixture(scope="module")

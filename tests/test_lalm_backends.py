@@ -1,11 +1,11 @@
 """LALM backends and harness, offline.
 
-HTTP backends talk to a local server on 127.0.0.1 (``tests/lalm_http_double.py``) that records each
+HTTP backends talk to a local server on 127.0.0.1 (``tests/support/lalm_http_double.py``) that records each
 request and answers from a script (429, 500, timeouts, 401...) or with canned answers. It is a
 transport test double for checking requests, retries and resumability; nothing it returns is a
 model's result. The transformers backend runs its real load + processor + generate path on tiny
 randomly initialised Qwen2.5-Omni and Qwen2-Audio checkpoints built from configs
-(``tests/lalm_tiny_models.py``): their answers are garbage and must be counted as unparseable.
+(``tests/support/lalm_tiny_models.py``): their answers are garbage and must be counted as unparseable.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from judges.lalm.parsing import parse_answer
 from judges.lalm.prompts import SYSTEM, TurnInstance, turn_queries
 from metrics.score import score_submission
 from metrics.submission import load_gold, parse_submission
-from tests.lalm_http_double import canned_answer, serve
-from tests.lalm_tiny_models import TINY_BUILDERS
-from tests.synthetic import build_synthetic_dataset
+from tests.support.lalm_http_double import canned_answer, serve
+from tests.support.lalm_tiny_models import TINY_BUILDERS
+from tests.support.synthetic import build_synthetic_dataset
 
 
 @pytest.fixture(scope="module")
@@ -302,7 +302,7 @@ def test_a_refused_connection_stops_the_run_at_the_third_attempt_in_a_row(prompt
     """Nothing listens on the port: each attempt is a refused connection. The third in a row stops
     the run (``FatalBackendError``), counted across requests: a first request that gives up after
     two attempts (``RequestError``), then the next request's first attempt."""
-    from tests.space_support import free_port
+    from tests.support.space_support import free_port
 
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     url = f"http://127.0.0.1:{free_port()}"

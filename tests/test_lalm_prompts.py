@@ -19,7 +19,7 @@ from judges.lalm.prompts import (
     discrimination_queries,
     turn_queries,
 )
-from tests.synthetic import build_synthetic_dataset
+from tests.support.synthetic import build_synthetic_dataset
 
 
 @pytest.fixture(scope="module")

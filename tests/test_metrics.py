@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from metrics import core
-from tests.scoring_fixtures import sklearn_ndcg
+from tests.support.scoring_fixtures import sklearn_ndcg
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "space" / "data" / "paper"  # the paper's reported tables

@@ -16,8 +16,8 @@ import pytest
 from metrics.score import score_submission
 from metrics.submission import parse_submission
 from publishing.closure import pins
-from tests.hub_envs import hub_env
-from tests.scoring_fixtures import sklearn_ndcg, synthetic_gold
+from tests.support.hub_envs import hub_env
+from tests.support.scoring_fixtures import sklearn_ndcg, synthetic_gold
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")

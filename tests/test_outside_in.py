@@ -21,8 +21,8 @@ import pytest
 
 import speakersleuth_dataset as ssd
 from builder_scripts.tts.kokoro import MODEL_NAME
-from tests.fresh_machine import ROOT, fresh_env
-from tests.readme_blocks import blocks
+from tests.support.fresh_machine import ROOT, fresh_env
+from tests.support.readme_blocks import blocks
 
 pytestmark = pytest.mark.outside_in
 

@@ -7,7 +7,7 @@ torch; ``tests/test_hub_trees.py`` installs the Hub trees' requirements fresh), 
 Python blocks run as typed, as a script, on a small synthetic dataset folder named as in the
 README (``speakersleuth``, ``leaderboard-build``); a ``text`` block right after one is what it must
 print. Commands run as typed too, except those ``RULES`` mark: ``parse`` runs the command only up to
-its own argument parser (``tests/parse_only.py``), for what needs hours, corpora, models, a server
+its own argument parser (``tests/support/parse_only.py``), for what needs hours, corpora, models, a server
 or the Hub; ``skip`` runs nothing, saying why. A README command that no rule names fails the test,
 so a new example cannot go untested by accident. The build example of the README's Python API is
 run with ``build``/``build_shard`` recording their options (it builds for minutes to hours); the
@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 
 import speakersleuth_dataset as ssd
-from tests.fresh_machine import ROOT, build_wheel
-from tests.readme_blocks import blocks, commands
-from tests.synthetic import build_synthetic_dataset
+from tests.support.fresh_machine import ROOT, build_wheel
+from tests.support.readme_blocks import blocks, commands
+from tests.support.synthetic import build_synthetic_dataset
 
-PARSE_ONLY = ROOT / "tests" / "parse_only.py"
+PARSE_ONLY = ROOT / "tests" / "support" / "parse_only.py"
 SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 
 #: (pattern, mode, why) for README commands not run as typed; the first match decides.

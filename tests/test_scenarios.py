@@ -11,7 +11,7 @@ import speakersleuth_dataset as ssd
 from builder_scripts.scenarios import choose
 from builder_scripts.segments import Segment
 from builder_scripts.speaker_bank import SpeakerBank
-from tests.unit_fixtures import make_unit
+from tests.support.unit_fixtures import make_unit
 
 
 @pytest.fixture(scope="module")

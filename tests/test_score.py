@@ -20,8 +20,8 @@ from metrics import core
 from metrics.report import format_report, main
 from metrics.score import INTERVAL_KEYS, TABLE2_KEYS, average_ranks, leaderboard_row, score_submission
 from metrics.submission import Gold, load_gold, parse_submission
-from tests.scoring_fixtures import synthetic_gold
-from tests.synthetic import build_synthetic_dataset
+from tests.support.scoring_fixtures import synthetic_gold
+from tests.support.synthetic import build_synthetic_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 

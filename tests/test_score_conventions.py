@@ -14,7 +14,7 @@ from scipy import stats
 from metrics import core
 from metrics.score import score_submission
 from metrics.submission import parse_submission
-from tests.scoring_fixtures import synthetic_gold
+from tests.support.scoring_fixtures import synthetic_gold
 
 
 def _localization_scores(gold, skip: set[str]) -> dict:

@@ -14,7 +14,7 @@ import speakersleuth_dataset as ssd
 from metrics.report import main
 from metrics.score import leaderboard_row, score_predictions
 from metrics.submission import SubmissionError, load_gold
-from tests.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 
 @pytest.fixture(scope="module")

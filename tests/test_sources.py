@@ -14,7 +14,7 @@ from builder_scripts.sources.base import lhotse_bars
 from builder_scripts.sources.bazinga import Bazinga
 from builder_scripts.sources.behavior_sd import BehaviorSD
 from builder_scripts.sources.dailytalk import DailyTalk
-from tests.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
+from tests.support.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 
 #: License identifiers of the Hub's table (https://huggingface.co/docs/hub/repositories-licenses),
 #: the ones a corpus of ours could carry.

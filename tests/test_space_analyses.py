@@ -18,7 +18,7 @@ from space.config import SpaceConfig
 from space.disclosure import Disclosure
 from space.submission_page import SubmissionPage
 from space.submit import FormError, clean_metadata
-from tests.space_support import free_port, predictions, running_app
+from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {
     "model_name": "judge",

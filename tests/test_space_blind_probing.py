@@ -41,8 +41,8 @@ from space.config import SpaceConfig
 from space.disclosure import BlindRound, Disclosure
 from space.leaderboard import GROUPS
 from space.store import Metadata, StoredResult
-from tests.space_support import free_port, running_app
-from tests.synthetic import build_synthetic_dataset
+from tests.support.space_support import free_port, running_app
+from tests.support.synthetic import build_synthetic_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

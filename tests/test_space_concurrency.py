@@ -15,7 +15,7 @@ from gradio_client import Client, handle_file
 
 from metrics.submission import load_gold, parse_submission
 from space.config import SpaceConfig
-from tests.space_support import build_dataset, free_port, predictions, running_app
+from tests.support.space_support import build_dataset, free_port, predictions, running_app
 
 N = 50
 

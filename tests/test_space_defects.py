@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client
 
 from space.config import SpaceConfig
-from tests.space_support import free_port, predictions, running_app
+from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {
     "model_name": "judge A",
@@ -207,7 +207,7 @@ def test_opening_the_review_tab_enables_the_decision_controls_for_a_reviewer_onl
 def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(dataset, tmp_path):
     """In the page as served, before any event: a visitor sees no enabled Record decision button."""
     from space.app import build_app
-    from tests.space_support import served_config
+    from tests.support.space_support import served_config
 
     app = build_app(served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",)), n_bootstrap=20)
     config = app.blocks.get_config_file()
@@ -222,7 +222,7 @@ def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(data
 def test_in_a_browser_a_visitor_cannot_record_and_a_reviewer_can(dataset, tmp_path, browser):
     """The same served app for a reviewer (this machine) and a visitor (X-Forwarded-For from the
     local proxy: uvicorn trusts 127.0.0.1)."""
-    from tests.space_support import new_page, served_config
+    from tests.support.space_support import new_page, served_config
     from tests.test_space_browser import open_tab
 
     config = served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",))

@@ -18,8 +18,8 @@ from space.leaderboard import LeaderboardViews
 from space.store import Metadata, SqliteStore, StoredResult
 from space.submission_page import SubmissionPage
 from space.submit import Submitter
-from tests.space_support import predictions
-from tests.synthetic import build_synthetic_dataset
+from tests.support.space_support import predictions
+from tests.support.synthetic import build_synthetic_dataset
 
 FORM = {
     "model_name": "Judge A",

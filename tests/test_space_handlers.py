@@ -19,7 +19,7 @@ from metrics.score import leaderboard_row, score_submission
 from metrics.submission import parse_submission
 from space import disclosure, leaderboard, seed, submit, text, viewer
 from space.config import SpaceConfig
-from tests.space_support import predictions
+from tests.support.space_support import predictions
 
 XSS = "<img src=x onerror=alert(1)>"
 FORM = {
@@ -359,7 +359,7 @@ def test_gradios_monitoring_summary_is_not_made_after_every_event(dataset, tmp_p
     """Gradio's queue makes its monitoring summary (a pandas groupby over its last 10,000 events)
     after every event by default; the Space's queue makes it once per ANALYTICS_SUMMARY_EVERY."""
     from space.app import ANALYTICS_SUMMARY_EVERY, build_app
-    from tests.space_support import served_config
+    from tests.support.space_support import served_config
 
     monkeypatch.setenv(
         "GRADIO_ANALYTICS_CACHE_FREQUENCY", ""
@@ -380,7 +380,7 @@ def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_pat
     out the coalescing must not hold one of their few slots) and below Gradio's 40 worker threads."""
     from space.app import build_app
     from space.leaderboard import REFRESH_CONCURRENCY
-    from tests.space_support import served_config
+    from tests.support.space_support import served_config
 
     config = served_config(dataset, tmp_path / "data")
     app = build_app(config, n_bootstrap=0)

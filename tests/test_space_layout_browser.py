@@ -15,7 +15,7 @@ import pytest
 from judges.names import METHODS, parse_judge_name
 from metrics.submission import load_gold
 from space.store import BASELINE_SUBMITTER, SqliteStore
-from tests.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
+from tests.support.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")

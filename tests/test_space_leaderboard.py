@@ -17,7 +17,7 @@ from metrics.submission import load_gold
 from space import leaderboard
 from space.disclosure import Disclosure
 from space.store import BASELINE_SUBMITTER, SqliteStore
-from tests.space_support import add_result, build_dataset
+from tests.support.space_support import add_result, build_dataset
 
 XSS = "<img src=x onerror=alert(1)>"
 LONG = "W" * 300

@@ -18,7 +18,7 @@ from gradio_client import Client, handle_file
 from space import disclosure, names, submit
 from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, Metadata
-from tests.space_support import free_port, predictions, running_app
+from tests.support.space_support import free_port, predictions, running_app
 
 BASELINE = {
     "model_name": "pairwise-resemblyzer",

@@ -33,12 +33,12 @@ from gradio_client import Client
 from scipy.stats import binom
 
 import speakersleuth_dataset as ssd
-import tests.synthetic as synthetic
+import tests.support.synthetic as synthetic
 from metrics.submission import load_gold
 from space.config import SpaceConfig
 from space.disclosure import BlindRound
 from space.leaderboard import GROUPS
-from tests.space_support import free_port, running_app
+from tests.support.space_support import free_port, running_app
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

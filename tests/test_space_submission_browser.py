@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from metrics.submission import load_gold
-from tests.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
+from tests.support.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
 from tests.test_space_browser import XSS, open_tab, wait_for_row
 
 playwright_api = pytest.importorskip("playwright.sync_api")

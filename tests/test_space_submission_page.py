@@ -19,7 +19,7 @@ from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, Metadata
 from space.submission_page import SubmissionPage, parse_id
 from space.submit import breakdown_frame
-from tests.space_support import free_port, predictions, running_app
+from tests.support.space_support import free_port, predictions, running_app
 
 XSS = "<img src=x onerror=alert(1)>"
 FORM = {

@@ -16,7 +16,7 @@ from gradio_client import Client, handle_file
 
 from metrics.submission import parse_submission
 from space.config import SpaceConfig
-from tests.space_support import free_port, predictions, running_app
+from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {
     "model_name": "judge A",

@@ -22,7 +22,7 @@ from metrics.submission import load_gold
 from space import uploads
 from space.config import SpaceConfig
 from space.uploads import UPLOAD_PATH, UploadGuard
-from tests.space_support import TIMEOUT_MS, build_dataset, free_port, predictions, running_app
+from tests.support.space_support import TIMEOUT_MS, build_dataset, free_port, predictions, running_app
 
 
 def guarded_app(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
-from tests.synthetic import build_synthetic_dataset
+from tests.support.synthetic import build_synthetic_dataset
 
 
 def _gold() -> Gold:

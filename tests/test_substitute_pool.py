@@ -20,7 +20,7 @@ from builder_scripts.sources.ami import AMI
 from builder_scripts.sources.dailytalk import DailyTalk
 from builder_scripts.speaker_bank import SpeakerBank
 from builder_scripts.units import Clock
-from tests.pipeline_fixtures import (
+from tests.support.pipeline_fixtures import (
     AMI_SPEAKERS,
     SpeechLikeCorpus,
     speechlike_voicing,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from builder_scripts.tts.kokoro import MODEL_NAME
 from builder_scripts.tts.runtime import onnx_session
-from tests.fresh_machine import ROOT, fresh_env
+from tests.support.fresh_machine import ROOT, fresh_env
 
 PROCESSES = 3
 

@@ -1,6 +1,6 @@
 """Voice-conversion backends: DSP conversions on speech-like synthetic voices, adapter plumbing.
 
-The identity checks run on the synthetic source-filter voices of ``tests/vc_fixtures.py`` (no
+The identity checks run on the synthetic source-filter voices of ``tests/support/vc_fixtures.py`` (no
 words, out of domain for Resemblyzer): they show that WORLD and Praat move F0, formants and the
 speaker embedding toward the target, not how convincing the conversion is on real speech. The
 neural adapters run here on randomly initialised tiny models built from coqui's config classes
@@ -22,7 +22,7 @@ import builder_scripts.vc as vc
 from builder_scripts.vc import base, cosyvoice, world, yourtts
 from builder_scripts.vc.base import SAMPLING_RATE, rms
 from speech.model_dirs import ModelFolderError, use_model_dirs
-from tests.vc_fixtures import VOICES, Voice, clips, speech_like
+from tests.support.vc_fixtures import VOICES, Voice, clips, speech_like
 
 DSP = ("world", "praat")
 

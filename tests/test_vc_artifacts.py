@@ -13,7 +13,7 @@ from builder_scripts import artifacts
 from builder_scripts.artifacts import harmonicity, impulse_windows, zero_runs
 from builder_scripts.audit_features import dc_offset
 from builder_scripts.vc import praat, world
-from tests.vc_fixtures import Voice, clips, speech_like
+from tests.support.vc_fixtures import Voice, clips, speech_like
 
 SR = 16000
 #: the failing pair of the demo build, as source-filter voices: a high female voice (300 Hz) and a deep male one (85 Hz)

@@ -7,7 +7,7 @@ import pytest
 
 from builder_scripts.scenarios import Substitute
 from builder_scripts.verification import GENDER_F0_BOUNDARY, SILENCE_DBFS, audio_checks, clip_problem
-from tests.unit_fixtures import make_unit
+from tests.support.unit_fixtures import make_unit
 
 FEMALE_S2 = Substitute("f2", "female", 0.2)
 MALE_S3 = Substitute("m2", "male", 0.8)

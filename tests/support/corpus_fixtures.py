@@ -2,7 +2,7 @@
 
 Each writer takes plain Python descriptions of the dialogues and writes tone audio (one pitch per
 speaker, so spans are checkable), or with ``voices`` speech-like audio in each speaker's synthetic
-voice (``tests.vc_fixtures``; 16 kHz), which a whole build can convert and verify, plus the
+voice (``tests.support.vc_fixtures``; 16 kHz), which a whole build can convert and verify, plus the
 corpus's own metadata files.
 """
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 
-from tests.vc_fixtures import SAMPLING_RATE, Voice, speech_like
+from tests.support.vc_fixtures import SAMPLING_RATE, Voice, speech_like
 
 
 def tone(seconds: float, sr: int, freq: float = 220.0, channels: int = 1) -> np.ndarray:

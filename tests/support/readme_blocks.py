@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tests.fresh_machine import ROOT
+from tests.support.fresh_machine import ROOT
 
 README = ROOT / "README.md"
 

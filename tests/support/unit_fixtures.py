@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builder_scripts.scenarios import Substitute, Unit
 from builder_scripts.segments import Segment
-from tests.synthetic import tone
+from tests.support.synthetic import tone
 
 
 def make_unit(

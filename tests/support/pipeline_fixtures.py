@@ -18,8 +18,8 @@ import numpy as np
 import soundfile as sf
 
 from builder_scripts.sources.base import AudioSpan, Dialogue, DialogueSource, Turn
-from tests.corpus_fixtures import write_ami, write_dailytalk
-from tests.vc_fixtures import VOICES, Voice, speech_like
+from tests.support.corpus_fixtures import write_ami, write_dailytalk
+from tests.support.vc_fixtures import VOICES, Voice, speech_like
 
 SPEAKERS = {  # name: (gender, voice)
     "m1": ("male", VOICES["male_a"]),
@@ -38,7 +38,7 @@ class SpeechLikeCorpus(DialogueSource):
     license = "CC0-1.0 (generated test signals)"
     hub_license = "cc0-1.0"
     citation = ""
-    homepage = "tests/pipeline_fixtures.py"
+    homepage = "tests/support/pipeline_fixtures.py"
 
     def __init__(self, root: str | Path, dialogues: int = 6, turns: int = 26):
         self.root = Path(root)

@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from metrics.submission import Gold  # noqa: E402
 from space.config import SpaceConfig  # noqa: E402
-from tests.synthetic import build_synthetic_dataset  # noqa: E402
+from tests.support.synthetic import build_synthetic_dataset  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Variables that point a process at caches, models or code it would otherwise look for itself.
 _CACHE_VARIABLES = ("PYTHONPATH", "KOKORO_JA_CACHE", "TORCH_HOME", "MPLCONFIGDIR", "NUMBA_CACHE_DIR")
