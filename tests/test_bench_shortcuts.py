@@ -1,6 +1,6 @@
 """The shortcut bench's own logic (``benchmarks/bench_shortcuts.py``): what a floor draw finishes
 again, and how the converted turns are judged against natural swaps over the draws. The bench as a
-user types it runs in tests/test_outside_in.py."""
+user types it runs in tests/product/test_outside_in.py."""
 
 import sys
 from pathlib import Path

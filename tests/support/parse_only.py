@@ -1,7 +1,7 @@
 """A command line parsed, not run: ``python tests/support/parse_only.py MODULE ARG...`` runs ``python -m
 MODULE ARG...`` up to its argument parsing, prints the parsed namespace and exits 0; arguments the
 command's own parser refuses end in argparse's usage error (exit 2). Nothing after the parsing runs
-(``tests/test_readme.py``: README commands that need hours, corpora, models, a server or the Hub)."""
+(``tests/product/test_readme.py``: README commands that need hours, corpora, models, a server or the Hub)."""
 
 import argparse
 import runpy

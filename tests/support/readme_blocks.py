@@ -1,5 +1,5 @@
-"""The fenced blocks of README.md, for the tests that run them (``tests/test_readme.py``,
-``tests/test_outside_in.py``)."""
+"""The fenced blocks of README.md, for the tests that run them (``tests/product/test_readme.py``,
+``tests/product/test_outside_in.py``)."""
 
 from __future__ import annotations
 

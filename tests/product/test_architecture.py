@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Each part of the project and the project parts it may import (itself always).
 ALLOWED = {
     "speech": set(),

@@ -194,7 +194,7 @@ def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
 
 def test_the_readmes_dataset_example_prints_what_it_shows_on_a_real_build(user):
     """The README's first Python example, as typed, from the folder that holds the build: what it
-    shows is true of a real build's rows (tests/test_readme.py runs it on a synthetic folder)."""
+    shows is true of a real build's rows (tests/product/test_readme.py runs it on a synthetic folder)."""
     (block,) = [b for b in blocks("python") if b.output is not None and "get_all_samples()" in b.text]
     assert user["out"] == user["tmp"] / "speakersleuth"
     script = user["tmp"] / "readme_dataset_example.py"

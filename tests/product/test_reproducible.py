@@ -19,7 +19,7 @@ import speakersleuth_dataset as ssd
 from speech.audio import SAMPLING_RATE, seeded_praat
 from tests.support.synthetic import build_synthetic_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEXT = "Well, I guess we could go to the beach tomorrow if the weather holds up."
 
 

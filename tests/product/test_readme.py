@@ -11,7 +11,7 @@ its own argument parser (``tests/support/parse_only.py``), for what needs hours,
 or the Hub; ``skip`` runs nothing, saying why. A README command that no rule names fails the test,
 so a new example cannot go untested by accident. The build example of the README's Python API is
 run with ``build``/``build_shard`` recording their options (it builds for minutes to hours); the
-Python dataset example runs on a real tiny build in ``tests/test_outside_in.py``.
+Python dataset example runs on a real tiny build in ``tests/product/test_outside_in.py``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ RULES = [
     (
         r"^python -m builder_scripts build ",
         "parse",
-        "a build: ~9 min embedded, hours with corpora and models (tests/test_outside_in.py runs a tiny one)",
+        "a build: ~9 min embedded, hours with corpora and models (tests/product/test_outside_in.py runs a tiny one)",
     ),
     (r"^python -m judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/test_judges_cli.py)"),
     (

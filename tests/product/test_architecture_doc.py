@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "ARCHITECTURE.md"
 PACKAGES = ("builder_scripts", "judges", "metrics", "publishing", "space", "speech")
 #: Short names the text uses for a module, a library or an object of a known class.
