@@ -19,7 +19,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 import speakersleuth_dataset as ssd
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
