@@ -39,11 +39,11 @@ from publishing.__main__ import main as publish_main
 from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
 from space.leaderboard import GROUPS
+from tests.metrics.test_standalone import _module_inputs, _scorer_values, _submission
 from tests.support.hub_envs import UV, hub_env
 from tests.support.scoring_fixtures import synthetic_gold
 from tests.support.space_support import free_port, wait_served
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
-from tests.test_metrics_standalone import _module_inputs, _scorer_values, _submission
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A seed nobody could guess (blind refuses guessable ones).

@@ -1,6 +1,6 @@
 """The scorer's conventions checked against hand-computed values, and the distribution of the
 bootstrap's resample counts (``core.resample_counts``), which the plain-loop references of
-``tests/test_score.py`` rely on, checked against scipy."""
+``tests/metrics/test_score.py`` rely on, checked against scipy."""
 
 from __future__ import annotations
 

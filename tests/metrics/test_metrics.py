@@ -16,7 +16,7 @@ import pytest
 from metrics import core
 from tests.support.scoring_fixtures import sklearn_ndcg
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "space" / "data" / "paper"  # the paper's reported tables
 MODULES = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")
 

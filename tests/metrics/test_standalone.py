@@ -19,7 +19,7 @@ from publishing.closure import pins
 from tests.support.hub_envs import hub_env
 from tests.support.scoring_fixtures import sklearn_ndcg, synthetic_gold
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODULES = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")
 
 #: Loads every copied folder and prints its results; ``metrics`` must not be importable there.

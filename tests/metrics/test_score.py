@@ -23,7 +23,7 @@ from metrics.submission import Gold, load_gold, parse_submission
 from tests.support.scoring_fixtures import synthetic_gold
 from tests.support.synthetic import build_synthetic_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _jsonl(lines) -> bytes:
