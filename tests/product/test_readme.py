@@ -42,7 +42,7 @@ RULES = [
         "parse",
         "a build: ~9 min embedded, hours with corpora and models (tests/product/test_outside_in.py runs a tiny one)",
     ),
-    (r"^python -m judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/test_judges_cli.py)"),
+    (r"^python -m judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/judges/test_cli.py)"),
     (
         r"^python -m judges baselines ",
         "narrow --encoder campplus",
