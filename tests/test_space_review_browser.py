@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 import speakersleuth_dataset as ssd
+from tests.builder_scripts.test_build import build, options, recorded
 from tests.support.space_support import CHROMIUM, new_page, running_app, served_config
-from tests.test_build import build, options, recorded
 from tests.test_space_browser import open_tab
 
 playwright_api = pytest.importorskip("playwright.sync_api")

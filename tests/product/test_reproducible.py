@@ -2,7 +2,7 @@
 the card's shard digests let ``validate`` tell whether a folder is the build it describes.
 
 Two cold builds (``--jobs 1`` and ``--jobs 2``) are compared byte for byte in
-``tests/test_build.py`` (``test_a_library_caller_builds_in_shard_processes_to_the_same_dataset``).
+``tests/builder_scripts/test_build.py`` (``test_a_library_caller_builds_in_shard_processes_to_the_same_dataset``).
 """
 
 from __future__ import annotations

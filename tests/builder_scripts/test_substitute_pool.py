@@ -135,7 +135,7 @@ def test_cli_with_jobs_refuses_dailytalk_alone_once_with_exit_2(corpora, tmp_pat
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     args = [
         "build",
         "--source",

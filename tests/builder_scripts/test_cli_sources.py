@@ -21,7 +21,7 @@ from speech.model_dirs import use_model_dirs
 from tests.support.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 from tests.support.vc_fixtures import VOICES, Voice
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SR = 16_000
 TURNS, TURN_SECONDS, GAP = 14, 1.6, 0.2  # alternating turns: a 5-turn window and a 3 s reference
 MALE, MALE2, MALE3 = VOICES["male_a"], VOICES["male_b"], Voice(f0=115.0, vtl=0.97, open_quotient=0.58)

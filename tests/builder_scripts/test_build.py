@@ -34,7 +34,7 @@ from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_rev
 from speech.encoders import encoder_label, offline_encoders
 from tests.support.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
