@@ -28,7 +28,7 @@ from space.store import (
     result_id,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def entry(i: int, variant: str = "main", **extra) -> dict:

@@ -12,7 +12,7 @@ that released a better score).
 
 A blind round takes whole files only (``space.disclosure``), so against it the one-line and
 partial files are refused; the many-identity attack with whole files is
-``tests/test_space_round_attack.py``.
+``tests/space/test_round_attack.py``.
 
 Statistic: the number of hidden labels the prober names correctly. Bound: the 99.9th percentile
 of Binomial(n, 1/3), where 1/3 is the largest prior of any label (the copy is balanced over S1, S2,

@@ -14,8 +14,8 @@ import pytest
 
 from metrics.submission import load_gold
 from space.store import BASELINE_SUBMITTER, SqliteStore
+from tests.space.test_browser import assert_no_dialog_once_rendered
 from tests.support.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
-from tests.test_space_browser import assert_no_dialog_once_rendered
 
 LONG = "W" * 300
 CJK = "音声言語モデル"

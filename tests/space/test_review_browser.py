@@ -12,8 +12,8 @@ import pytest
 
 import speakersleuth_dataset as ssd
 from tests.builder_scripts.test_build import build, options, recorded
+from tests.space.test_browser import open_tab
 from tests.support.space_support import CHROMIUM, new_page, running_app, served_config
-from tests.test_space_browser import open_tab
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [

@@ -17,7 +17,7 @@ from space.config import SpaceConfig, parse_reviewers
 from space.review import ReviewDesk, export_review_sheet, review_sheet
 from space.store import HubStore, ReviewDecision, SqliteStore
 from space.submit import Submitter
-from tests.test_space_store import hub_store
+from tests.space.test_store import hub_store
 
 
 def profile(username: str) -> gr.OAuthProfile:

@@ -130,7 +130,7 @@ def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp
     import json
 
     from space.store import RateLimited, SqliteStore, result_id
-    from tests.test_space_store import hub_store
+    from tests.space.test_store import hub_store
 
     def open_it(name: str, remote=None):
         return (
@@ -222,8 +222,8 @@ def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(data
 def test_in_a_browser_a_visitor_cannot_record_and_a_reviewer_can(dataset, tmp_path, browser):
     """The same served app for a reviewer (this machine) and a visitor (X-Forwarded-For from the
     local proxy: uvicorn trusts 127.0.0.1)."""
+    from tests.space.test_browser import open_tab
     from tests.support.space_support import new_page, served_config
-    from tests.test_space_browser import open_tab
 
     config = served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",))
     with running_app(config, n_bootstrap=20) as (app, url):
@@ -266,7 +266,7 @@ def test_the_app_comes_up_and_serves_its_page_on_a_saturated_machine(dataset, tm
     port = free_port()
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
         "HF_HUB_OFFLINE": "1",
         "GRADIO_ANALYTICS_ENABLED": "False",
         "PYTHONUNBUFFERED": "1",
