@@ -1,7 +1,7 @@
 """The README as a user meets it, after installing the package: a wheel built from this checkout is
 installed into a new virtual environment (the package from the wheel only; its dependencies come
 from the project's ``.venv`` through a path file, since a fresh install of them is gigabytes of
-torch; ``tests/test_hub_trees.py`` installs the Hub trees' requirements fresh), and every fenced
+torch; ``tests/publishing/test_hub_trees.py`` installs the Hub trees' requirements fresh), and every fenced
 ``bash`` and ``python`` block of README.md is run from a temporary folder with no ``PYTHONPATH``.
 
 Python blocks run as typed, as a script, on a small synthetic dataset folder named as in the
@@ -53,7 +53,7 @@ RULES = [
     (
         r"^python -m publishing .*--trees-out ",
         "parse in the checkout",
-        "a maintainer's tool run in a clone (not in the wheel); tests/test_hub_trees.py runs it",
+        "a maintainer's tool run in a clone (not in the wheel); tests/publishing/test_hub_trees.py runs it",
     ),
     (r"^python -m publishing ", "parse in the checkout", "pushes to the Hub, from a clone"),
 ]

@@ -45,7 +45,7 @@ from tests.support.scoring_fixtures import synthetic_gold
 from tests.support.space_support import free_port, wait_served
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: A seed nobody could guess (blind refuses guessable ones).
 SECRET_SEED = 2**62 + 271828
 #: What a Gradio Space's image has besides the repo's requirements: ``spaces`` (Gradio on Spaces
