@@ -10,7 +10,7 @@ import numpy as np
 
 from builder_scripts.final_stage import finish
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_shortcuts as bench  # noqa: E402
 
 
