@@ -83,7 +83,7 @@ MAX_SEGMENT_TURNS = 20
 
 #: The paper's page and BibTeX entry: the one citation of the project. The dataset card, the
 #: scorer and the Space use it from here; each metric folder (which must load alone) carries a
-#: copy that ``tests/test_metrics.py`` checks equal to it, as do the metric cards.
+#: copy that ``tests/metrics/test_metrics.py`` checks equal to it, as do the metric cards.
 PAPER_URL = "https://aclanthology.org/2026.acl-long.944/"
 CITATION = """\
 @inproceedings{lee2026speakersleuth,

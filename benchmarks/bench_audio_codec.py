@@ -28,7 +28,7 @@ from scipy.signal import butter, lfilter, sosfilt
 import speakersleuth_dataset as ssd
 
 SR = ssd.SAMPLING_RATE
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ffmpeg51-invalid-residual.flac"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "support" / "fixtures" / "ffmpeg51-invalid-residual.flac"
 LOWPASS = butter(8, 6400, fs=SR, output="sos")
 FORMANTS = ((700, 130), (1220, 70), (2600, 160))
 

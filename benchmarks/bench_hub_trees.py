@@ -1,4 +1,4 @@
-"""The Hub trees' environments and the leaderboard Space's start, as ``tests/test_hub_trees.py`` runs them.
+"""The Hub trees' environments and the leaderboard Space's start, as ``tests/publishing/test_hub_trees.py`` runs them.
 
 Writes a synthetic blind release with ``python -m publishing --trees-out``, then prints:
 
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tests.hub_envs import make_env
-from tests.space_support import free_port, wait_served
-from tests.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_variables, tree_requirements
+from tests.publishing.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_variables, tree_requirements
+from tests.support.hub_envs import make_env
+from tests.support.space_support import free_port, wait_served
 
 
 def size_mb(path: Path) -> float:

@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/bench_judges.py [FOLDER] [--variant main]
         [--method reference] [--encoder resemblyzer] [--dialogues 6] [--batch-size 32]
 
-FOLDER defaults to ./speakersleuth when it holds a build, else a synthetic folder (tests/synthetic.py,
+FOLDER defaults to ./speakersleuth when it holds a build, else a synthetic folder (tests/support/synthetic.py,
 ``--dialogues`` dialogues; synthetic tones, so only the speed figures mean anything).
 
 Side by side in one process, on the same warmed-up encoder, one judge over all tasks of a variant:
@@ -97,7 +97,7 @@ def main() -> int:
     if folder is None and (Path("speakersleuth") / "README.md").is_file():
         folder = "speakersleuth"
     if folder is None:
-        from tests.synthetic import build_synthetic_dataset
+        from tests.support.synthetic import build_synthetic_dataset
 
         folder = build_synthetic_dataset(
             Path(tempfile.mkdtemp(prefix="bench-judges-")) / "speakersleuth",

@@ -1,6 +1,6 @@
 """Time parse + validate + score of a full-size submission, in process (no audio, no dataset folder).
 
-The gold (``tests/scoring_fixtures.py``) has the paper's size: 606 dialogues, i.e. 1,818 detection
+The gold (``tests/support/scoring_fixtures.py``) has the paper's size: 606 dialogues, i.e. 1,818 detection
 and 1,818 localization instances (S1/S2/S3) and 606 discrimination instances over four source
 datasets. Two submissions answer every instance, lines shuffled:
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from metrics.score import score_submission
 from metrics.submission import Gold, parse_submission
-from tests.scoring_fixtures import N_TURNS, synthetic_gold
+from tests.support.scoring_fixtures import N_TURNS, synthetic_gold
 
 
 def make_submission(gold: Gold, rng: random.Random) -> bytes:

@@ -37,7 +37,7 @@ leaves the machine.
   similarities behind them are seeded draws (the altered turn a little lower), or, with
   ``--judge <method>-<encoder>`` (e.g. ``pairwise-resemblyzer``; about 1.5 min on 60 dialogues),
   the real judge's on the dataset; each file adds its own seeded jitter, so none is a duplicate.
-  ``--files plain``: the score-less files of ``tests.space_support.predictions``.
+  ``--files plain``: the score-less files of ``tests.support.space_support.predictions``.
 - ``load``: the app is served in this process (``space.app.build_app``, launched at a free port);
   ``--rows`` distinct scored submissions are stored in-process (the path ``space.seed`` uses),
   then (a) the ``/leaderboard`` round trip (the first one draws the scatter) and (b) Debian's
@@ -49,7 +49,7 @@ leaves the machine.
   reports rows stored, the SQLite file and WAL on disk, uploads left in Gradio's upload folder, and
   the bytes uploaded.
 
-Without ``--dataset`` a synthetic folder (``tests/synthetic.py``, main variant, ``--dialogues``
+Without ``--dataset`` a synthetic folder (``tests/support/synthetic.py``, main variant, ``--dialogues``
 dialogues: 3 detection, 3 localization and 1 discrimination instance each) is built once under
 ``--work`` and reused. Gradio's temporary folder is set to ``--work``/gradio, so the upload cache
 counted is this run's alone; the stores, files and that folder are removed at the end. The machine's
@@ -161,7 +161,7 @@ class Bench:
         """The app over a fresh SQLite store in ``work/<part>``, its rate limit and upload budget
         (one client sends everything here) out of the way; yields ``(app, url)``."""
         from space.config import ENV_PREFIX, SpaceConfig
-        from tests.space_support import free_port, running_app
+        from tests.support.space_support import free_port, running_app
 
         data_dir = self.work / part
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -189,7 +189,7 @@ class Bench:
         limits and upload budget raised, see SERVER_ENV), its output in ``work/space-<part>.log``;
         yields ``(process, url)`` once the page is served, and stops the process afterwards."""
         from space.config import ENV_PREFIX
-        from tests.space_support import free_port, wait_served
+        from tests.support.space_support import free_port, wait_served
 
         data_dir = self.work / part
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -551,7 +551,7 @@ def measure_latency(
     client_nice: int = 10,
     clients: str = "http",
 ) -> None:
-    from tests.space_support import predictions
+    from tests.support.space_support import predictions
 
     alone_names = [f"alone-{i:04d}" for i in range(alone)]
     names = [f"crowd-{i:04d}" for i in range(concurrent)]
@@ -755,7 +755,7 @@ def print_profile(path: Path, top: int = 25) -> None:
 
 def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, reloads: int) -> None:
     from space.submit import ACCESS, MODEL_TYPES
-    from tests.space_support import predictions
+    from tests.support.space_support import predictions
 
     prefix = "lb"
     with bench.serve("load") as (app, url):
@@ -857,7 +857,7 @@ def measure_duplicates(bench: Bench, count: int, pad_mb: float) -> None:
     from gradio.utils import get_upload_folder
 
     from metrics.submission import parse_submission
-    from tests.space_support import predictions
+    from tests.support.space_support import predictions
 
     base = predictions(bench.gold, 777)
     variants = padded_variants(base, count, int(pad_mb * 1e6))
@@ -980,7 +980,7 @@ def main() -> None:
     shutil.rmtree(args.work / "gradio", ignore_errors=True)
     shutil.rmtree(args.work / "files", ignore_errors=True)
 
-    from tests.synthetic import build_synthetic_dataset
+    from tests.support.synthetic import build_synthetic_dataset
 
     dataset = args.dataset
     if dataset is None:

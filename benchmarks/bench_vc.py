@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/bench_vc.py [--conversions 40] [--workers 2]
 
 Each configuration runs in a fresh process on speech-like synthetic clips of 2-3 s
-(``tests/vc_fixtures.py``; four voices, every ordered pair of different voices, three 2.5 s
+(``tests/support/vc_fixtures.py``; four voices, every ordered pair of different voices, three 2.5 s
 reference clips per speaker). Printed per configuration, in CPU seconds of one core (so that
 other load on the machine does not inflate them): the cold cost of a speaker profile (3
 reference clips; cached afterwards), conversions per CPU second and real-time factor (CPU
@@ -37,7 +37,7 @@ DEFAULTS = ("world", "praat")
 
 def workload(conversions: int, seed: int):
     """Source turns of 2-3 s with their (source refs, target refs)."""
-    from tests.vc_fixtures import VOICES, clips, speech_like
+    from tests.support.vc_fixtures import VOICES, clips, speech_like
 
     rng = np.random.default_rng(seed)
     refs = {name: clips(voice, 3, 2.5, seed=seed + i) for i, (name, voice) in enumerate(VOICES.items())}
@@ -57,7 +57,7 @@ def measure(name: str, kwargs: dict, conversions: int) -> dict:
     """Runs in a fresh process: profile, convert and resynthesize timings, peak RSS."""
     from builder_scripts.vc import get_converter
     from builder_scripts.vc.world import speaker_profile
-    from tests.vc_fixtures import VOICES, clips
+    from tests.support.vc_fixtures import VOICES, clips
 
     converter = get_converter(name, **kwargs)
     jobs = workload(conversions, seed=1)

@@ -1,6 +1,6 @@
 """The LALM harness's own cost: reading rows, building prompts, WAV+base64 encoding, parsing, logging.
 
-Runs the OpenAI-compatible backend against the local HTTP double of ``tests/lalm_http_double.py``
+Runs the OpenAI-compatible backend against the local HTTP double of ``tests/support/lalm_http_double.py``
 (127.0.0.1, instant canned answers, so no model time is in the figures) over a synthetic dataset,
 for the ``main`` and ``per_turn`` settings, then re-runs each to time a resume that has nothing
 left to do. Prints, per setting: instances and requests per second, request size, and for
@@ -25,8 +25,8 @@ def main() -> None:
 
     import speakersleuth_dataset as ssd
     from judges.lalm import make_lalm_judge
-    from tests.lalm_http_double import serve
-    from tests.synthetic import build_synthetic_dataset
+    from tests.support.lalm_http_double import serve
+    from tests.support.synthetic import build_synthetic_dataset
 
     with tempfile.TemporaryDirectory() as tmp, serve() as server:
         data = build_synthetic_dataset(Path(tmp) / "data", dialogues=args.dialogues, variants=("main",))

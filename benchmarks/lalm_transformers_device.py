@@ -1,6 +1,6 @@
 """Device check of the transformers LALM backend: processor + generate on an accelerator.
 
-Builds the tiny random Qwen2.5-Omni and Qwen2-Audio checkpoints of ``tests/lalm_tiny_models.py``
+Builds the tiny random Qwen2.5-Omni and Qwen2-Audio checkpoints of ``tests/support/lalm_tiny_models.py``
 and runs the backend's real path (load with ``local_files_only``, chat template, processor, greedy
 ``generate``) on ``--device`` in each ``--dtypes``, on a detection prompt and a discrimination
 prompt made of synthetic tones. Prints one JSON line per (model, dtype, prompt): where the model
@@ -60,7 +60,7 @@ def main() -> None:
 
     from judges.lalm.backends import make_backend
     from judges.lalm.parsing import parse_answer
-    from tests.lalm_tiny_models import TINY_BUILDERS
+    from tests.support.lalm_tiny_models import TINY_BUILDERS
 
     queries = prompts()
     with tempfile.TemporaryDirectory() as tmp:

@@ -434,7 +434,7 @@ class EmbeddingJudge:
 
         Example
         -------
-        Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+        Skipped, as it needs a built dataset folder (``tests/support/synthetic.py`` writes a small one):
 
         >>> judge = make_embedding_judge("pairwise-resemblyzer", progress=False)  # doctest: +SKIP
         >>> scores = judge.score("speakersleuth", "main", "detection,discrimination")  # doctest: +SKIP
@@ -482,7 +482,7 @@ class EmbeddingJudge:
 
         Example
         -------
-        Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+        Skipped, as it needs a built dataset folder (``tests/support/synthetic.py`` writes a small one):
 
         >>> judge = make_embedding_judge("centroid-resemblyzer", progress=False)  # doctest: +SKIP
         >>> judge.run("speakersleuth", "main", "detection", "preds.jsonl")["counts"]  # doctest: +SKIP

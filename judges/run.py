@@ -154,7 +154,7 @@ def run_judge(
 
     Example
     -------
-    Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+    Skipped, as it needs a built dataset folder (``tests/support/synthetic.py`` writes a small one):
 
     >>> run_judge("centroid-resemblyzer", "speakersleuth", "main", "detection", "preds.jsonl")  # doctest: +SKIP
     {'judge': 'centroid-resemblyzer', 'variant': 'main', 'split': 'test', 'threshold': 0.3, ...}

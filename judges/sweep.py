@@ -162,7 +162,7 @@ def run_sweep(
 
     Example
     -------
-    Skipped, as it needs a built dataset folder (``tests/synthetic.py`` writes a small one):
+    Skipped, as it needs a built dataset folder (``tests/support/synthetic.py`` writes a small one):
 
     >>> result = run_sweep("speakersleuth", "main", ["centroid-campplus"], "sweep")  # doctest: +SKIP
     >>> sorted(result["files"])  # doctest: +SKIP

@@ -5,7 +5,7 @@ module (a folder must stand alone: ``evaluate`` imports only the files beside a 
 ``balanced_accuracy/{scenarios,detection}.py``, ``balanced_f1/{scenarios,localization}.py``,
 ``ndcg/{rankings,discounted_gain}.py`` and ``exact_match/{rankings,matching}.py``. The two
 scenario-balanced folders share ``scenarios.py`` and the two ranking folders ``rankings.py``, each
-one file in both folders (``tests/test_metrics.py`` fails when the two differ). This module imports
+one file in both folders (``tests/metrics/test_metrics.py`` fails when the two differ). This module imports
 them for the scorer (``metrics.score``, ``metrics.analysis``) and adds what only the scorer needs:
 the bootstrap (``grouped_mean`` over resample weights, ``resample_counts``, ``percentile_interval``),
 and re-exports the paper's ``CITATION`` and ``PAPER_URL`` (``speakersleuth_dataset`` holds them).

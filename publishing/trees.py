@@ -37,7 +37,7 @@ SPACE_UNREACHED = {
     "torch": "speakersleuth_dataset.collate, batches for a torch DataLoader",
 }
 #: The Python every Space of the release runs on (its card's ``python_version``; Spaces default to
-#: 3.10, older than the pinned numpy allows). ``tests/test_hub_trees.py`` installs each tree under it.
+#: 3.10, older than the pinned numpy allows). ``tests/publishing/test_hub_trees.py`` installs each tree under it.
 SPACE_PYTHON = "3.11"
 #: What a Gradio Space installs itself at the card's ``sdk_version``.
 SDK_PROVIDED = ("gradio",)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.space_support import ARGS, CHROMIUM, build_dataset
+from tests.support.space_support import ARGS, CHROMIUM, build_dataset
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +53,8 @@ def browser():
 
 @pytest.fixture(scope="session")
 def tts_voices(tmp_path_factory):
-    """Distinct voices of the embedded TTS bank reading two texts each (``tests/tts_voices.py``)."""
-    from tests.tts_voices import render_voices
+    """Distinct voices of the embedded TTS bank reading two texts each (``tests/support/tts_voices.py``)."""
+    from tests.support.tts_voices import render_voices
 
     return render_voices(tmp_path_factory.mktemp("tts_voices"))
 

@@ -1,7 +1,7 @@
 """SpeakerSleuth's scenarios and the scenario-balanced score (paper appendix B.3), pure numpy.
 
 The two scenario-balanced metrics use it: ``metrics/balanced_accuracy/scenarios.py`` and
-``metrics/balanced_f1/scenarios.py`` are one file in two folders (``tests/test_metrics.py`` fails
+``metrics/balanced_f1/scenarios.py`` are one file in two folders (``tests/metrics/test_metrics.py`` fails
 when they differ), because ``evaluate`` loads a metric folder alone and imports only the files beside
 its module. The project's scorer imports it through ``metrics.core``. Values are fractions in [0, 1].
 """

@@ -1,7 +1,7 @@
 """Predicted rankings matched against gold rankings, for the ranking metrics (NDCG@k, exact match), pure numpy.
 
 ``metrics/ndcg/rankings.py`` and ``metrics/exact_match/rankings.py`` are one file in two folders
-(``tests/test_metrics.py`` fails when they differ), because ``evaluate`` loads a metric folder alone
+(``tests/metrics/test_metrics.py`` fails when they differ), because ``evaluate`` loads a metric folder alone
 and imports only the files beside its module. The project's scorer imports it through ``metrics.core``.
 """
 

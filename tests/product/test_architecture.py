@@ -1,0 +1,141 @@
+"""The layout ARCHITECTURE.md describes, checked on the source: which part may import which, and
+no function too long to read at once. Imports inside functions count too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Each part of the project and the project parts it may import (itself always).
+ALLOWED = {
+    "speech": set(),
+    "speakersleuth_dataset": {"speech"},
+    "metrics": {"speakersleuth_dataset", "speech"},
+    "builder_scripts": {"speech", "speakersleuth_dataset"},
+    "judges": {"speech", "speakersleuth_dataset", "metrics"},
+    "space": {"speech", "speakersleuth_dataset", "metrics"},
+    "publishing": {"speakersleuth_dataset"},
+}
+MAX_FUNCTION_LINES = 60
+
+
+def modules() -> list[Path]:
+    return sorted(p for part in ALLOWED for p in [ROOT / f"{part}.py", *(ROOT / part).rglob("*.py")] if p.is_file())
+
+
+def project_imports(path: Path) -> set[str]:
+    """The project parts ``path`` imports (relative imports resolve inside its own part)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
+        found |= {name.split(".")[0] for name in names} & set(ALLOWED)
+    return found
+
+
+def part_of(path: Path) -> str:
+    return path.relative_to(ROOT).parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_one_way(path):
+    part = part_of(path)
+    wrong = project_imports(path) - ALLOWED[part] - {part}
+    assert not wrong, (
+        f"{path.relative_to(ROOT)} ({part}) imports {sorted(wrong)}; {part} may import only {sorted(ALLOWED[part])}"
+    )
+
+
+def test_a_metric_folder_imports_nothing_of_the_project():
+    for path in (ROOT / "metrics").glob("*/*.py"):
+        assert not project_imports(path), (
+            f"{path.relative_to(ROOT)} must stand alone (evaluate loads the folder by itself)"
+        )
+
+
+def test_no_function_over_60_lines():
+    long = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+            ):
+                long.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                )
+    assert not long, "functions over 60 lines: " + ", ".join(long)
+
+
+def test_the_checks_see_what_they_guard(tmp_path):
+    """The import scan finds imports inside functions and from-imports, not relative ones."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import speech.audio\nfrom . import x\ndef f():\n    from judges.encoders import get_encoder\n")
+    assert project_imports(probe) == {"speech", "judges"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports (``from a import b`` is ``a.b`` when that is a module,
+    else ``a``); imports inside functions and ``if __name__ == "__main__"`` blocks count too."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names
+            }
+    return found & known - {module_name(path)}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycle():
+    paths = modules()
+    known = {module_name(p) for p in paths}
+    graph = {module_name(p): module_imports(p, known) for p in paths}
+    assert graph["metrics.report"] >= {"metrics.score"}  # the scan sees what it guards
+    assert not import_cycles(graph), f"import cycles: {import_cycles(graph)}"
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
