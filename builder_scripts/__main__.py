@@ -51,6 +51,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or resume building) a dataset folder")
+    _add_output_options(build)
+    _add_content_options(build)
+    _add_generation_options(build)
+    _add_curation_options(build)
+    _add_execution_options(build)
+    _add_review_export(sub)
+    return parser
+
+
+def _add_output_options(build: argparse.ArgumentParser) -> None:
+    """``build``'s folders: the dataset written and the stage cache."""
     build.add_argument(
         "--dataset-out",
         type=Path,
@@ -65,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="stage cache; a rerun skips finished work (default: cache)",
     )
+
+
+def _add_content_options(build: argparse.ArgumentParser) -> None:
+    """``build``'s content: variants, sources and their folders, dialogue counts, turn length, seed."""
     build.add_argument(
         "--variant", default=",".join(ssd.VARIANTS), help="comma-separated among main,4vc,10turn (default: all three)"
     )
@@ -101,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the build's seed: which turn is altered, the candidate order "
         "(default 0; a leaderboard build takes a secret one)",
     )
+
+
+def _add_generation_options(build: argparse.ArgumentParser) -> None:
+    """``build``'s generation: voice-conversion methods, the S3 encoder, model folders, substitutes."""
     build.add_argument(
         "--vc",
         default="respeak",
@@ -141,6 +160,10 @@ def _parser() -> argparse.ArgumentParser:
         help="more S2/S3 substitute speakers than the built sources' (repeatable): embedded = the "
         "embedded TTS voices, for a corpus with few speakers such as DailyTalk",
     )
+
+
+def _add_curation_options(build: argparse.ArgumentParser) -> None:
+    """``build``'s curation: the text filter, human review decisions, spare candidates."""
     build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
     build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
     build.add_argument(
@@ -149,6 +172,10 @@ def _parser() -> argparse.ArgumentParser:
         default=0.5,
         help="extra candidates (text only) that replace dropped dialogues (default 0.5)",
     )
+
+
+def _add_execution_options(build: argparse.ArgumentParser) -> None:
+    """``build``'s execution: shards, local processes, threads, progress bars."""
     build.add_argument("--num-shards", type=int, default=1, help="split the conversion stage over this many processes")
     build.add_argument("--shard-index", type=int, default=0, help="which shard this process builds (0-based)")
     build.add_argument(
@@ -158,6 +185,10 @@ def _parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=None, help="CPU threads per process for TTS and torch (default: all)"
     )
     build.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _add_review_export(sub: argparse._SubParsersAction) -> None:
+    """The ``review-export`` command and its options."""
     review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
     review.add_argument("--dataset", required=True, help="the dataset to review: a built folder or a Hub dataset id")
     review.add_argument(
@@ -167,7 +198,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="folder for review.csv, review.html and the audio (default: review)",
     )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,37 +231,12 @@ def _options(args: argparse.Namespace):
     from speech.encoders import check_encoder
 
     from .pipeline import BuildOptions
-    from .vc import CONVERTERS, converter_class
+    from .vc import converter_class
 
-    for flag, value in (("--jobs", args.jobs), ("--num-shards", args.num_shards)):
-        if value < 1:
-            raise ValueError(f"{flag} {value}: must be at least 1")
-    if args.validation_dialogues is not None and args.validation_dialogues < 0:
-        raise ValueError(
-            f"--validation-dialogues {args.validation_dialogues}: must be 0 (no validation split) or more"
-        )
-    if args.jobs > 1 and args.num_shards != 1:
-        raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
     variants = [v for v in args.variant.split(",") if v]
-    for flag, count, built in (
-        ("--dialogues", args.dialogues, {"main", "4vc"}),
-        ("--dialogues-10turn", args.dialogues_10turn, {"10turn"}),
-    ):
-        if count < 1 and built & set(variants):
-            raise ValueError(
-                f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
-                f"to leave a variant out, list the others with --variant"
-            )
+    _check_counts(args, variants)
     sources = args.source or ["chitchat_tts"]
-    backends = {args.vc, args.vc_recorded, *(v for v in args.vc_4vc.split(",") if v)}
-    users = {
-        folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()
-    }
-    users |= {name: f"--encoder {name}" for name in folder_encoders()}
-    used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {
-        args.encoder.partition(":")[0].strip().lower()
-    }
-    use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), used, users))
+    _register_model_dirs(args)
     opts = BuildOptions(
         out=args.dataset_out,
         cache=args.cache,
@@ -260,6 +265,43 @@ def _options(args: argparse.Namespace):
         converter_class(backend).check_files()
     check_encoder(opts.encoder)
     return opts
+
+
+def _check_counts(args: argparse.Namespace, variants: list[str]) -> None:
+    """Raises ValueError for a count the build cannot take: jobs, shards, validation or test dialogues."""
+    for flag, value in (("--jobs", args.jobs), ("--num-shards", args.num_shards)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: must be at least 1")
+    if args.validation_dialogues is not None and args.validation_dialogues < 0:
+        raise ValueError(
+            f"--validation-dialogues {args.validation_dialogues}: must be 0 (no validation split) or more"
+        )
+    if args.jobs > 1 and args.num_shards != 1:
+        raise ValueError("--jobs runs its own shards; do not combine it with --num-shards")
+    for flag, count, built in (
+        ("--dialogues", args.dialogues, {"main", "4vc"}),
+        ("--dialogues-10turn", args.dialogues_10turn, {"10turn"}),
+    ):
+        if count < 1 and built & set(variants):
+            raise ValueError(
+                f"{flag} {count}: must be at least 1 for {'/'.join(sorted(built & set(variants)))}; "
+                f"to leave a variant out, list the others with --variant"
+            )
+
+
+def _register_model_dirs(args: argparse.Namespace) -> None:
+    """Registers the ``--model-dir`` folders, refusing one that no backend or encoder of the build uses."""
+    from .vc import CONVERTERS, converter_class
+
+    backends = {args.vc, args.vc_recorded, *(v for v in args.vc_4vc.split(",") if v)}
+    users = {
+        folder.name: f"--vc/--vc-4vc {name}" for name in CONVERTERS for folder in converter_class(name).model_folders()
+    }
+    users |= {name: f"--encoder {name}" for name in folder_encoders()}
+    used = {folder.name for name in backends for folder in converter_class(name).model_folders()} | {
+        args.encoder.partition(":")[0].strip().lower()
+    }
+    use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), used, users))
 
 
 def _build(opts, jobs: int) -> int:
