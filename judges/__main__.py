@@ -66,7 +66,16 @@ def _grid(text: str) -> tuple[float, ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m judges", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    common = _common_options()
+    _add_run(sub, common)
+    _add_sweep(sub, common)
+    _add_baselines(sub, common)
+    return parser
 
+
+def _common_options() -> argparse.ArgumentParser:
+    """The options every command takes: the dataset and split, the embedding cache, batches,
+    progress bars, threads and model folders."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--dataset", required=True, help="the dataset to judge: a built folder or a Hub dataset id")
     common.add_argument("--split", default="test", help="split to judge (default: test)")
@@ -89,7 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"local model folder of an encoder (repeatable), NAME one of {', '.join(MODEL_DIR_NAMES)}; "
         "then e.g. --judge centroid-ecapa loads from it",
     )
+    return common
 
+
+def _add_run(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The ``run`` command: one judge, its predictions written."""
     run = sub.add_parser("run", parents=[common], help="run one judge and write a predictions JSONL")
     run.add_argument(
         "--judge", required=True, help="e.g. centroid-resemblyzer, pairwise-ecapa:/path, openai:gpt-4o-audio-preview"
@@ -117,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="LALM judges: a backend option (value read as JSON when it parses), repeatable",
     )
 
+
+def _add_sweep(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The ``sweep`` command: embedding judges over a grid of τ."""
     sweep = sub.add_parser("sweep", parents=[common], help="threshold sweep of embedding judges (table + plot)")
     sweep.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
     sweep.add_argument(
@@ -129,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--sweep-out", required=True, metavar="DIR", help="folder for the sweep's table, plot and JSON")
 
+
+def _add_baselines(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The ``baselines`` command: every embedding method with each encoder, scored."""
     base = sub.add_parser(
         "baselines", parents=[common], help="all embedding methods x encoders on every variant, scored"
     )
@@ -149,7 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument(
         "--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)"
     )
-    return parser
 
 
 def _encoders(args: argparse.Namespace) -> set[str]:
@@ -223,62 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     shared = {"cache_dir": args.cache, "batch_size": args.batch_size, "progress": not args.no_progress}
     try:
-        option = {"run": "--judge centroid-{}", "sweep": "--judge centroid-{}", "baselines": "--encoder {}"}[
-            args.command
-        ]
-        users = {name: option.format(name) for name in MODEL_DIR_NAMES}
-        use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), _encoders(args), users))
-        threads = _threads(args)
-        if threads is not None:
-            import torch
-
-            torch.set_num_threads(threads)
+        _register_model_dirs(args)
+        _set_threads(args)
         dataset = local_folder(args.dataset)
-        if args.command == "run":
-            out = args.predictions_out or default_predictions_path(args.judge, args.variant)
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
-            summary = run_judge(
-                args.judge,
-                dataset,
-                args.variant,
-                args.task,
-                out,
-                split=args.split,
-                threshold=args.threshold,
-                calibrate=args.calibrate,
-                limit=args.limit,
-                setting=args.setting,
-                **shared,
-                **dict(args.option),
-            )
-            print(json.dumps(summary, indent=2, default=str))
-        elif args.command == "sweep":
-            result = run_sweep(
-                dataset,
-                args.variant,
-                [j.strip() for j in args.judge.split(",") if j.strip()],
-                args.sweep_out,
-                grid=args.threshold,
-                split=args.split,
-                **shared,
-            )
-            print(open(result["files"]["markdown"], encoding="utf-8").read())
-            print("wrote", ", ".join(result["files"].values()))
-        else:
-            summary = run_baselines(
-                dataset,
-                args.results_out,
-                encoders=[e.strip() for e in args.encoder.split(",") if e.strip()],
-                variants=args.variant.split(",") if args.variant else None,
-                split=args.split,
-                n_bootstrap=args.bootstrap,
-                seed=args.bootstrap_seed,
-                **shared,
-            )
-            print(open(f"{args.results_out}/summary.md", encoding="utf-8").read())
-            print(
-                f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.results_out}"
-            )
+        {"run": _run, "sweep": _sweep, "baselines": _baselines}[args.command](args, dataset, shared)
     except (ValueError, FileNotFoundError, BackendError) as err:  # BackendError: a key missing, a server not there
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -286,6 +252,74 @@ def main(argv: list[str] | None = None) -> int:
         print(missing_extra(err, "builder", "python -m judges"), file=sys.stderr)
         return 2
     return 0
+
+
+def _register_model_dirs(args: argparse.Namespace) -> None:
+    """Registers the ``--model-dir`` folders, refusing one that no judge of the command loads."""
+    option = {"run": "--judge centroid-{}", "sweep": "--judge centroid-{}", "baselines": "--encoder {}"}[args.command]
+    users = {name: option.format(name) for name in MODEL_DIR_NAMES}
+    use_model_dirs(refuse_unused(parse_model_dirs(args.model_dir, MODEL_DIR_NAMES), _encoders(args), users))
+
+
+def _set_threads(args: argparse.Namespace) -> None:
+    """Sets torch's CPU threads as ``_threads`` says (None: torch's default left as it is)."""
+    threads = _threads(args)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace, dataset: Path, shared: dict) -> None:
+    """``run``: one judge's predictions written, its summary printed as JSON."""
+    out = args.predictions_out or default_predictions_path(args.judge, args.variant)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    summary = run_judge(
+        args.judge,
+        dataset,
+        args.variant,
+        args.task,
+        out,
+        split=args.split,
+        threshold=args.threshold,
+        calibrate=args.calibrate,
+        limit=args.limit,
+        setting=args.setting,
+        **shared,
+        **dict(args.option),
+    )
+    print(json.dumps(summary, indent=2, default=str))
+
+
+def _sweep(args: argparse.Namespace, dataset: Path, shared: dict) -> None:
+    """``sweep``: the embedding judges' τ sweep written, its table printed."""
+    result = run_sweep(
+        dataset,
+        args.variant,
+        [j.strip() for j in args.judge.split(",") if j.strip()],
+        args.sweep_out,
+        grid=args.threshold,
+        split=args.split,
+        **shared,
+    )
+    print(open(result["files"]["markdown"], encoding="utf-8").read())
+    print("wrote", ", ".join(result["files"].values()))
+
+
+def _baselines(args: argparse.Namespace, dataset: Path, shared: dict) -> None:
+    """``baselines``: every embedding baseline's predictions written and scored, the summary printed."""
+    summary = run_baselines(
+        dataset,
+        args.results_out,
+        encoders=[e.strip() for e in args.encoder.split(",") if e.strip()],
+        variants=args.variant.split(",") if args.variant else None,
+        split=args.split,
+        n_bootstrap=args.bootstrap,
+        seed=args.bootstrap_seed,
+        **shared,
+    )
+    print(open(f"{args.results_out}/summary.md", encoding="utf-8").read())
+    print(f"wrote {len(summary['results'])} prediction files and summary.json/summary.md to {args.results_out}")
 
 
 if __name__ == "__main__":
