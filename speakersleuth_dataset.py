@@ -1607,6 +1607,21 @@ def _check_clip(value: dict | None, where: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "configs":
+        return _configs()
+    try:
+        folder = local_folder(args.dataset)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.command == "blind":
+        return _blind(args, folder)
+    return _validate(args, folder)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line: ``validate``, ``configs`` and ``blind``."""
     parser = argparse.ArgumentParser(prog="python -m speakersleuth_dataset", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     val = sub.add_parser("validate", help="check a built dataset folder against the schema")
@@ -1631,43 +1646,48 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="blind a build made with a guessable seed (a demo: its gold can be recomputed)",
     )
-    args = parser.parse_args(argv)
-    if args.command == "configs":
-        for spec in CONFIGS.values():
-            print(f"{spec.name:<22} {spec.data_dir:<24} N={spec.num_target_turns}")
-        return 0
+    return parser
+
+
+def _configs() -> int:
+    """``configs``: each config's name, folder and number of target turns."""
+    for spec in CONFIGS.values():
+        print(f"{spec.name:<22} {spec.data_dir:<24} N={spec.num_target_turns}")
+    return 0
+
+
+def _blind(args: argparse.Namespace, folder: Path) -> int:
+    """``blind``: the public copy and the gold written, the rows of each printed."""
     try:
-        folder = local_folder(args.dataset)
-    except ValueError as err:
+        counts = write_blind(
+            folder, args.public_out, args.gold_out, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed
+        )
+    except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if args.command == "blind":
-        try:
-            counts = write_blind(
-                folder, args.public_out, args.gold_out, unpaired=args.unpaired, allow_known_seed=args.allow_known_seed
+    print(
+        "\n".join(
+            f"{key:<30} {n:>6} rows"
+            + (
+                "  (no test split: every dialogue's one instance went to another config; build more dialogues)"
+                if not n
+                else ""
             )
-        except (OSError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        print(
-            "\n".join(
-                f"{key:<30} {n:>6} rows"
-                + (
-                    "  (no test split: every dialogue's one instance went to another config; build more dialogues)"
-                    if not n
-                    else ""
-                )
-                for key, n in counts.items()
-            )
+            for key, n in counts.items()
         )
-        print(f"public copy: {args.public_out}\ngold (keep private): {args.gold_out}")
-        if not args.unpaired:
-            print(
-                "note: paired copy: a dialogue's test rows share clips, so they can be regrouped to find the altered "
-                "turn; a leaderboard publishes the --unpaired copy",
-                file=sys.stderr,
-            )
-        return 0
+    )
+    print(f"public copy: {args.public_out}\ngold (keep private): {args.gold_out}")
+    if not args.unpaired:
+        print(
+            "note: paired copy: a dialogue's test rows share clips, so they can be regrouped to find the altered "
+            "turn; a leaderboard publishes the --unpaired copy",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _validate(args: argparse.Namespace, folder: Path) -> int:
+    """``validate``: the folder checked against the schema and the card's shard digests."""
     try:
         counts = validate_folder(folder, check_audio=not args.skip_audio)
     except DatasetValidationError as err:
