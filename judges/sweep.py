@@ -168,10 +168,7 @@ def run_sweep(
     >>> sorted(result["files"])  # doctest: +SKIP
     ['csv', 'markdown', 'plot']
     """
-    by_encoder: dict[str, list[str]] = {}
-    for name in judges:
-        method, spec = embedding_judge_name(name)
-        by_encoder.setdefault(spec, []).append(method)
+    by_encoder = _methods_by_encoder(judges)
     tasks = [t for t in ssd.tasks_present(folder, variant, split) if t in TURN_TASKS]
     if "detection" not in tasks:
         raise FileNotFoundError(f"{folder}: no {split} detection shards for variant {variant!r}; nothing to sweep")
@@ -208,17 +205,40 @@ def run_sweep(
                     for r in swept[s]
                 ]
             if "validation" in swept:
-                tau = pick_threshold(swept["validation"], DEFAULT_THRESHOLDS[method])
-                at = next(r for r in swept[split] if r["threshold"] == tau)
-                calibration[judge] = {
-                    "threshold": tau,
-                    "default": DEFAULT_THRESHOLDS[method],
-                    "validation_det_bal_acc": next(
-                        r["det_bal_acc"] for r in swept["validation"] if r["threshold"] == tau
-                    ),
-                    f"{split}_det_bal_acc": at["det_bal_acc"],
-                    f"{split}_loc_bal_f1": at["loc_bal_f1"],
-                }
+                calibration[judge] = _calibration(swept, split, method)
+    return {
+        "rows": rows,
+        "calibration": calibration,
+        "files": _write_results(rows, calibration, out_dir, split, variant),
+    }
+
+
+def _methods_by_encoder(judges: Sequence[str]) -> dict[str, list[str]]:
+    """The embedding judges' methods grouped by encoder spec (judges of one encoder share its embeddings)."""
+    by_encoder: dict[str, list[str]] = {}
+    for name in judges:
+        method, spec = embedding_judge_name(name)
+        by_encoder.setdefault(spec, []).append(method)
+    return by_encoder
+
+
+def _calibration(swept: dict[str, list[dict]], split: str, method: str) -> dict:
+    """A judge's τ picked on the validation split, beside the paper's, with its scores there and on ``split``."""
+    tau = pick_threshold(swept["validation"], DEFAULT_THRESHOLDS[method])
+    at = next(r for r in swept[split] if r["threshold"] == tau)
+    return {
+        "threshold": tau,
+        "default": DEFAULT_THRESHOLDS[method],
+        "validation_det_bal_acc": next(r["det_bal_acc"] for r in swept["validation"] if r["threshold"] == tau),
+        f"{split}_det_bal_acc": at["det_bal_acc"],
+        f"{split}_loc_bal_f1": at["loc_bal_f1"],
+    }
+
+
+def _write_results(
+    rows: list[dict], calibration: dict[str, dict], out_dir: str | os.PathLike, split: str, variant: str
+) -> dict[str, str]:
+    """``sweep.csv``, ``sweep.md`` and ``sweep.png`` written in ``out_dir``; returns their paths by kind."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"csv": _write_csv(rows, out / "sweep.csv"), "markdown": out / "sweep.md", "plot": out / "sweep.png"}
@@ -228,7 +248,7 @@ def run_sweep(
         files["plot"],
         title=f"SpeakerSleuth {variant}/{split}: threshold sweep",
     )
-    return {"rows": rows, "calibration": calibration, "files": {k: str(v) for k, v in files.items()}}
+    return {k: str(v) for k, v in files.items()}
 
 
 def _write_csv(rows: list[dict], path: Path) -> Path:
