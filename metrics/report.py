@@ -36,54 +36,69 @@ def format_report(scores: dict) -> str:
         lines.append("no task answered")
     det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
     if det:
-        lines += _block(
-            "Detection (accuracy)",
-            det,
-            [
-                *[(s, det["accuracy"][s], None) for s in SCENARIOS],
-                ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
-                (
-                    f"Paired ({det['paired_dialogues']} dialogues)",
-                    det["paired_accuracy"],
-                    det["ci"]["paired_accuracy"],
-                ),
-                *(
-                    [
-                        ("AUROC (scores)", det["auroc"], det["ci"]["auroc"]),
-                        ("EER (scores)", det["eer"], det["ci"]["eer"]),
-                    ]
-                    if det["auroc"] is not None
-                    else []
-                ),
-            ],
-        )
+        lines += _detection_block(det)
     if loc:
-        entries = [("S1 F1", loc["f1"]["S1"], None)]
-        for s in SCENARIOS[1:]:
-            entries += [
-                (f"{s} P", loc["precision"][s], None),
-                (f"{s} R", loc["recall"][s], None),
-                (f"{s} F1", loc["f1"][s], None),
-            ]
-        entries += [
-            ("Bal F1", loc["balanced_f1"], loc["ci"]["balanced_f1"]),
-            (f"Paired ({loc['paired_dialogues']} dialogues)", loc["paired_accuracy"], loc["ci"]["paired_accuracy"]),
-        ]
-        lines += _block("Localization", loc, entries)
+        lines += _localization_block(loc)
     if disc:
-        entries = [(f"Acc {s}", v, None) for s, v in disc["accuracy_by_source"].items()]
-        entries += [
-            ("Acc Avg", disc["accuracy"], disc["ci"]["accuracy"]),
-            ("NDCG@1", disc["ndcg@1"], None),
-            ("NDCG@2", disc["ndcg@2"], disc["ci"]["ndcg@2"]),
-            ("Exact match", disc["exact_match"], disc["ci"]["exact_match"]),
-            (f"Ranking coverage ({disc['ranked']}/{disc['instances']})", disc["ranking_coverage"], None),
-        ]
-        lines += _block("Discrimination", disc, entries)
+        lines += _discrimination_block(disc)
     row = leaderboard_row(scores)
     keys = [k for k in row if not k.endswith("_ci") and row[k] is not None]
     lines += ["", "Table-2 row (tab-separated):", "\t".join(keys), "\t".join(f"{row[k]:.1f}" for k in keys)]
     return "\n".join(lines)
+
+
+def _detection_block(det: dict) -> list[str]:
+    """Detection: accuracy per scenario, balanced and paired, and AUROC and EER when the lines carry scores."""
+    return _block(
+        "Detection (accuracy)",
+        det,
+        [
+            *[(s, det["accuracy"][s], None) for s in SCENARIOS],
+            ("Bal", det["balanced_accuracy"], det["ci"]["balanced_accuracy"]),
+            (
+                f"Paired ({det['paired_dialogues']} dialogues)",
+                det["paired_accuracy"],
+                det["ci"]["paired_accuracy"],
+            ),
+            *(
+                [
+                    ("AUROC (scores)", det["auroc"], det["ci"]["auroc"]),
+                    ("EER (scores)", det["eer"], det["ci"]["eer"]),
+                ]
+                if det["auroc"] is not None
+                else []
+            ),
+        ],
+    )
+
+
+def _localization_block(loc: dict) -> list[str]:
+    """Localization: S1 F1, precision, recall and F1 of S2 and S3, balanced F1 and paired accuracy."""
+    entries = [("S1 F1", loc["f1"]["S1"], None)]
+    for s in SCENARIOS[1:]:
+        entries += [
+            (f"{s} P", loc["precision"][s], None),
+            (f"{s} R", loc["recall"][s], None),
+            (f"{s} F1", loc["f1"][s], None),
+        ]
+    entries += [
+        ("Bal F1", loc["balanced_f1"], loc["ci"]["balanced_f1"]),
+        (f"Paired ({loc['paired_dialogues']} dialogues)", loc["paired_accuracy"], loc["ci"]["paired_accuracy"]),
+    ]
+    return _block("Localization", loc, entries)
+
+
+def _discrimination_block(disc: dict) -> list[str]:
+    """Discrimination: accuracy per source and on average, NDCG, exact match and ranking coverage."""
+    entries = [(f"Acc {s}", v, None) for s, v in disc["accuracy_by_source"].items()]
+    entries += [
+        ("Acc Avg", disc["accuracy"], disc["ci"]["accuracy"]),
+        ("NDCG@1", disc["ndcg@1"], None),
+        ("NDCG@2", disc["ndcg@2"], disc["ci"]["ndcg@2"]),
+        ("Exact match", disc["exact_match"], disc["ci"]["exact_match"]),
+        (f"Ranking coverage ({disc['ranked']}/{disc['instances']})", disc["ranking_coverage"], None),
+    ]
+    return _block("Discrimination", disc, entries)
 
 
 def _block(title: str, task: dict, entries: list[tuple[str, float | None, list | None]]) -> list[str]:
