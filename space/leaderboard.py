@@ -356,6 +356,16 @@ def _bias_chart_spec() -> dict:
 
 def _bias_chart() -> alt.LayerChart:
     """The detection-bias chart without its points and title (``bias_spec`` adds them)."""
+    x, y = _axes()
+    layers = _guide_layers(x, y)
+    tooltip = _tooltip()
+    layers += _point_layers(x, y, tooltip)
+    layers += _label_layers(x, y, tooltip)
+    return _themed(alt.layer(*layers))
+
+
+def _axes() -> tuple[alt.X, alt.Y]:
+    """S1 accuracy across, the mean of S2 and S3 accuracy up, both on ``AXIS_DOMAIN``."""
     x = alt.X(
         "s1:Q",
         title="S1 accuracy (%), says 'consistent' on consistent dialogues",
@@ -368,20 +378,28 @@ def _bias_chart() -> alt.LayerChart:
         scale=alt.Scale(domain=list(AXIS_DOMAIN), nice=False),
         axis=alt.Axis(values=list(range(0, 101, 20))),
     )
+    return x, y
+
+
+def _guide_layers(x: alt.X, y: alt.Y) -> list[alt.Chart]:
+    """The diagonal of an unbiased judge and the notes on either side of it."""
     diagonal = (
         alt.Chart(alt.Data(values=[{"s1": 0, "s23": 0}, {"s1": 100, "s23": 100}]))
         .mark_line(strokeDash=[5, 4], color="#888", strokeWidth=1, aria=False)
         .encode(x, y)
     )
     notes = alt.Chart(pd.DataFrame(NOTES, columns=["s1", "s23", "text", "align"]))
-    layers = [diagonal] + [
+    return [diagonal] + [
         notes.transform_filter(alt.datum.align == align)
         .mark_text(align=align, fontSize=NOTE_FONT_PX, color="#888", aria=False)
         .encode(x, y, text="text:N")
         for align in ("left", "right")
     ]
-    types = list(TYPE_COLOURS)
-    tooltip = [
+
+
+def _tooltip() -> list[alt.Tooltip]:
+    """What a point's tooltip shows: the submission, its rank and its two accuracies."""
+    return [
         alt.Tooltip("model:N", title="Model"),
         alt.Tooltip("organisation:N", title="Organisation"),
         alt.Tooltip("type:N", title="Type"),
@@ -390,13 +408,18 @@ def _bias_chart() -> alt.LayerChart:
         alt.Tooltip("s1:Q", title="S1 accuracy", format=".1f"),
         alt.Tooltip("s23:Q", title="mean S2/S3 accuracy", format=".1f"),
     ]
+
+
+def _point_layers(x: alt.X, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
+    """The ring around a verified row's point, then the points, coloured and shaped by type."""
+    types = list(TYPE_COLOURS)
     ring = alt.Stroke(
         "verified:N",
         title="Verified (ringed, name in bold)",
         legend=alt.Legend(labelLimit=320, titleLimit=320),
         scale=alt.Scale(domain=[VERIFIED_YES], range=["currentColor"]),
     )
-    layers.append(
+    return [
         alt.Chart()
         .transform_filter(alt.datum.verified == VERIFIED_YES)
         .mark_point(
@@ -407,9 +430,7 @@ def _bias_chart() -> alt.LayerChart:
             opacity=1,
             aria=False,
         )
-        .encode(x, y, tooltip=tooltip, stroke=ring)
-    )
-    layers.append(
+        .encode(x, y, tooltip=tooltip, stroke=ring),
         alt.Chart()
         .mark_point(filled=True, size=70, opacity=0.85)
         .encode(
@@ -419,8 +440,13 @@ def _bias_chart() -> alt.LayerChart:
             description="description:N",  # what a screen reader says of a point
             color=alt.Color("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_COLOURS.values()))),
             shape=alt.Shape("type:N", title="Type", scale=alt.Scale(domain=types, range=list(TYPE_SHAPES.values()))),
-        )
-    )
+        ),
+    ]
+
+
+def _label_layers(x: alt.X, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
+    """The names beside the points, one layer per side and verified or not (a verified name in bold)."""
+    layers = []
     for (side, (dx, dy, align, baseline, _)), verified in itertools.product(
         LABEL_SIDES.items(), (VERIFIED_YES, VERIFIED_NO)
     ):
@@ -440,9 +466,13 @@ def _bias_chart() -> alt.LayerChart:
             )
             .encode(x, y, text="model:N", tooltip=tooltip)
         )
-    chart = (
-        alt.layer(*layers)
-        .properties(
+    return layers
+
+
+def _themed(chart: alt.LayerChart) -> alt.LayerChart:
+    """``chart`` sized, on a transparent background, drawn as SVG in the page's text colour and font."""
+    return (
+        chart.properties(
             width=CHART_WIDTH,
             height=CHART_HEIGHT,
             background="transparent",
@@ -470,7 +500,6 @@ def _bias_chart() -> alt.LayerChart:
         )
         .configure_view(stroke="currentColor", strokeOpacity=0.3)
     )
-    return chart
 
 
 def paper_frame(variant: str) -> pd.DataFrame:
