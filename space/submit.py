@@ -584,6 +584,31 @@ SUBMIT_CSS = """
 def build_submit_tab(submitter: Submitter):
     """The Submit tab's components and its submit event (api name ``submit``); returns the
     event so the app can chain a leaderboard refresh."""
+    _introduction(submitter)
+    inputs = _form(submitter)
+    upload = inputs[0]  # cleared once submitted
+    button = gr.Button("Submit", variant="primary")
+    status = gr.HTML(elem_id="ss-submit-status")
+    breakdown = gr.Dataframe(
+        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
+        datatype="str",
+        interactive=False,
+        label="Per-task breakdown",
+        elem_id="ss-breakdown",
+        max_height=700,
+    )
+    return button.click(
+        _submit_handler(submitter),
+        inputs,
+        [status, breakdown, upload],
+        api_name="submit",
+        concurrency_limit=submitter.config.concurrency,
+        concurrency_id="submit",
+    )
+
+
+def _introduction(submitter: Submitter) -> None:
+    """What the tab says first (the limits of an upload) and, on Spaces, the login button."""
     config = submitter.config
     gr.Markdown(
         f"Upload one predictions JSONL file for one variant (format in the About tab). Limits: "
@@ -597,6 +622,11 @@ def build_submit_tab(submitter: Submitter):
         gr.LoginButton()
     else:
         gr.Markdown("Running outside Hugging Face Spaces: submissions count against your network address.")
+
+
+def _form(submitter: Submitter) -> list:
+    """The form's components; returns them in the order of the submit handler's arguments (the
+    upload first)."""
     with gr.Row():
         with gr.Column():
             model_name = gr.Textbox(label="Model name (required)", max_length=MAX_NAME_CHARS, max_lines=1)
@@ -620,16 +650,11 @@ def build_submit_tab(submitter: Submitter):
             upload = SubmissionFile(
                 label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload"
             )
-    button = gr.Button("Submit", variant="primary")
-    status = gr.HTML(elem_id="ss-submit-status")
-    breakdown = gr.Dataframe(
-        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
-        datatype="str",
-        interactive=False,
-        label="Per-task breakdown",
-        elem_id="ss-breakdown",
-        max_height=700,
-    )
+    return [upload, variant, model_name, organisation, model_type, access, link, model_date, setting]
+
+
+def _submit_handler(submitter: Submitter) -> Callable:
+    """The submit event's function: the upload submitted (then deleted), its status and breakdown shown."""
 
     def handle(
         file_path,
@@ -660,12 +685,4 @@ def build_submit_tab(submitter: Submitter):
         frame = submitter.breakdown(result.record) if result.record else pd.DataFrame(columns=BREAKDOWN_COLUMNS)
         return result_html(result), frame, None  # the upload is gone from the server: clear its widget
 
-    event = button.click(
-        handle,
-        [upload, variant, model_name, organisation, model_type, access, link, model_date, setting],
-        [status, breakdown, upload],
-        api_name="submit",
-        concurrency_limit=config.concurrency,
-        concurrency_id="submit",
-    )
-    return event
+    return handle
