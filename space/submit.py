@@ -39,7 +39,7 @@ from metrics.score import leaderboard_row
 from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 from space.config import SpaceConfig
 from space.disclosure import RELEASED, Disclosure, policy_for, released_task
-from space.leaderboard import column_label
+from space.leaderboard_table import column_label
 from space.names import name_conflicts
 from space.store import Metadata, RateLimited, Refused, ResultsStore, StoredResult, StoreFull
 from space.text import encodable
