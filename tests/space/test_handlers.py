@@ -17,8 +17,10 @@ import soundfile as sf
 import speakersleuth_dataset as ssd
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import parse_submission
-from space import bias_chart, disclosure, leaderboard_table, seed, submit, text, viewer
+from space import bias_chart, disclosure, leaderboard_table, seed, submission_form, submit, text, viewer
 from space.config import SpaceConfig
+from space.submission_form import FormError, clean_metadata
+from space.submitter import breakdown_frame, example_file
 from tests.support.space_support import predictions
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -52,7 +54,7 @@ def test_accepted_submission_is_scored_and_stored(make, gold):
     assert result.record.scores == expected
     assert submitter.store.predictions(result.record.id) == parse_submission(data, gold).canonical()
     assert result.record.submitter == "ip:127.0.0.1" and result.record.metadata.model_name == "judge A"
-    frame = submit.breakdown_frame(result.record.scores)
+    frame = breakdown_frame(result.record.scores)
     row = leaderboard_row(expected)
     assert dict(zip(frame["metric"], frame["value"]))["Det Bal Acc"] == f"{row['det_bal_acc']:.1f}"
     assert "Loc Bal F1" in set(frame["metric"]) and "N@2" in set(frame["metric"])
@@ -219,10 +221,10 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
 )
 def test_emoji_sequences_are_names_but_invisible_characters_are_not(name, accepted):
     if accepted:
-        assert submit.clean_metadata(name).model_name == name
+        assert clean_metadata(name).model_name == name
     else:
-        with pytest.raises(submit.FormError, match="control or invisible formatting characters"):
-            submit.clean_metadata(name)
+        with pytest.raises(FormError, match="control or invisible formatting characters"):
+            clean_metadata(name)
 
 
 def test_submitted_strings_are_escaped_in_every_view(make, gold):
@@ -277,7 +279,7 @@ def test_paper_tables_are_separate_and_complete():
 
 
 def test_example_file_is_a_valid_complete_submission(gold):
-    sub = parse_submission(submit.example_file(gold), gold)
+    sub = parse_submission(example_file(gold), gold)
     assert {t: set(p) for t, p in sub.predictions.items()} == {t: set(rows) for t, rows in gold.tasks.items()}
 
 
@@ -337,7 +339,7 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
 
 
 def test_docstring_examples():
-    for module in (submit, seed, text):
+    for module in (submission_form, seed, text):
         result = doctest.testmod(module)
         assert result.attempted and result.failed == 0, module.__name__
 

@@ -16,8 +16,8 @@ from metrics.score import leaderboard_row
 from space import leaderboard_table
 from space.config import SpaceConfig
 from space.disclosure import Disclosure
+from space.submission_form import FormError, clean_metadata
 from space.submission_page import SubmissionPage
-from space.submit import FormError, clean_metadata
 from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {
