@@ -24,7 +24,7 @@ import soundfile as sf
 
 import speakersleuth_dataset as ssd
 from builder_scripts.artifacts import impulse_windows
-from builder_scripts.shortcuts import ArtifactRates
+from builder_scripts.shortcut_measures import ArtifactRates
 
 
 def candidates(root: Path, variant: str) -> dict[tuple[str, str], tuple[str, str, np.ndarray]]:

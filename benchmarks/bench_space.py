@@ -754,7 +754,7 @@ def print_profile(path: Path, top: int = 25) -> None:
 
 
 def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, reloads: int) -> None:
-    from space.submit import ACCESS, MODEL_TYPES
+    from space.submission_form import ACCESS, MODEL_TYPES
     from tests.support.space_support import predictions
 
     prefix = "lb"

@@ -1,6 +1,6 @@
 """Resynthesis artefacts a listener (or a judge) can hear without knowing the speaker.
 
-Three per-clip measures, used by the shortcut audit (``shortcuts.ArtifactRates``) to compare the
+Three per-clip measures, used by the shortcut audit (``shortcut_measures.ArtifactRates``) to compare the
 original candidate (S1) with the converted ones (S2, S3):
 
 - ``impulse_windows``: clicks. The clip is cut into 10 ms windows; a window *has signal* when its

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from . import shortcuts
 from .audit_features import NON_SPEAKER, VOICE_FREE
-from .shortcuts import TASK_LABELS, MeasuredUnit, ShortcutAudit, cell_text, measure_unit
+from .shortcut_measures import MeasuredUnit, measure_unit
+from .shortcuts import TASK_LABELS, ShortcutAudit, cell_text
 from .vc.respeak import RESPEAK
 
 #: the classifiers of the voice-free family: the card's and an independent one

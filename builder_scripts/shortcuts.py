@@ -33,21 +33,19 @@ Beside the classifier, ``ArtifactRates`` counts audible resynthesis artefacts pe
 share of clips with an impulse (click), the share with an exact-zero run inside the speech, and
 the median harmonics-to-noise ratio. A converted candidate should carry them no more often than
 the original (issue 16: S2's impulse rate within 1.5 x of S1's).
+
+The fits and their intervals are in ``builder_scripts.shortcut_fits``; what is measured of a unit
+(features, artefacts) in ``builder_scripts.shortcut_measures``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from .artifacts import harmonicity, impulse_windows, zero_runs
 from .audit_features import NON_SPEAKER, FeatureSet
+from .shortcut_fits import cross_validated, make_model, paired_difference, permuted, score_cell
+from .shortcut_measures import ArtifactRates, MeasuredUnit, measure_unit
 
-#: cross-validation folds (groups: dialogues) and bootstrap resamples of the intervals
-FOLDS = 5
-BOOTSTRAP = 1000
 #: random golds pooled in the control by default (one draw on a small build lands far from chance too often)
 CONTROL_DRAWS = 20
 TASKS = ("detection", "localization_S2", "localization_S3", "localization", "discrimination")
@@ -115,260 +113,6 @@ def _columns(
     return np.flatnonzero(np.tile(wanted, count) & kept)
 
 
-def make_model(model: str):
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    if model == "logistic":
-        return make_pipeline(
-            StandardScaler(), LogisticRegression(C=1.0, solver="liblinear", class_weight="balanced", random_state=0)
-        )
-    if model == "boosting":
-        return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, class_weight="balanced", random_state=0)
-    raise ValueError(f"unknown shortcut-audit model {model!r}; use 'logistic' or 'boosting'")
-
-
-def _credits(scores: np.ndarray, truth: int) -> float:
-    best = np.flatnonzero(np.isclose(scores, scores.max(), rtol=1e-9, atol=1e-12))
-    return 1.0 / best.size if truth in best else 0.0
-
-
-def _folds(groups: np.ndarray):
-    from sklearn.model_selection import GroupKFold
-
-    n = min(FOLDS, np.unique(groups).size)
-    return GroupKFold(n_splits=n).split(groups, groups=groups) if n >= 2 else []
-
-
-def cross_validated(task: str, instances: list[tuple[np.ndarray, int]], groups: np.ndarray, model: str) -> np.ndarray:
-    """Per instance, the credit of the cross-validated guess (detection: 1/0 guess of the class)."""
-    sizes = np.array([rows.shape[0] for rows, _ in instances])
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    X = np.vstack([rows for rows, _ in instances])
-    if task == "detection":
-        y = np.array([truth for _, truth in instances])
-    else:
-        y = np.concatenate([np.arange(size) == truth for size, (_, truth) in zip(sizes, instances)]).astype(int)
-    out = np.full(len(instances), np.nan)
-    with threadpool_limits(limits=1):  # small fits: threads only contend (OpenMP in boosting)
-        _fit_folds(task, X, y, starts, instances, groups, model, out)
-    return out
-
-
-def _fit_folds(task, X, y, starts, instances, groups, model, out) -> None:
-    for train, test in _folds(groups):
-        rows_train = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in train])
-        if np.unique(y[rows_train]).size < 2:
-            continue
-        fitted = make_model(model).fit(X[rows_train], y[rows_train])
-        rows_test = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in test])
-        scores = dict(zip(rows_test, fitted.predict_proba(X[rows_test])[:, 1]))
-        for i in test:
-            mine = np.array([scores[r] for r in range(starts[i], starts[i + 1])])
-            out[i] = float(mine[0] >= 0.5) if task == "detection" else _credits(mine, instances[i][1])
-
-
-def _dialogue_parts(
-    task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The dialogues (sorted) and, per dialogue, the sums a score is made of: (correct, count)
-    pairs, one pair per class for detection (balanced accuracy), one pair otherwise."""
-    names, inverse = np.unique(groups, return_inverse=True)
-    if task == "detection":  # per dialogue: correct and all instances of each class
-        parts = [
-            np.bincount(inverse, weights=w, minlength=names.size)
-            for c in (0, 1)
-            for w in ((truth == c) & (credits == c), truth == c)
-        ]
-    else:
-        parts = [
-            np.bincount(inverse, weights=credits, minlength=names.size),
-            np.bincount(inverse, minlength=names.size),
-        ]
-    return names, np.array(parts, dtype=np.float64)
-
-
-def _score(totals: np.ndarray) -> np.ndarray:
-    """The score (a share) of parts summed over (drawn) dialogues (axis 0: the parts)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shares = totals[0::2] / totals[1::2]
-    return np.nanmean(shares, axis=0)
-
-
-def _draws(n: int) -> np.ndarray:
-    """The dialogue bootstrap's draws: the same for every cell over ``n`` dialogues, so that cells of
-    two audits over the same dialogues are resampled together."""
-    return np.random.default_rng(0).integers(0, n, (BOOTSTRAP, n))
-
-
-def _interval(point: float, drawn: np.ndarray) -> dict[str, float]:
-    """A share and its bootstrap draws as a percent cell with its 95 % interval."""
-    low, high = np.percentile(drawn, [2.5, 97.5])
-    return {
-        "score": round(100 * float(point), 1),
-        "low": round(100 * float(low), 1),
-        "high": round(100 * float(high), 1),
-    }
-
-
-def score_cell(task: str, credits: np.ndarray, truth: np.ndarray, groups: np.ndarray) -> dict[str, float]:
-    """Percent score (balanced accuracy for detection) with a 95 % dialogue-bootstrap interval."""
-    names, parts = _dialogue_parts(task, credits, truth, groups)
-    return _interval(_score(parts.sum(axis=1)), _score(parts[:, _draws(names.size)].sum(axis=2)))
-
-
-def paired_difference(task: str, first: tuple, second: tuple) -> dict[str, float]:
-    """``first``'s score minus ``second``'s in points, each given as ``(credits, truth, groups)`` over
-    the same dialogues, with a 95 % interval from a paired dialogue bootstrap (both sides resampled
-    by the same draws)."""
-    (names, a), (other, b) = _dialogue_parts(task, *first), _dialogue_parts(task, *second)
-    if not np.array_equal(names, other):
-        raise ValueError(
-            f"a paired difference needs the same dialogues on both sides (here {names.size} and {other.size})"
-        )
-    draws = _draws(names.size)
-    return _interval(
-        _score(a.sum(axis=1)) - _score(b.sum(axis=1)),
-        _score(a[:, draws].sum(axis=2)) - _score(b[:, draws].sum(axis=2)),
-    )
-
-
-def permuted(
-    task: str, instances: list[tuple[np.ndarray, int]], rng: np.random.Generator
-) -> list[tuple[np.ndarray, int]]:
-    """The random-gold control: the true row of each instance drawn at random; for detection,
-    the labels of each unit's three instances (S1, S2, S3, in that order) shuffled among them."""
-    if task != "detection":
-        return [(rows, int(rng.integers(rows.shape[0]))) for rows, _ in instances]
-    labels = np.array([truth for _, truth in instances]).reshape(-1, 3)
-    shuffled = np.concatenate([rng.permutation(unit) for unit in labels])
-    return [(rows, int(t)) for (rows, _), t in zip(instances, shuffled)]
-
-
-@dataclass(frozen=True)
-class MeasuredUnit:
-    """One unit's clips measured (``measure_unit``): what ``ShortcutAudit.add_measured`` collects.
-    Plain data, so that units can be measured in other processes than the one that fits."""
-
-    group: str  # the unit's dialogue
-    backend: str | None  # the generation method that altered it, when known
-    k: int  # the altered turn's index
-    #: stage -> (the target turns' feature vectors, {"S2": vector, "S3": vector})
-    stages: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
-    #: (stage, scenario, gender, ``ArtifactRates.measure``) per clip counted; empty without artefacts
-    artifacts: tuple = ()
-
-
-def measure_unit(unit, features: FeatureSet = NON_SPEAKER, artifacts: bool = True) -> MeasuredUnit:
-    """``features`` of a unit's published clips (``unit.targets``, ``unit.converted``) and of its raw
-    ones when it has them (``raw_targets``, ``raw_converted``); with ``artifacts``, the S1/S2/S3
-    clips' artefact measures too (``ArtifactRates.measure``)."""
-    k = unit.converted_turn - 1
-    stages = {"published": (unit.targets, unit.converted)}
-    if unit.raw_targets and unit.raw_converted:
-        stages = {"raw": (unit.raw_targets, unit.raw_converted), **stages}
-    counted = []
-    for stage, (originals, conversions) in stages.items():
-        voices = (
-            ("S1", originals[k], unit.segment.target_gender),
-            ("S2", conversions["S2"], unit.s2.gender),
-            ("S3", conversions["S3"], unit.s3.gender),
-        )
-        counted += [
-            (stage, scenario, gender, ArtifactRates.measure(stage, clip))
-            for scenario, clip, gender in voices
-            if artifacts
-        ]
-    vectors = {
-        stage: (
-            np.stack([features.vector(c) for c in originals]),
-            {s: features.vector(conversions[s]) for s in ("S2", "S3")},
-        )
-        for stage, (originals, conversions) in stages.items()
-    }
-    return MeasuredUnit(
-        f"{unit.segment.source}/{unit.segment.dialogue_id}",
-        getattr(unit, "vc_model", None),
-        k,
-        vectors,
-        tuple(counted),
-    )
-
-
-class ArtifactRates:
-    """Per stage and scenario: clips, % with an impulse, % with an exact-zero run; on the published
-    stage also the median HNR (dB) per gender of the voice heard (a male voice is less periodic
-    than a female one, and S2 holds the other gender than S1, so only same-gender medians compare;
-    measured on the published clips only, to keep the audit's cost down)."""
-
-    SCENARIOS = ("S1", "S2", "S3")
-    STAGES = ("raw", "published")
-    GENDERS = ("female", "male")
-
-    def __init__(self) -> None:
-        self._clips = {(stage, s): [] for stage in self.STAGES for s in self.SCENARIOS}
-        self._hnr = {(s, g): [] for s in self.SCENARIOS for g in self.GENDERS}
-
-    def add(self, stage: str, scenario: str, clip: np.ndarray, gender: str) -> None:
-        """Measure one clip of ``scenario`` (S1/S2/S3) at ``stage`` (raw/published), voiced as ``gender``."""
-        self.add_measured(stage, scenario, gender, self.measure(stage, clip))
-
-    @staticmethod
-    def measure(stage: str, clip: np.ndarray) -> tuple[bool, bool, float | None]:
-        """What ``add`` counts of one clip: an impulse, an exact-zero run, and (published) its HNR."""
-        return impulse_windows(clip) > 0, zero_runs(clip) > 0, harmonicity(clip) if stage == "published" else None
-
-    def add_measured(self, stage: str, scenario: str, gender: str, measured: tuple[bool, bool, float | None]) -> None:
-        """Count one clip already measured (``measure``)."""
-        if (stage, scenario) not in self._clips or gender not in self.GENDERS:
-            raise ValueError(
-                f"unknown stage/scenario/gender {stage!r}/{scenario!r}/{gender!r}; use {self.STAGES} x {self.SCENARIOS} x {self.GENDERS}"
-            )
-        impulse, zero_run, hnr = measured
-        self._clips[(stage, scenario)].append((impulse, zero_run))
-        if stage == "published":
-            self._hnr[(scenario, gender)].append(hnr)
-
-    def _median_hnr(self, scenario: str, gender: str) -> float:
-        values = np.array(self._hnr[(scenario, gender)], dtype=np.float64)
-        values = values[~np.isnan(values)]
-        return round(float(np.median(values)), 1) if values.size else float("nan")
-
-    def result(self, stage: str) -> dict[str, dict[str, float]]:
-        """``{scenario: {clips, impulse_pct, zero_run_pct[, hnr_db_female, hnr_db_male]}}`` (NaN where empty)."""
-        out = {}
-        for scenario in self.SCENARIOS:
-            rows = np.array(self._clips[(stage, scenario)], dtype=np.float64).reshape(-1, 2)
-            share = rows.mean(axis=0) * 100 if len(rows) else [float("nan")] * 2
-            out[scenario] = {
-                "clips": len(rows),
-                "impulse_pct": round(float(share[0]), 1),
-                "zero_run_pct": round(float(share[1]), 1),
-            }
-            if stage == "published":
-                out[scenario] |= {f"hnr_db_{g}": self._median_hnr(scenario, g) for g in self.GENDERS}
-        return out
-
-    def table(self) -> str:
-        """Markdown table of both stages; the impulse column also gives each scenario's rate over S1's."""
-        lines = [
-            "| stage | scenario | clips | impulse (click) rate | x S1 | exact-zero runs | median HNR, female / male voices (dB) |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for stage in self.STAGES:
-            result = self.result(stage)
-            base = result["S1"]["impulse_pct"]
-            for scenario, r in result.items():
-                times = f"{r['impulse_pct'] / base:.2f}" if base else "-"  # S1 without impulses: no ratio
-                hnr = f"{r['hnr_db_female']:.1f} / {r['hnr_db_male']:.1f}" if stage == "published" else "-"
-                lines.append(
-                    f"| {stage} | {scenario} | {r['clips']} | {r['impulse_pct']:.1f} % | {times} | {r['zero_run_pct']:.1f} % | {hnr} |"
-                )
-        return "\n".join(lines)
-
-
 class ShortcutAudit:
     """Collects every unit's features (memory stays small: features, not clips), then fits.
 
@@ -400,7 +144,8 @@ class ShortcutAudit:
         self.artifacts = ArtifactRates()
         self._units: dict[str, list] = {stage: [] for stage in self.STAGES}  # measured units: task_tables' arguments
         self._built: dict = {}  # stage -> (tables, groups, backends), made once every unit is in
-        self._results: dict = {}  # stage -> result, "flagged" -> families, ("credits", ...) -> fitted credits and backends
+        self._results: dict[str, dict] = {}  # stage -> result, "flagged" -> families
+        self._fits: dict[tuple, tuple] = {}  # (stage, task, family, control, copies) -> fitted credits and backends
 
     def add(self, unit, artifacts: bool = True) -> None:
         """Measure one unit's clips; ``artifacts=False`` leaves out the resynthesis-artefact counts
@@ -429,6 +174,7 @@ class ShortcutAudit:
         self._units[stage].append((turns, k, converted, group, backend))
         self._built.pop(stage, None)
         self._results.clear()
+        self._fits.clear()
 
     def _tables(self, stage: str) -> tuple[dict, dict, dict]:
         """Per task: the instances (``task_tables``), their dialogues and their units' methods, from
@@ -509,10 +255,10 @@ class ShortcutAudit:
     ) -> tuple:
         """``_credits``' cell and, per guess, the backend of its unit (fitted once); ``copies``:
         the part of each row fitted (``READINGS``; all when None)."""
-        key = ("credits", stage, task, None if family is None else tuple(family), control, copies)
-        if key not in self._results:
-            self._results[key] = self._fit(stage, task, family, control, copies)
-        return self._results[key]
+        key = (stage, task, None if family is None else tuple(family), control, copies)
+        if key not in self._fits:
+            self._fits[key] = self._fit(stage, task, family, control, copies)
+        return self._fits[key]
 
     def _fit(
         self, stage: str, task: str, family: list[str] | None, control: bool, copies: tuple[int, ...] | None = None

@@ -36,7 +36,8 @@ from space.sessions import lazy_block_configs
 from space.store import ResultsStore, open_store
 from space.submission_page import SUBMISSION_CSS, build_submission_tab
 from space.submission_page import TAB_ID as SUBMISSION_TAB
-from space.submit import SUBMIT_CSS, Submitter, build_submit_tab, example_file, gold_folder
+from space.submit import SUBMIT_CSS, build_submit_tab
+from space.submitter import Submitter, example_file, gold_folder
 from space.uploads import upload_guard
 from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
 from speech.files import write_bytes_atomic

@@ -46,7 +46,7 @@ ALLOW_PAIRED_HELP = (
 
 
 def parse_reviewers(raw: str) -> tuple[str, ...]:
-    """``SPEAKERSLEUTH_REVIEWERS`` as identities (``space.submit.Submitter.identity``): a bare name is a
+    """``SPEAKERSLEUTH_REVIEWERS`` as identities (``space.submitter.Submitter.identity``): a bare name is a
     Hugging Face username (``hf:<name>``, lower case), ``ip:<address>`` a network address (off Spaces)."""
     reviewers = []
     for entry in filter(None, (part.strip() for part in raw.split(","))):

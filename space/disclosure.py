@@ -29,7 +29,7 @@ The policy, ``BlindRound`` (Kaggle's round and Blum & Hardt's Ladder, taken whol
   the offset is uniform and fresh per file). No edge can be aimed at: nobody knows where a file's
   grid lines are before it is scored, and what one file shows says nothing of another's grid.
 - **One release at a time per identity**: an identity's files are scored one after another
-  against its updated history (``space.submit``), so files sent at once cannot all be compared
+  against its updated history (``space.submitter``), so files sent at once cannot all be compared
   with the same best.
 - **Closing**: once closed, each identity's *selected* submission of a variant (its newest that
   it has not withdrawn) is shown with its three private headline metrics on its private keyed

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import speakersleuth_dataset as ssd
 from space.config import ENV_PREFIX, SpaceConfig
 from space.store import ResultsStore, ReviewDecision
-from space.submit import THIS_MACHINE, client_address
+from space.submitter import THIS_MACHINE, client_address
 from space.text import encodable
 from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, empty_view, instance_panel, instance_view, players
 from speech.files import write_bytes_atomic
@@ -150,7 +150,7 @@ class Outcome:
 
 class ReviewDesk:
     """The Review tab's handlers over one dataset folder and one store. ``identity(profile, address)``
-    names who asks (``space.submit.Submitter.identity``); only ``config.reviewers`` may act."""
+    names who asks (``space.submitter.Submitter.identity``); only ``config.reviewers`` may act."""
 
     def __init__(
         self,

@@ -31,7 +31,7 @@ import speakersleuth_dataset as ssd
 from space.config import SpaceConfig
 from space.names import BASELINE_ORGANISATION
 from space.store import BASELINE_SUBMITTER, open_store
-from space.submit import Submitter, gold_folder
+from space.submitter import Submitter, gold_folder
 
 ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")

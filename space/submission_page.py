@@ -27,9 +27,11 @@ import speakersleuth_dataset as ssd
 from metrics.analysis import DELTA_KEYS, GROUPINGS, Provenance, analyse, read_provenance, setting_deltas
 from metrics.submission import SubmissionError, parse_submission
 from space.disclosure import row_key
-from space.leaderboard import column_label, safe_link
+from space.leaderboard_table import column_label, safe_link
 from space.store import StoredResult
-from space.submit import BREAKDOWN_COLUMNS, MAX_LINK_CHARS, Submitter, client_address, result_html
+from space.submission_form import MAX_LINK_CHARS
+from space.submit import result_html
+from space.submitter import BREAKDOWN_COLUMNS, Submitter, client_address
 from speech.files import write_bytes_atomic
 
 #: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256

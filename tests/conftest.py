@@ -30,7 +30,7 @@ def make(tmp_path, dataset):
     """``make(**overrides)``: a Submitter over a fresh SQLite store; keyword arguments override the config."""
     from space.config import SpaceConfig
     from space.store import SqliteStore
-    from space.submit import Submitter
+    from space.submitter import Submitter
 
     def build(**overrides):
         config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)

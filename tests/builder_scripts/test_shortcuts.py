@@ -10,7 +10,8 @@ import pytest
 from scipy.signal import butter, sosfiltfilt
 
 from builder_scripts.audit_features import FAMILIES, FEATURES
-from builder_scripts.shortcuts import TASKS, ShortcutAudit, paired_difference, score_cell
+from builder_scripts.shortcut_fits import paired_difference, score_cell
+from builder_scripts.shortcuts import TASKS, ShortcutAudit
 
 SR = 16000
 LOW = butter(8, 6000, fs=SR, output="sos")
@@ -286,7 +287,8 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
     hand from ``task_tables`` (the candidate and its deviation from the context: the first two
     copies of the features; its deviation from the candidates' mean: the third)."""
     from builder_scripts.audit_features import feature_vector
-    from builder_scripts.shortcuts import READINGS, _columns, cross_validated, task_tables
+    from builder_scripts.shortcut_fits import cross_validated
+    from builder_scripts.shortcuts import READINGS, _columns, task_tables
 
     n = len(FEATURES)
     assert _columns("discrimination", FEATURES, None, READINGS["against the context"]).tolist() == list(range(2 * n))

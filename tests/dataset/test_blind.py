@@ -28,7 +28,7 @@ from metrics.submission import load_gold
 from space import viewer
 from space.config import SpaceConfig
 from space.store import SqliteStore
-from space.submit import Submitter, gold_folder
+from space.submitter import Submitter, gold_folder
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 DIALOGUES = 6

@@ -38,7 +38,7 @@ from metrics.submission import load_gold, parse_submission
 from publishing.__main__ import main as publish_main
 from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
-from space.leaderboard import GROUPS
+from space.leaderboard_table import GROUPS
 from tests.metrics.test_standalone import _module_inputs, _scorer_values, _submission
 from tests.support.hub_envs import UV, hub_env
 from tests.support.scoring_fixtures import synthetic_gold

@@ -39,7 +39,7 @@ import speakersleuth_dataset as ssd
 from metrics.submission import load_gold, parse_submission
 from space.config import SpaceConfig
 from space.disclosure import BlindRound, Disclosure
-from space.leaderboard import GROUPS
+from space.leaderboard_table import GROUPS
 from space.store import Metadata, StoredResult
 from tests.support.space_support import free_port, running_app
 from tests.support.synthetic import build_synthetic_dataset

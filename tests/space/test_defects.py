@@ -52,7 +52,7 @@ def _scoring_raises(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("scoring crashed")
 
-    for name in ("space.submit", "space.disclosure"):
+    for name in ("space.submitter", "space.disclosure"):
         try:
             module = importlib.import_module(name)
         except ImportError:
@@ -177,7 +177,7 @@ class _Request:
 def _review_desk(dataset, data_dir):
     from space.review import ReviewDesk
     from space.store import SqliteStore
-    from space.submit import Submitter
+    from space.submitter import Submitter
 
     config = SpaceConfig.from_env(
         {"SPEAKERSLEUTH_REVIEWERS": "alice, ip:10.0.0.1"}, dataset=str(dataset), data_dir=data_dir

@@ -17,7 +17,7 @@ from space.disclosure import RELEASED, BlindRound, grid_level, grid_offset, spli
 from space.leaderboard import LeaderboardViews
 from space.store import Metadata, SqliteStore, StoredResult
 from space.submission_page import SubmissionPage
-from space.submit import Submitter
+from space.submitter import Submitter
 from tests.support.space_support import predictions
 from tests.support.synthetic import build_synthetic_dataset
 

@@ -17,8 +17,10 @@ import soundfile as sf
 import speakersleuth_dataset as ssd
 from metrics.score import leaderboard_row, score_submission
 from metrics.submission import parse_submission
-from space import disclosure, leaderboard, seed, submit, text, viewer
+from space import bias_chart, disclosure, leaderboard_table, seed, submission_form, submit, text, viewer
 from space.config import SpaceConfig
+from space.submission_form import FormError, clean_metadata
+from space.submitter import breakdown_frame, example_file
 from tests.support.space_support import predictions
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -52,7 +54,7 @@ def test_accepted_submission_is_scored_and_stored(make, gold):
     assert result.record.scores == expected
     assert submitter.store.predictions(result.record.id) == parse_submission(data, gold).canonical()
     assert result.record.submitter == "ip:127.0.0.1" and result.record.metadata.model_name == "judge A"
-    frame = submit.breakdown_frame(result.record.scores)
+    frame = breakdown_frame(result.record.scores)
     row = leaderboard_row(expected)
     assert dict(zip(frame["metric"], frame["value"]))["Det Bal Acc"] == f"{row['det_bal_acc']:.1f}"
     assert "Loc Bal F1" in set(frame["metric"]) and "N@2" in set(frame["metric"])
@@ -200,10 +202,10 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
     with sqlite3.connect(submitter.store.path) as con:
         con.execute("UPDATE submissions SET metadata = ?", (escaped,))
     entries = disclosure.Disclosure().rows(submitter.store.results())
-    frame, _ = leaderboard.leaderboard_frame(entries)
+    frame, _ = leaderboard_table.leaderboard_frame(entries)
     assert frame.loc[0, "Model"] == "model-\\ud800-x"
     pa.Table.from_pandas(frame)  # what Gradio does with the table; raised UnicodeEncodeError
-    json.dumps(leaderboard.bias_spec(entries, "main"))
+    json.dumps(bias_chart.bias_spec(entries, "main"))
 
 
 @pytest.mark.parametrize(
@@ -219,10 +221,10 @@ def test_a_stored_name_with_a_lone_surrogate_still_draws(make, gold):
 )
 def test_emoji_sequences_are_names_but_invisible_characters_are_not(name, accepted):
     if accepted:
-        assert submit.clean_metadata(name).model_name == name
+        assert clean_metadata(name).model_name == name
     else:
-        with pytest.raises(submit.FormError, match="control or invisible formatting characters"):
-            submit.clean_metadata(name)
+        with pytest.raises(FormError, match="control or invisible formatting characters"):
+            clean_metadata(name)
 
 
 def test_submitted_strings_are_escaped_in_every_view(make, gold):
@@ -230,12 +232,12 @@ def test_submitted_strings_are_escaped_in_every_view(make, gold):
     result = submitter.submit(predictions(gold), "main", {**FORM, "model_name": XSS, "organisation": XSS})
     html = submit.result_html(result)
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-    frame, datatypes = leaderboard.leaderboard_frame(disclosure.Disclosure().rows(submitter.store.results()))
+    frame, datatypes = leaderboard_table.leaderboard_frame(disclosure.Disclosure().rows(submitter.store.results()))
     assert frame.loc[0, "Model"] == XSS
     assert datatypes[list(frame.columns).index("Model")] == "str"  # shown as text, not markdown/html
     assert all(d != "html" for d in datatypes)
-    assert leaderboard.safe_link('https://a.org/x"><script>') == ""
-    assert leaderboard.safe_link("javascript:alert(1)") == ""
+    assert leaderboard_table.safe_link('https://a.org/x"><script>') == ""
+    assert leaderboard_table.safe_link("javascript:alert(1)") == ""
 
 
 def test_leaderboard_table_columns_sorting_and_ci(make, gold):
@@ -243,7 +245,7 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
     for i, name in enumerate(["low", "high"]):
         submitter.submit(predictions(gold, [0, 0b111000111][i]), "main", {**FORM, "model_name": name})
     results = disclosure.Disclosure().rows(submitter.store.results())
-    frame, datatypes = leaderboard.leaderboard_frame(results, groups=[])
+    frame, datatypes = leaderboard_table.leaderboard_frame(results, groups=[])
     assert list(frame.columns[:3]) == ["Rank", "Model", "Verified"]
     assert list(frame.columns[3:10]) == [
         "Det Bal Acc",
@@ -255,7 +257,7 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
         "Loc Paired",
     ]
     assert list(frame["Det Bal Acc"]) == sorted(frame["Det Bal Acc"], reverse=True)
-    full, _ = leaderboard.leaderboard_frame(results, groups=leaderboard.GROUPS)
+    full, _ = leaderboard_table.leaderboard_frame(results, groups=leaderboard_table.GROUPS)
     assert {"Det S1", "Loc S2 P", "Disc Synthetic", "N@1", "Det Coverage", "Det Bal Acc 95% CI", "Link"} <= set(
         full.columns
     )
@@ -264,20 +266,20 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
     low, high = map(float, ci.split("-"))
     assert low <= full.loc[0, "Det Bal Acc"] <= high
     assert full.loc[0, "Link"] == "https://example.org/a"
-    assert "; 2 submission(s)" in leaderboard.bias_spec(results, "main")["title"]  # one point per submission
+    assert "; 2 submission(s)" in bias_chart.bias_spec(results, "main")["title"]  # one point per submission
 
 
 def test_paper_tables_are_separate_and_complete():
     for variant in ssd.VARIANTS:
-        frame = leaderboard.paper_frame(variant)
+        frame = leaderboard_table.paper_frame(variant)
         assert list(frame.columns[:2]) == ["Method", "Group"] and "Det Bal Acc" in frame.columns
-        assert len(frame) >= 3 and leaderboard.paper_caption(variant).startswith("Table")
-    main = leaderboard.paper_frame("main").set_index("Method")
+        assert len(frame) >= 3 and leaderboard_table.paper_caption(variant).startswith("Table")
+    main = leaderboard_table.paper_frame("main").set_index("Method")
     assert main.loc["Gemini-2.5-Pro", "Det Bal Acc"] == 64.7 and main.loc["Pairwise (ECAPA)", "Group"] == "embedding"
 
 
 def test_example_file_is_a_valid_complete_submission(gold):
-    sub = parse_submission(submit.example_file(gold), gold)
+    sub = parse_submission(example_file(gold), gold)
     assert {t: set(p) for t, p in sub.predictions.items()} == {t: set(rows) for t, rows in gold.tasks.items()}
 
 
@@ -325,17 +327,19 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     assert names == {"pairwise-resemblyzer": "embedding", "centroid-resemblyzer": "embedding", "Custom judge": "LALM"}
     assert {r.submitter for r in submitter.store.results()} == {seed.BASELINE_SUBMITTER}
     entries = disclosure.Disclosure().rows(submitter.store.results("main"))
-    assert "Det AUROC" not in leaderboard.leaderboard_frame(entries)[0]  # the default columns fit 1,200 px
-    frame, _ = leaderboard.leaderboard_frame(entries, [leaderboard.GROUP_THRESHOLD_FREE, leaderboard.GROUP_CI])
+    assert "Det AUROC" not in leaderboard_table.leaderboard_frame(entries)[0]  # the default columns fit 1,200 px
+    frame, _ = leaderboard_table.leaderboard_frame(
+        entries, [leaderboard_table.GROUP_THRESHOLD_FREE, leaderboard_table.GROUP_CI]
+    )
     auroc = dict(zip(frame["Model"], frame["Det AUROC"]))
     assert auroc.pop("pairwise-resemblyzer") == 100.0 and all(math.isnan(v) for v in auroc.values())
     assert dict(zip(frame["Model"], frame["Det EER"]))["pairwise-resemblyzer"] == 0.0
     assert dict(zip(frame["Model"], frame["Det AUROC 95% CI"]))["pairwise-resemblyzer"] == "100.0-100.0"
-    assert "Det EER 95% CI" in leaderboard.leaderboard_csv(entries).decode("utf-8-sig").splitlines()[0]
+    assert "Det EER 95% CI" in leaderboard_table.leaderboard_csv(entries).decode("utf-8-sig").splitlines()[0]
 
 
 def test_docstring_examples():
-    for module in (submit, seed, text):
+    for module in (submission_form, seed, text):
         result = doctest.testmod(module)
         assert result.attempted and result.failed == 0, module.__name__
 

@@ -14,7 +14,7 @@ import pytest
 
 from metrics.score import TABLE2_KEYS
 from metrics.submission import load_gold
-from space import leaderboard
+from space import bias_chart, leaderboard, leaderboard_table
 from space.disclosure import Disclosure
 from space.store import BASELINE_SUBMITTER, SqliteStore
 from tests.support.space_support import add_result, build_dataset
@@ -50,7 +50,7 @@ def test_ties_share_a_rank_and_rows_without_the_headline_metric_come_last_unrank
         add_result(store, gold, name, 0b0110)
     for pattern in (0, 0b1, 0b111000111, 0b1010101):
         add_result(store, gold, f"pattern-{pattern}", pattern)
-    frame, datatypes = leaderboard.leaderboard_frame(entries(store))
+    frame, datatypes = leaderboard_table.leaderboard_frame(entries(store))
     ranks = dict(zip(frame["Model"], frame["Rank"]))
     scores = dict(zip(frame["Model"], frame["Det Bal Acc"]))
     assert ranks["tie-1"] == ranks["tie-2"]
@@ -58,13 +58,13 @@ def test_ties_share_a_rank_and_rows_without_the_headline_metric_come_last_unrank
         if name != "partial":
             assert ranks[name] == 1 + sum(other > score for other in scores.values()), name
     assert list(frame["Det Bal Acc"])[:-1] == sorted(list(frame["Det Bal Acc"])[:-1], reverse=True)
-    assert list(frame["Model"])[-1] == "partial" and ranks["partial"] is leaderboard.pd.NA
+    assert list(frame["Model"])[-1] == "partial" and ranks["partial"] is leaderboard_table.pd.NA
     assert len(set(ranks.values())) >= 4 and datatypes[0] == "rank"
 
 
 def test_default_columns_are_rank_model_headline_metrics_and_metadata(store, gold):
     add_result(store, gold, "a", 1)
-    frame, _ = leaderboard.leaderboard_frame(entries(store))
+    frame, _ = leaderboard_table.leaderboard_frame(entries(store))
     assert list(frame.columns) == [
         "Rank",
         "Model",
@@ -80,30 +80,30 @@ def test_default_columns_are_rank_model_headline_metrics_and_metadata(store, gol
         "Type",
         "Weights",
     ]
-    full, _ = leaderboard.leaderboard_frame(entries(store), leaderboard.GROUPS)
+    full, _ = leaderboard_table.leaderboard_frame(entries(store), leaderboard_table.GROUPS)
     assert {"Det S1", "Det Bal Acc 95% CI", "Det Coverage", "Link", "Submission id"} <= set(full.columns)
 
 
 def test_every_scorer_key_has_a_label_and_other_sources_get_one_from_their_key():
-    assert [leaderboard.column_label(k) for k in TABLE2_KEYS][12:16] == [
+    assert [leaderboard_table.column_label(k) for k in TABLE2_KEYS][12:16] == [
         "Disc Bazinga",
         "Disc AMI",
         "Disc Behavior-SD",
         "Disc DailyTalk",
     ]
-    assert set(leaderboard.COLUMN_LABELS) == set(TABLE2_KEYS)
-    assert leaderboard.column_label("disc_acc_chitchat_tts") == "Disc Chitchat Tts"
-    assert leaderboard.column_label("ndcg_at_2") == "N@2"
+    assert set(leaderboard_table.COLUMN_LABELS) == set(TABLE2_KEYS)
+    assert leaderboard_table.column_label("disc_acc_chitchat_tts") == "Disc Chitchat Tts"
+    assert leaderboard_table.column_label("ndcg_at_2") == "N@2"
     with pytest.raises(KeyError):
-        leaderboard.column_label("det_s4_acc")
+        leaderboard_table.column_label("det_s4_acc")
 
 
 def test_the_table_reaches_the_browser_as_plain_json_with_verified_rows_marked(store, gold):
     add_result(store, gold, XSS, 1)
     add_result(store, gold, "baseline", 2, submitter=BASELINE_SUBMITTER)
     add_result(store, gold, "partial", 3, without=("detection",))
-    frame, datatypes = leaderboard.leaderboard_frame(entries(store))
-    payload = strict_json(json.dumps(leaderboard.table_payload(frame, datatypes, "label"), allow_nan=False))
+    frame, datatypes = leaderboard_table.leaderboard_frame(entries(store))
+    payload = strict_json(json.dumps(leaderboard_table.table_payload(frame, datatypes, "label"), allow_nan=False))
     assert "Verified" not in payload["headers"] and payload["headers"][:2] == ["Rank", "Model"]
     rows = {row[1]: (row, verified) for row, verified in zip(payload["data"], payload["verified"])}
     assert rows[XSS][0][1] == XSS and payload["datatypes"][1] == "str"  # text, drawn with textContent
@@ -115,7 +115,7 @@ def test_the_table_reaches_the_browser_as_plain_json_with_verified_rows_marked(s
 @pytest.mark.parametrize("name", ['=HYPERLINK("http://evil","x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"])
 def test_csv_cells_that_a_spreadsheet_would_run_start_with_a_quote(store, gold, name):
     add_result(store, gold, name, 1)
-    rows = list(csv.DictReader(io.StringIO(leaderboard.leaderboard_csv(entries(store)).decode("utf-8-sig"))))
+    rows = list(csv.DictReader(io.StringIO(leaderboard_table.leaderboard_csv(entries(store)).decode("utf-8-sig"))))
     assert rows[0]["Model"] == "'" + name
 
 
@@ -123,10 +123,10 @@ def test_csv_has_every_column_full_names_and_utf8(store, gold):
     add_result(store, gold, LONG, 1, link="https://example.org/m")
     add_result(store, gold, CJK, 2, submitter=BASELINE_SUBMITTER)
     add_result(store, gold, "partial", 3, without=("detection",))
-    data = leaderboard.leaderboard_csv(entries(store))
+    data = leaderboard_table.leaderboard_csv(entries(store))
     assert data.startswith(b"\xef\xbb\xbf")  # UTF-8 with a byte-order mark, for spreadsheets
     rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
-    full, _ = leaderboard.leaderboard_frame(entries(store), leaderboard.GROUPS)
+    full, _ = leaderboard_table.leaderboard_frame(entries(store), leaderboard_table.GROUPS)
     assert list(rows[0]) == list(full.columns)
     by_name = {row["Model"]: row for row in rows}
     assert set(by_name) == {LONG, CJK, "partial"}  # full names, not cut
@@ -140,7 +140,7 @@ def test_chart_is_a_themeable_vega_lite_spec_with_names_as_text(store, gold):
     add_result(store, gold, XSS, 1)
     add_result(store, gold, CJK, 2, submitter=BASELINE_SUBMITTER)
     add_result(store, gold, "partial", 3, without=("detection",))
-    spec = strict_json(json.dumps(leaderboard.bias_spec(entries(store), "main")))
+    spec = strict_json(json.dumps(bias_chart.bias_spec(entries(store), "main")))
     alt.LayerChart.from_dict(spec)  # valid Vega-Lite: Altair checks the spec against the schema
     assert spec["background"] == "transparent" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
     assert spec["config"]["axis"]["labelColor"] == "currentColor"  # the page's text colour, light or dark
@@ -150,7 +150,7 @@ def test_chart_is_a_themeable_vega_lite_spec_with_names_as_text(store, gold):
     ]
     assert marks and all("data" not in layer for layer in marks)  # the points' and names' layers draw these points
     assert {p["model"] for p in points} == {XSS, CJK}  # no point without the S1/S2/S3 accuracies
-    assert {p["model"]: p["verified"] for p in points} == {XSS: leaderboard.VERIFIED_NO, CJK: leaderboard.VERIFIED_YES}
+    assert {p["model"]: p["verified"] for p in points} == {XSS: bias_chart.VERIFIED_NO, CJK: bias_chart.VERIFIED_YES}
     assert {p["model"]: p["description"] for p in points} == {
         XSS: XSS,
         CJK: f"{CJK} (verified baseline)",
@@ -166,9 +166,9 @@ def label_boxes(points):
     boxes = []
     for point in points:
         if point["side"]:
-            px, py = leaderboard._position(point["s1"], point["s23"])
-            w, h = leaderboard._label_width(point["model"]), leaderboard.LABEL_FONT_PX + 3
-            ox, oy = leaderboard.LABEL_SIDES[point["side"]][4](w, h)
+            px, py = bias_chart._position(point["s1"], point["s23"])
+            w, h = bias_chart._label_width(point["model"]), bias_chart.LABEL_FONT_PX + 3
+            ox, oy = bias_chart.LABEL_SIDES[point["side"]][4](w, h)
             boxes.append((px + ox, py + oy, px + ox + w, py + oy + h))
     return boxes
 
@@ -182,14 +182,14 @@ def test_labels_never_overlap_and_stay_inside_the_plot():
         )
     ]
     points = crowd + spread
-    leaderboard.place_labels(points)
+    bias_chart.place_labels(points)
     boxes = label_boxes(points)
     assert sum(1 for p in crowd if p["side"]) == 1  # one name at (100, 0); the others on hover
-    assert 10 <= len(boxes) <= leaderboard.MAX_LABELS
+    assert 10 <= len(boxes) <= bias_chart.MAX_LABELS
     for a, b in itertools.combinations(boxes, 2):
         assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
     assert all(
-        0 <= b[0] and b[2] <= leaderboard.CHART_WIDTH and 0 <= b[1] and b[3] <= leaderboard.CHART_HEIGHT for b in boxes
+        0 <= b[0] and b[2] <= bias_chart.CHART_WIDTH and 0 <= b[1] and b[3] <= bias_chart.CHART_HEIGHT for b in boxes
     )
 
 
@@ -247,9 +247,9 @@ def test_the_chart_writes_every_baseline_name_whole():
 
     from judges.__main__ import OFFLINE_JUDGES
 
-    font = ImageFont.load_default(size=leaderboard.LABEL_FONT_PX)
+    font = ImageFont.load_default(size=bias_chart.LABEL_FONT_PX)
     for judge in OFFLINE_JUDGES.split(","):
         for name in (judge, f"{judge}-calibrated"):
             width = font.getlength(name)
-            assert width < leaderboard.LABEL_LIMIT_PX, (name, width)
-            assert leaderboard._label_width(name) >= width, name  # placement counts a label no narrower than drawn
+            assert width < bias_chart.LABEL_LIMIT_PX, (name, width)
+            assert bias_chart._label_width(name) >= width, name  # placement counts a label no narrower than drawn

@@ -18,6 +18,7 @@ from gradio_client import Client, handle_file
 from space import disclosure, names, submit
 from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, Metadata
+from space.submitter import NAME_REFUSED
 from tests.support.space_support import free_port, predictions, running_app
 
 BASELINE = {
@@ -126,7 +127,7 @@ def test_different_names_stay_different(a, b):
 def test_baselines_names_and_organisation_are_reserved(seeded, gold, form, fields):
     result = seeded.submit(predictions(gold, 2), "main", form, MALLORY)
     assert result.status == "invalid", result
-    assert result.message == submit.NAME_REFUSED
+    assert result.message == NAME_REFUSED
     assert len(result.errors) == len(fields)
     for field, error in zip(fields, result.errors):
         assert error.startswith(f"{field} \u201c{form[field.replace(' ', '_')]}\u201d reads as"), error
@@ -288,5 +289,5 @@ def test_identities_racing_for_one_new_name_get_it_once(make, gold, monkeypatch)
         )
     assert sorted(r.status for r in results) == ["accepted", "invalid"], results
     (refused,) = [r for r in results if r.status == "invalid"]
-    assert refused.message == submit.NAME_REFUSED and "another submitter used first" in refused.errors[0]
+    assert refused.message == NAME_REFUSED and "another submitter used first" in refused.errors[0]
     assert len(submitter.store.results()) == 1

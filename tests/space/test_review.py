@@ -16,7 +16,7 @@ from builder_scripts.verification import read_review_decisions
 from space.config import SpaceConfig, parse_reviewers
 from space.review import ReviewDesk, export_review_sheet, review_sheet
 from space.store import HubStore, ReviewDecision, SqliteStore
-from space.submit import Submitter
+from space.submitter import Submitter
 from tests.space.test_store import hub_store
 
 

@@ -37,7 +37,7 @@ import tests.support.synthetic as synthetic
 from metrics.submission import load_gold
 from space.config import SpaceConfig
 from space.disclosure import BlindRound
-from space.leaderboard import GROUPS
+from space.leaderboard_table import GROUPS
 from tests.support.space_support import free_port, running_app
 
 pytestmark = pytest.mark.filterwarnings("ignore")

@@ -13,11 +13,11 @@ import pytest
 from gradio_client import Client, handle_file
 
 from metrics.score import leaderboard_row
-from space import leaderboard
+from space import leaderboard_table
 from space.config import SpaceConfig
 from space.disclosure import Disclosure
+from space.submission_form import FormError, clean_metadata
 from space.submission_page import SubmissionPage
-from space.submit import FormError, clean_metadata
 from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {
@@ -116,9 +116,9 @@ def test_a_submitter_with_two_settings_sees_the_deltas_against_main(page, gold, 
     ).record
     assert "context" not in [row[0] for row in table_rows(page.show(main.id)[3], "Settings of this model")]
     assert "Settings of this model" not in page.show(someone_else.id)[3]  # a single setting: nothing to compare
-    frame, _ = leaderboard.leaderboard_frame(Disclosure().rows(page.submitter.store.results()))
+    frame, _ = leaderboard_table.leaderboard_frame(Disclosure().rows(page.submitter.store.results()))
     assert {f"{FORM['model_name']} [{s}]" for s in ("main", "no_reference", "context")} <= set(
-        frame[leaderboard.MODEL]
+        frame[leaderboard_table.MODEL]
     )
 
 

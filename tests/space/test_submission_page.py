@@ -18,7 +18,7 @@ from space import submission_page
 from space.config import SpaceConfig
 from space.store import BASELINE_SUBMITTER, Metadata
 from space.submission_page import SubmissionPage, parse_id
-from space.submit import breakdown_frame
+from space.submitter import breakdown_frame
 from tests.support.space_support import free_port, predictions, running_app
 
 XSS = "<img src=x onerror=alert(1)>"

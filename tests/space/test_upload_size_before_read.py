@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from space import submit
 from space.config import SpaceConfig
 from space.store import SqliteStore
+from space.submitter import Submitter
 
 FORM = {
     "model_name": "judge A",
@@ -45,9 +45,9 @@ def upload(tmp_path, size: int) -> str:
     return str(path)
 
 
-def submitter(tmp_path) -> submit.Submitter:
+def submitter(tmp_path) -> Submitter:
     config = SpaceConfig.from_env({}, dataset=str(tmp_path / "dataset"), data_dir=tmp_path, max_bytes=LIMIT)
-    return submit.Submitter(config, SqliteStore(tmp_path), tmp_path / "dataset", variants=["main"])
+    return Submitter(config, SqliteStore(tmp_path), tmp_path / "dataset", variants=["main"])
 
 
 def test_too_large_path_upload_is_refused_unread(tmp_path, opened):

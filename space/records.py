@@ -1,0 +1,215 @@
+"""The results store's records and its interface: what a submitter says (``Metadata``), one
+stored submission (``StoredResult``), a withdrawal and a review decision, the errors ``add``
+raises, and ``ResultsStore``, the interface ``space.sqlite_store`` and ``space.hub_store``
+implement (``space.store`` describes both and opens the one a configuration asks for).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from space.text import encodable
+
+#: The identity ``space.seed`` stores the built-in baselines under; its rows are the verified ones.
+BASELINE_SUBMITTER = "seed"
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What a submitter says about the model (already validated by the submit handler)."""
+
+    model_name: str
+    organisation: str = ""
+    model_type: str = "other"
+    access: str = "open"
+    link: str = ""
+    model_date: str = ""
+    setting: str = ""  # one of ``metrics.analysis.SETTINGS``, or "" (not tagged)
+
+    def __post_init__(self) -> None:  # a name stored before the form refused surrogates must still draw
+        for name, value in asdict(self).items():
+            object.__setattr__(self, name, encodable(value))
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """Who withdrew a submission, when and why."""
+
+    submitter: str
+    at: float
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", encodable(self.reason))
+
+
+@dataclass(frozen=True)
+class ReviewDecision:
+    """One reviewer's verdict (``accept`` or ``reject``, with a reason) on one dialogue of one variant."""
+
+    variant: str
+    dialogue_id: str
+    reviewer: str
+    decision: str
+    reason: str
+    at: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", encodable(self.reason))
+
+
+class StoreFull(RuntimeError):
+    """Storing a submission would take the stored predictions past the store's size budget."""
+
+    def __init__(self, used: int, size: int, budget: int):
+        self.used, self.size, self.budget = used, size, budget
+        super().__init__(
+            f"the results store holds {used:,} bytes of predictions; {size:,} more would pass its budget of {budget:,}"
+        )
+
+
+class RateLimited(RuntimeError):
+    """``add``'s ``rate_limit``: the submitter already made ``limit`` submissions in the window."""
+
+
+class Refused(ValueError):
+    """``add``'s ``admit`` check found reasons (``errors``) not to store a submission."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+#: A check run on every stored record (withdrawn too) under the store's write lock, so what it
+#: decides cannot race another submission; returns the reasons to refuse (none: store it).
+Admit = Callable[[list["StoredResult"]], list[str]]
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One accepted submission as the leaderboard reads it (without the raw predictions)."""
+
+    id: str
+    variant: str
+    sha256: str
+    metadata: Metadata
+    submitter: str
+    created_at: float
+    num_lines: int
+    scores: dict[str, Any]
+    withdrawal: Withdrawal | None = None
+
+    @property
+    def verified(self) -> bool:
+        """A built-in baseline, stored by the Space's own seeding, not by a submitter."""
+        return self.submitter == BASELINE_SUBMITTER
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the Hub store writes it (a withdrawal is a file of its own)."""
+        data = asdict(self)
+        del data["withdrawal"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StoredResult:
+        return cls(**{**data, "metadata": Metadata(**data["metadata"])})
+
+
+def result_id(variant: str, sha256: str) -> str:
+    """The public id of a submission: its variant and the start of its file hash."""
+    return f"{variant}-{sha256[:16]}"
+
+
+class ResultsStore(ABC):
+    """Where accepted submissions and the submission log live."""
+
+    @abstractmethod
+    def add(
+        self,
+        *,
+        variant: str,
+        sha256: str,
+        predictions: bytes,
+        scores: dict[str, Any],
+        metadata: Metadata,
+        submitter: str,
+        num_lines: int,
+        now: float | None = None,
+        budget_bytes: int | None = None,
+        admit: Admit | None = None,
+        rate_limit: tuple[int, float] | None = None,
+    ) -> tuple[StoredResult, bool]:
+        """Store a scored submission atomically; returns ``(record, created)``. When the same
+        ``(variant, sha256)`` is already stored (withdrawn or not), nothing is written and the
+        first record comes back with ``created=False``. Nothing is written either when the stored
+        predictions would pass ``budget_bytes`` (``StoreFull``) or ``admit`` refuses (``Refused``).
+        With ``rate_limit=(limit, window_s)`` the submission is also one attempt of ``submitter``
+        at ``now`` in the rate-limit log (``acquire``, ``retry_at``), logged with it in the same
+        transaction; nothing is written (``RateLimited``) when ``submitter`` already has ``limit``
+        attempts in the last ``window_s`` seconds. Only a stored submission uses quota."""
+
+    @abstractmethod
+    def find(self, variant: str, sha256: str) -> StoredResult | None:
+        """The record of the same predictions submitted earlier (perhaps withdrawn), if any."""
+
+    @abstractmethod
+    def results(
+        self, variant: str | None = None, *, include_withdrawn: bool = False, submitter: str | None = None
+    ) -> list[StoredResult]:
+        """Every accepted submission (of one variant; of one submitter) not withdrawn (unless
+        asked), oldest first."""
+
+    @abstractmethod
+    def get(self, result_id: str) -> StoredResult:
+        """One stored submission by its id, withdrawn or not; ``KeyError`` if unknown."""
+
+    @abstractmethod
+    def predictions(self, result_id: str) -> bytes:
+        """The canonical predictions of a stored submission; ``KeyError`` if unknown."""
+
+    @abstractmethod
+    def withdraw(self, result_id: str, submitter: str, reason: str = "", now: float | None = None) -> StoredResult:
+        """Take a submission off the leaderboard, recording ``Withdrawal(submitter, now, reason)``;
+        returns the withdrawn record. ``KeyError`` if unknown; ``PermissionError`` if
+        ``submitter`` did not submit it; ``ValueError`` if it is already withdrawn."""
+
+    @abstractmethod
+    def stored_bytes(self) -> int:
+        """The size of all stored predictions (what ``budget_bytes`` limits)."""
+
+    @abstractmethod
+    def acquire(self, submitter: str, limit: int, window_s: float, now: float | None = None) -> bool:
+        """Atomically check the rate limit and log one submission attempt: ``True`` (and logged)
+        when ``submitter`` made fewer than ``limit`` attempts in the last ``window_s`` seconds."""
+
+    @abstractmethod
+    def retry_at(self, submitter: str, limit: int, window_s: float, now: float) -> float:
+        """When ``submitter`` may next be granted ``acquire`` (``now`` if already)."""
+
+    @abstractmethod
+    def add_review(self, decision: ReviewDecision) -> None:
+        """Append one review decision (earlier ones stay: the audit trail)."""
+
+    @abstractmethod
+    def reviews(self) -> list[ReviewDecision]:
+        """Every review decision ever stored, oldest first."""
+
+    def close(self) -> None:
+        """Release resources (flush pending pushes)."""
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_withdrawal(record: StoredResult, submitter: str) -> None:
+    """Refuse a withdrawal by anyone but the submitter, or of a record already withdrawn."""
+    if record.submitter != submitter:
+        raise PermissionError(f"{record.id} was submitted by another user; only its submitter can withdraw it")
+    if record.withdrawal is not None:
+        raise ValueError(f"{record.id} is already withdrawn")
