@@ -26,6 +26,7 @@ import soundfile as sf
 from scipy.signal import butter, lfilter, sosfilt
 
 import speakersleuth_dataset as ssd
+import speakersleuth_format.audio as ssd_audio
 
 SR = ssd.SAMPLING_RATE
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "support" / "fixtures" / "ffmpeg51-invalid-residual.flac"
@@ -141,7 +142,7 @@ def main() -> None:
         )
     first, _ = _timed(_flac, [(c, ssd.FLAC_LEVELS[0]) for c in clips])
     _, verify_time = _timed(_reads_back, list(zip(first, clips)))
-    ssd._RECENT_FLAC.clear()
+    ssd_audio._RECENT_FLAC.clear()
     published, writer_time = _timed(
         lambda i, c: ssd.encode_audio(c / np.float32(32768), f"c{i}")["bytes"], list(enumerate(clips))
     )

@@ -32,7 +32,13 @@ from .units import UnitStore
 log = logging.getLogger(__name__)
 
 #: The code a published folder depends on besides its units (hashed into its fingerprint).
-CODE = (Path(__file__).parent, Path(__file__).parents[1] / "speech", Path(ssd.__file__), TEMPLATE)
+CODE = (
+    Path(__file__).parent,
+    Path(__file__).parents[1] / "speech",
+    Path(ssd.__file__),
+    Path(ssd.__file__).with_name("speakersleuth_format"),
+    TEMPLATE,
+)
 
 
 def publish(opts, plan: Plan, store: UnitStore, sources: dict, banks: dict) -> dict:

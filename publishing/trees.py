@@ -34,7 +34,7 @@ SPACE_ASSETS = (Path("space/leaderboard_table.js"), Path("space/data/paper"))
 #: left out of its requirements (the Space's test runs the app without them).
 SPACE_UNREACHED = {
     "parselmouth": "speech.audio.seeded_praat, the builder's Praat conversion",
-    "torch": "speakersleuth_dataset.collate, batches for a torch DataLoader",
+    "torch": "speakersleuth_format.readers.collate, batches for a torch DataLoader",
 }
 #: The Python every Space of the release runs on (its card's ``python_version``; Spaces default to
 #: 3.10, older than the pinned numpy allows). ``tests/publishing/test_hub_trees.py`` installs each tree under it.

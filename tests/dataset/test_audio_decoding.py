@@ -21,6 +21,7 @@ from datasets import load_dataset
 from torchcodec.decoders import AudioDecoder
 
 import speakersleuth_dataset as ssd
+import speakersleuth_format.audio as ssd_audio
 from tests.support import FIXTURES
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
@@ -74,21 +75,21 @@ def test_encode_audio_of_the_rejected_samples_decodes_bit_exact(rejected_pcm):
 
 
 def test_encode_audio_falls_back_to_a_level_ffmpeg_reads(rejected_pcm, monkeypatch):
-    monkeypatch.setattr(ssd, "_RECENT_FLAC", OrderedDict())
-    monkeypatch.setattr(ssd, "FLAC_LEVELS", (LIBSNDFILE_DEFAULT_LEVEL, 0.0))
+    monkeypatch.setattr(ssd_audio, "_RECENT_FLAC", OrderedDict())
+    monkeypatch.setattr(ssd_audio, "FLAC_LEVELS", (LIBSNDFILE_DEFAULT_LEVEL, 0.0))
     clip = ssd.encode_audio(rejected_pcm.astype(np.float32) / 32768, "x")
     assert clip["bytes"] != REJECTED.read_bytes()
     assert np.array_equal(_torchcodec_pcm(clip["bytes"]), rejected_pcm)
 
 
 def test_encode_audio_refuses_a_clip_no_level_makes_decodable(rejected_pcm, monkeypatch):
-    monkeypatch.setattr(ssd, "_RECENT_FLAC", OrderedDict())
-    monkeypatch.setattr(ssd, "FLAC_LEVELS", (LIBSNDFILE_DEFAULT_LEVEL,))
+    monkeypatch.setattr(ssd_audio, "_RECENT_FLAC", OrderedDict())
+    monkeypatch.setattr(ssd_audio, "FLAC_LEVELS", (LIBSNDFILE_DEFAULT_LEVEL,))
     with pytest.raises(
         ValueError, match=r"record 'r1' column target_audio\[2\]: FFmpeg .* reads none of the FLAC encodings"
     ):
         ssd.encode_audio(rejected_pcm.astype(np.float32) / 32768, "x", where="record 'r1' column target_audio[2]")
-    assert not ssd._RECENT_FLAC, "a refused encoding is not cached"
+    assert not ssd_audio._RECENT_FLAC, "a refused encoding is not cached"
 
 
 def test_encode_audio_refuses_a_clip_decoded_to_other_samples(monkeypatch):
@@ -104,8 +105,8 @@ def test_encode_audio_refuses_a_clip_decoded_to_other_samples(monkeypatch):
             samples.data[0, -1] += 1 / 32768
             return samples
 
-    monkeypatch.setattr(ssd, "_RECENT_FLAC", OrderedDict())
-    monkeypatch.setattr(ssd, "stock_decoder", OffByOne)
+    monkeypatch.setattr(ssd_audio, "_RECENT_FLAC", OrderedDict())
+    monkeypatch.setattr(ssd_audio, "stock_decoder", OffByOne)
     with pytest.raises(ValueError, match="reads none of the FLAC encodings"):
         ssd.encode_audio(np.full(1600, 0.25, np.float32), "x")
 

@@ -22,6 +22,7 @@ import pytest
 from datasets import load_dataset
 
 import speakersleuth_dataset as ssd
+import speakersleuth_format.blind as ssd_blind
 from builder_scripts import card
 from metrics.report import main as score_main
 from metrics.submission import load_gold
@@ -407,14 +408,14 @@ def test_blind_writes_both_folders_or_neither(built, tmp_path, monkeypatch, caps
             (tmp_path / "here").iterdir()
         )
 
-    replace = ssd.os.replace
+    replace = ssd_blind.os.replace
     monkeypatch.setattr(
-        ssd.os, "replace", lambda src, dst: 1 / 0 if Path(dst) == tmp_path / "p" else replace(src, dst)
+        ssd_blind.os, "replace", lambda src, dst: 1 / 0 if Path(dst) == tmp_path / "p" else replace(src, dst)
     )
     with pytest.raises(ZeroDivisionError):  # the public copy's move fails after the gold's
         ssd.write_blind(full, tmp_path / "p", tmp_path / "g")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "here"]
-    monkeypatch.setattr(ssd.os, "replace", replace)
+    monkeypatch.setattr(ssd_blind.os, "replace", replace)
     ssd.write_blind(full, tmp_path / "p", tmp_path / "g")
     mask = ssd._umask()
     assert (tmp_path / "p").stat().st_mode & 0o777 == 0o777 & ~mask and (

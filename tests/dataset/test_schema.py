@@ -17,6 +17,7 @@ from datasets import load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
 import speakersleuth_dataset as ssd
+import speakersleuth_format.audio as ssd_audio
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ def test_writer_reencodes_every_input_alike(tmp_path):
 def test_a_clip_written_again_reuses_its_encoding(monkeypatch):
     encodes = []
     real_write = sf.write
-    monkeypatch.setattr(ssd.sf, "write", lambda *a, **k: encodes.append(1) or real_write(*a, **k))
+    monkeypatch.setattr(ssd_audio.sf, "write", lambda *a, **k: encodes.append(1) or real_write(*a, **k))
     wave = (np.random.default_rng(3).standard_normal(16000) * 0.1).astype(np.float32)
     first, again = ssd.encode_audio(wave, "a"), ssd.encode_audio(wave.copy(), "b")
     assert len(encodes) == 1 and first["bytes"] == again["bytes"] and again["path"] == "b.flac"

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Each part of the project and the project parts it may import (itself always).
 ALLOWED = {
     "speech": set(),
-    "speakersleuth_dataset": {"speech"},
+    "speakersleuth_format": {"speech"},
+    "speakersleuth_dataset": {"speech", "speakersleuth_format"},
     "metrics": {"speakersleuth_dataset", "speech"},
     "builder_scripts": {"speech", "speakersleuth_dataset"},
     "judges": {"speech", "speakersleuth_dataset", "metrics"},
@@ -20,6 +21,13 @@ ALLOWED = {
     "publishing": {"speakersleuth_dataset"},
 }
 MAX_FUNCTION_LINES = 60
+#: The parts of the dataset format behind ``speakersleuth_dataset``, in the one order they may
+#: import each other: a part imports only parts before it.
+FORMAT_PARTS = ("schema", "audio", "writer", "card", "readers", "blind", "validate")
+MAX_FORMAT_MODULE_LINES = 600
+#: What the light core (``pip install speakersleuth``, no extra) does not have: the dataset format
+#: imports it only inside the functions that need it.
+HEAVY = {"torch", "torchcodec", "scipy", "sklearn"}
 
 
 def modules() -> list[Path]:
@@ -151,3 +159,33 @@ def test_no_import_cycle():
     assert graph["metrics.report"] >= {"metrics.score"}  # the scan sees what it guards
     assert not import_cycles(graph), f"import cycles: {import_cycles(graph)}"
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def format_modules() -> list[Path]:
+    return [ROOT / "speakersleuth_dataset.py", *sorted((ROOT / "speakersleuth_format").glob("*.py"))]
+
+
+def test_the_format_parts_import_one_way():
+    """``speakersleuth_format``'s modules are exactly ``FORMAT_PARTS`` (and its ``__init__``), each
+    imports only the parts before it, and the package imports nothing of ``speakersleuth_dataset``."""
+    paths = {p.stem: p for p in (ROOT / "speakersleuth_format").glob("*.py")}
+    assert set(paths) == {"__init__", *FORMAT_PARTS}
+    known = {f"speakersleuth_format.{part}" for part in FORMAT_PARTS}
+    for i, part in enumerate(FORMAT_PARTS):
+        imported = {m.rsplit(".", 1)[-1] for m in module_imports(paths[part], known)}
+        later = imported - set(FORMAT_PARTS[:i])
+        assert not later, f"speakersleuth_format/{part}.py imports {sorted(later)}, which come after it"
+    assert not project_imports(paths["__init__"])
+
+
+@pytest.mark.parametrize("path", format_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_dataset_format_stays_light_and_short(path):
+    """No module of the dataset format imports torch, scipy or sklearn at module level (the core
+    install has none), and none is over ``MAX_FORMAT_MODULE_LINES`` lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names} | {
+        n.module for n in top if isinstance(n, ast.ImportFrom) and n.module
+    }
+    assert not {name.split(".")[0] for name in names} & HEAVY, f"{path.name} imports {sorted(names)} at module level"
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_FORMAT_MODULE_LINES

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "ARCHITECTURE.md"
-PACKAGES = ("builder_scripts", "judges", "metrics", "publishing", "space", "speech")
+PACKAGES = ("builder_scripts", "judges", "metrics", "publishing", "space", "speakersleuth_format", "speech")
 #: Short names the text uses for a module, a library or an object of a known class.
 ALIASES = {
     "ssd": "speakersleuth_dataset",

@@ -226,6 +226,7 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
     files = {str(p.relative_to(trees / "space")) for p in (trees / "space").rglob("*") if p.is_file()}
     assert (trees / "space" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
     assert {"space/app.py", "space/leaderboard_table.js", "speakersleuth_dataset.py", "metrics/score.py"} <= files
+    assert {f"speakersleuth_format/{m}.py" for m in ("__init__", "schema", "readers", "blind", "validate")} <= files
     assert not {
         f
         for f in files

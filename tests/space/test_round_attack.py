@@ -33,6 +33,7 @@ from gradio_client import Client
 from scipy.stats import binom
 
 import speakersleuth_dataset as ssd
+import speakersleuth_format.blind as ssd_blind
 import tests.support.synthetic as synthetic
 from metrics.submission import load_gold
 from space.config import SpaceConfig
@@ -62,7 +63,7 @@ def blind_copy(root: Path, dialogues: int, *, unpaired: bool) -> tuple[Path, Pat
         full = synthetic.build_synthetic_dataset(root / "full", dialogues=dialogues, variants=("main",))
     ssd.write_card(full, "# x\n\nFor tests only.\n\n## Citation\n\ncite", build_seed=SECRET_SEED)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ssd.secrets, "token_bytes", lambda n: b"\x29" * n)
+        patch.setattr(ssd_blind.secrets, "token_bytes", lambda n: b"\x29" * n)
         ssd.write_blind(full, root / "public", root / "gold", unpaired=unpaired)
     return root / "public", root / "gold"
 
