@@ -5,7 +5,7 @@ Writes a synthetic blind release with ``python -m publishing --trees-out``, then
 - the time to make each tree's fresh environment (uv; the Space's requirements plus what a Gradio
   Space's image adds, the metrics' shared requirements) with an empty uv cache (cold: everything
   downloaded from PyPI) and again with that cache filled (warm), and each environment's size;
-- the Space's start in its fresh environment, ``python space/app.py`` under Spaces' variables, to
+- the Space's start in its fresh environment, ``python app.py`` under Spaces' variables, to
   the first page served: the first start (no bytecode yet) and a second one.
 
     python benchmarks/bench_hub_trees.py
@@ -53,7 +53,7 @@ def space_start(python: Path, release: dict[str, Path], work: Path) -> float:
     start = time.perf_counter()
     with log.open("w") as out:
         process = subprocess.Popen(
-            [str(python), "space/app.py"],
+            [str(python), "app.py"],
             cwd=tree,
             env=clean_env(work / "home", **space_variables(release, port)),
             stdout=out,
@@ -88,7 +88,7 @@ def main() -> None:
         first = space_start(cold["space"][1], release, root / "space-run")
         second = space_start(cold["space"][1], release, root / "space-run")
         print(
-            f"\nSpace start to the first page (python space/app.py, fresh environment): first {first:.1f} s, second {second:.1f} s"
+            f"\nSpace start to the first page (python app.py, fresh environment): first {first:.1f} s, second {second:.1f} s"
         )
 
 

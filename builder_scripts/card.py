@@ -1,6 +1,6 @@
 """The dataset card of a build: every number in it is computed from the written shards.
 
-``dataset_card.md`` beside this module is the template (``str.format`` fields); this module
+``dataset_card.md`` at the top of the project (installed as ``speakersleuth/dataset_card.md``) is the template (``str.format`` fields); this module
 fills it with a Table-1-style statistics table per variant and source, a clip-duration histogram
 (``duration_histogram.png`` beside the card), the voice-conversion mix, the speaker pool (how
 distinct its speakers are under every encoder), the substitutes' similarity to the target, the
@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 from . import artifacts
 from .card_audit import BuildAudit, feature_lists
 from .speaker_bank import pool_name, row_pool_name
 from .vc.respeak import voice_engine
 
-TEMPLATE = Path(__file__).with_name("dataset_card.md")
+TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
 HISTOGRAM = "duration_histogram.png"
 #: what the shortcut audit's artefact table counts (``builder_scripts/artifacts.py``)
 ARTIFACTS_CAPTION = (

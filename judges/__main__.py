@@ -1,12 +1,12 @@
-"""``python -m judges``: run a judge, sweep embedding thresholds, run all embedding baselines.
+"""``python -m speakersleuth.judges``: run a judge, sweep embedding thresholds, run all embedding baselines.
 
-    python -m judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
+    python -m speakersleuth.judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
         --task detection,localization,discrimination --predictions-out preds.jsonl [--threshold T] [--calibrate]
-    python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset <folder or Hub id> --predictions-out <file>
-    python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset <folder> --predictions-out <file>
-    python -m judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
+    python -m speakersleuth.judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset <folder or Hub id> --predictions-out <file>
+    python -m speakersleuth.judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset <folder> --predictions-out <file>
+    python -m speakersleuth.judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
         [--judge pairwise-resemblyzer,centroid-campplus]
-    python -m judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
+    python -m speakersleuth.judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
 
 Without ``--judge`` (sweep) / ``--encoder`` (baselines), sweep and baselines run every encoder whose weights ship in an
 installed package (``speech.encoders.offline_encoders``: CAM++, the d-vector, ERes2Net, Resemblyzer)
@@ -18,7 +18,7 @@ says otherwise: on the 2-core build machine CAM++, the d-vector and Resemblyzer 
 thread than on two, ERes2Net 11 % slower (benchmarks/bench_judge_threads.py).
 
 Outputs are the submission format (``metrics.submission``); score them with
-``python -m metrics.score --predictions preds.jsonl --dataset speakersleuth``.
+``python -m speakersleuth.metrics.score --predictions preds.jsonl --dataset speakersleuth``.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import re
 import sys
 from pathlib import Path
 
-from judges.lalm.backends.base import BackendError
-from judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
-from judges.run import run_baselines, run_judge
-from judges.sweep import THRESHOLDS, run_sweep
-from speakersleuth_dataset import local_folder
-from speech.encoders import folder_encoders, offline_encoders
-from speech.extras import missing_extra
-from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
+from speakersleuth.judges.lalm.backends.base import BackendError
+from speakersleuth.judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
+from speakersleuth.judges.run import run_baselines, run_judge
+from speakersleuth.judges.sweep import THRESHOLDS, run_sweep
+from speakersleuth.speakersleuth_dataset import local_folder
+from speakersleuth.speech.encoders import folder_encoders, offline_encoders
+from speakersleuth.speech.extras import missing_extra
+from speakersleuth.speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 
 #: ``--model-dir`` names: the encoders that load from a local folder
 MODEL_DIR_NAMES = tuple(folder_encoders())
@@ -64,7 +64,7 @@ def _grid(text: str) -> tuple[float, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m judges", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m speakersleuth.judges", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = _common_options()
     _add_run(sub, common)
@@ -205,7 +205,7 @@ def default_predictions_path(judge: str, variant: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line ``python -m judges`` (console script ``speakersleuth-judges``): ``run`` one
+    """The command line ``python -m speakersleuth.judges`` (console script ``speakersleuth-judges``): ``run`` one
     judge (``judges.run.run_judge``), ``sweep`` embedding judges' τ (``judges.sweep.run_sweep``) or
     run the embedding ``baselines`` (``judges.run.run_baselines``); the module docstring shows each.
 
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:  # the core install: API judges only; the encoders come with the builder extra
-        print(missing_extra(err, "builder", "python -m judges"), file=sys.stderr)
+        print(missing_extra(err, "builder", "python -m speakersleuth.judges"), file=sys.stderr)
         return 2
     return 0
 

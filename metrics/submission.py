@@ -43,7 +43,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 MAX_BYTES = 20_000_000
 MAX_LINES = 200_000

@@ -2,7 +2,8 @@
 
 The closure is read from the source (``ast``), imports inside functions included, so a lazy import
 the app makes only when a button is pressed is carried too. A project module is a ``.py`` file under
-the repository root (a package brings its ``__init__.py`` files); every other import that is not in
+the repository root, imported as ``speakersleuth.<path>`` (the package maps the root to that name;
+a package brings its ``__init__.py`` files); every other import that is not in
 the standard library is a third-party module, mapped to the distribution that installs it and
 pinned as the root ``requirements.txt`` pins it.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements.txt"
+#: The import name of the repository root (pyproject.toml's ``package-dir``).
+NAMESPACE = "speakersleuth"
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,14 @@ class Closure:
 
 
 def _module_file(root: Path, dotted: str) -> Path | None:
-    path = root.joinpath(*dotted.split("."))
+    """The file of the project module ``dotted`` (``speakersleuth.a.b`` or, from a relative import,
+    ``a.b``), or None."""
+    parts = dotted.split(".")
+    if parts[0] == NAMESPACE:
+        parts = parts[1:]
+    if not parts:
+        return None
+    path = root.joinpath(*parts)
     for candidate in (path / "__init__.py", path.with_suffix(".py")):
         if candidate.is_file():
             return candidate
@@ -80,7 +90,11 @@ def closure(entry: Path, root: Path = ROOT) -> Closure:
             found = _module_file(root, name)
             if found is not None:
                 todo.append(found)
-            elif _module_file(root, name.split(".")[0]) is None and name.split(".")[0] not in sys.stdlib_module_names:
+            elif (
+                name.split(".")[0] != NAMESPACE
+                and _module_file(root, name.split(".")[0]) is None
+                and name.split(".")[0] not in sys.stdlib_module_names
+            ):
                 third_party.add(name.split(".")[0])
     return Closure(tuple(sorted(p.relative_to(root) for p in seen)), tuple(sorted(third_party)))
 

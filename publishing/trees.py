@@ -1,14 +1,15 @@
 """The repository trees of a release, written to a folder exactly as they are pushed.
 
 - the dataset: a built folder (validated first) as its card and parquet shards; a labelled test
-  split only to a private repo, or as a blind copy (``python -m speakersleuth_dataset blind``)
+  split only to a private repo, or as a blind copy (``python -m speakersleuth.speakersleuth_dataset blind``)
   whose gold goes to a private repo of its own;
 - a metric Space per ``metrics/<name>/`` folder, named ``speakersleuth_<name>`` (evaluate's
   canonical ``ndcg`` and ``exact_match`` keep their names): the metric module under the repo's
   name, the modules it imports copied in (a module two folders share exists once in this
   checkout), the card with the Spaces front matter, ``app.py`` (the widget) and
   ``requirements.txt`` with only what the metric imports;
-- the leaderboard Space: the modules ``space/app.py`` imports and its assets, the card of
+- the leaderboard Space: the modules ``space/app.py`` imports and its assets under ``speakersleuth/``
+  (their import name), a root ``app.py`` that starts it, the card of
   ``space/README.md`` as the root ``README.md``, and ``requirements.txt`` with only what the app
   imports; it starts with no arguments, from the Space's variables.
 """
@@ -22,8 +23,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-import speakersleuth_dataset as ssd
-from publishing.closure import ROOT, closure, pins, requirements
+import speakersleuth.speakersleuth_dataset as ssd
+from publishing.closure import NAMESPACE, ROOT, closure, pins, requirements
 
 METRICS = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")
 METRIC_PREFIX = "speakersleuth_"
@@ -123,7 +124,7 @@ def check_dataset(folder: Path, *, private: bool, gold: Path | None) -> None:
     if not blind and not private and any(ssd.shard_paths(folder, c, "test") for c in ssd.CONFIGS):
         raise ValueError(
             f"{folder}: its test split is labelled and the repo would be public; publish its blind copy "
-            f"(python -m speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private"
+            f"(python -m speakersleuth.speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private"
         )
     if gold is not None:
         check_gold(folder, gold)
@@ -204,6 +205,18 @@ def write_metric_tree(metric: str, out: Path) -> Path:
 
 # ------------------------------------------------------------------------------------------ Space
 
+#: The leaderboard Space's entry file: Spaces runs ``python app.py`` at the root, where the project's
+#: modules are the namespace package ``speakersleuth/``.
+SPACE_ENTRY = '''"""The SpeakerSleuth leaderboard (what Spaces runs: ``python app.py``); the modules are in speakersleuth/."""
+
+import sys
+
+from speakersleuth.space.app import main
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
 
 def space_files() -> tuple[str, ...]:
     """The project files the leaderboard needs: ``space/app.py``'s import closure and its assets."""
@@ -217,13 +230,14 @@ def space_files() -> tuple[str, ...]:
 
 
 def write_space_tree(out: Path) -> Path:
-    """The leaderboard Space in ``out``: the modules and assets it needs, ``space/README.md`` as the
-    root card (``app_file: space/app.py``), the pinned requirements of what it imports and the
-    project's ``LICENSE``."""
+    """The leaderboard Space in ``out``: the modules and assets it needs under ``speakersleuth/``, the
+    entry ``app.py``, ``space/README.md`` as the root card (``app_file: app.py``), the pinned
+    requirements of what it imports and the project's ``LICENSE``."""
     out.mkdir(parents=True)
-    copy_files(ROOT, space_files(), out)
+    copy_files(ROOT, space_files(), out / NAMESPACE)
+    (out / "app.py").write_text(SPACE_ENTRY, encoding="utf-8")
     shutil.copyfile(ROOT / "LICENSE", out / "LICENSE")
     modules = tuple(m for m in closure(SPACE_APP).modules if m not in SPACE_UNREACHED)
     write_lines(out / "requirements.txt", requirements(modules))
-    write_space_card(ROOT / "space" / "README.md", out, app_file=str(SPACE_APP), required=SPACE_CARD_KEYS)
+    write_space_card(ROOT / "space" / "README.md", out, app_file="app.py", required=SPACE_CARD_KEYS)
     return out

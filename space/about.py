@@ -3,8 +3,8 @@ submission format, citation)."""
 
 from __future__ import annotations
 
-from metrics.core import CITATION
-from space.disclosure import STEPS_PER_ANSWER
+from speakersleuth.metrics.core import CITATION
+from speakersleuth.space.disclosure import STEPS_PER_ANSWER
 
 TITLE = "SpeakerSleuth leaderboard"
 
@@ -98,7 +98,7 @@ One JSONL file (UTF-8) per submission and variant, one JSON object per line:
   files per time window (see the Submit tab).
 
 Score a file locally before submitting:
-`python -m metrics.score predictions.jsonl --dataset <folder> --variant main` (the test split of a
+`python -m speakersleuth.metrics.score predictions.jsonl --dataset <folder> --variant main` (the test split of a
 blind dataset has no gold: score its validation split with `--split validation`).
 
 The example below answers every instance of the variant with a constant ("consistent", no turns,

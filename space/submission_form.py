@@ -10,8 +10,8 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-from metrics.analysis import SETTINGS
-from space.store import Metadata
+from speakersleuth.metrics.analysis import SETTINGS
+from speakersleuth.space.store import Metadata
 
 MODEL_TYPES = ("LALM", "embedding", "other")
 ACCESS = ("open", "proprietary")

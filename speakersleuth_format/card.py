@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from datasets import Audio, Features, List
 
-from speakersleuth_format.schema import COLUMN_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SPLITS, get_config
-from speech.files import write_text_atomic
+from speakersleuth.speakersleuth_format.schema import COLUMN_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SPLITS, get_config
+from speakersleuth.speech.files import write_text_atomic
 
 #: The card's YAML key for the shards' digests: ``{path in the folder: SHA-256 hex}``.
 DIGESTS_KEY = "shard_sha256"

@@ -13,8 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE, check_waveform, resample
-from speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
+from speakersleuth.speech.audio import SAMPLING_RATE, check_waveform, resample
+from speakersleuth.speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
 
 _REGISTRY: dict[str, type[SpeakerEncoder]] = {}
 

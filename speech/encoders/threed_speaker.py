@@ -17,8 +17,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE
-from speech.model_dirs import ModelFolderError
+from speakersleuth.speech.audio import SAMPLING_RATE
+from speakersleuth.speech.model_dirs import ModelFolderError
 
 from .base import SpeakerEncoder, package_file
 

@@ -1,4 +1,4 @@
-"""``python -m judges`` (run, sweep, baselines) on a small synthetic folder with Resemblyzer; the
+"""``python -m speakersleuth.judges`` (run, sweep, baselines) on a small synthetic folder with Resemblyzer; the
 outputs must parse and score with the metrics package."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import time
 import pytest
 import torch
 
-import judges.lalm
-import speakersleuth_dataset as ssd
-import speech.encoders
-from judges.__main__ import build_parser, main
-from judges.cache import EmbeddingCache
-from judges.sweep import THRESHOLDS, calibrate
-from metrics.score import score_submission
-from metrics.submission import load_gold, parse_submission
+import speakersleuth.judges.lalm as lalm
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speech.encoders as encoders
+from speakersleuth.judges.__main__ import build_parser, main
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.sweep import THRESHOLDS, calibrate
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import load_gold, parse_submission
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 
@@ -39,7 +39,7 @@ def folder(tmp_path_factory):
 def resemblyzer():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # faster for Resemblyzer's small LSTM on a busy 2-core machine
-    yield speech.encoders.get_encoder("resemblyzer")
+    yield encoders.get_encoder("resemblyzer")
     torch.set_num_threads(threads)
 
 
@@ -54,7 +54,7 @@ def cli(resemblyzer, tmp_path_factory, monkeypatch, capsys):
         made.append(spec)
         return resemblyzer
 
-    monkeypatch.setattr(speech.encoders, "get_encoder", get_encoder)
+    monkeypatch.setattr(encoders, "get_encoder", get_encoder)
     cache_dir = str(tmp_path_factory.getbasetemp() / "judges-cli-cache")
 
     def run(*args: str) -> tuple[int, str, str]:
@@ -221,7 +221,7 @@ def test_lalm_names_go_to_the_lalm_factory(cli, folder, tmp_path, monkeypatch):
         calls.append(("make", spec, setting, opts))
         return Recorder()
 
-    monkeypatch.setattr(judges.lalm, "make_lalm_judge", factory)
+    monkeypatch.setattr(lalm, "make_lalm_judge", factory)
     spec = "vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B"
     code, stdout, err = cli(
         "run",
@@ -348,8 +348,12 @@ def test_embedding_judges_run_on_one_thread_unless_told(args, threads, monkeypat
     alone for LALM judges; the command itself is stopped at its first step."""
     calls = []
     monkeypatch.setattr(torch, "set_num_threads", calls.append)
-    monkeypatch.setattr("judges.__main__.run_sweep", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop")))
-    monkeypatch.setattr("judges.__main__.run_judge", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop")))
+    monkeypatch.setattr(
+        "speakersleuth.judges.__main__.run_sweep", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop"))
+    )
+    monkeypatch.setattr(
+        "speakersleuth.judges.__main__.run_judge", lambda *a, **k: (_ for _ in ()).throw(ValueError("stop"))
+    )
     assert main([*args, str(tmp_path / "o"), "--dataset", str(tmp_path)]) == 2
     assert calls == ([] if threads is None else [threads])
 

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The import name of the repository root (pyproject.toml's package-dir): every project module is
+#: ``speakersleuth.<its path>``.
+NAMESPACE = "speakersleuth"
 #: Each part of the project and the project parts it may import (itself always).
 ALLOWED = {
     "speech": set(),
@@ -34,19 +37,36 @@ def modules() -> list[Path]:
     return sorted(p for part in ALLOWED for p in [ROOT / f"{part}.py", *(ROOT / part).rglob("*.py")] if p.is_file())
 
 
-def project_imports(path: Path) -> set[str]:
-    """The project parts ``path`` imports (relative imports resolve inside its own part)."""
+def module_name(path: Path) -> str:
+    """The import name of a project file: ``speakersleuth.`` and its path (pyproject's package-dir)."""
+    parts = (path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)).with_suffix("").parts
+    return ".".join((NAMESPACE, *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every dotted name ``path`` imports, relative imports resolved against its package; ``from a
+    import b`` names ``a`` and ``a.b``. Imports inside functions and ``__main__`` blocks count too."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = (
-            [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else [node.module or ""]
-            if isinstance(node, ast.ImportFrom) and not node.level
-            else []
-        )
-        found |= {name.split(".")[0] for name in names} & set(ALLOWED)
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = (
+                ".".join([*package[: len(package) - node.level + 1], *[node.module or ""]])
+                if node.level
+                else node.module
+            )
+            base = base.strip(".")
+            found |= {base} | {f"{base}.{a.name}" for a in node.names}
     return found
+
+
+def project_imports(path: Path) -> set[str]:
+    """The project parts ``path`` imports (``speakersleuth.<part>...``)."""
+    return {name.split(".")[1] for name in imported_names(path) if name.startswith(f"{NAMESPACE}.")} & set(ALLOWED)
 
 
 def part_of(path: Path) -> str:
@@ -64,9 +84,9 @@ def test_imports_point_one_way(path):
 
 def test_a_metric_folder_imports_nothing_of_the_project():
     for path in (ROOT / "metrics").glob("*/*.py"):
-        assert not project_imports(path), (
-            f"{path.relative_to(ROOT)} must stand alone (evaluate loads the folder by itself)"
-        )
+        own = module_name(path.parent / "__init__.py")
+        outside = {n for n in imported_names(path) if n.startswith(f"{NAMESPACE}.") and not n.startswith(f"{own}.")}
+        assert not outside, f"{path.relative_to(ROOT)} must stand alone (evaluate loads the folder by itself)"
 
 
 def code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -98,27 +118,17 @@ def test_a_functions_length_leaves_out_its_docstring_only():
 def test_the_checks_see_what_they_guard(tmp_path):
     """The import scan finds imports inside functions and from-imports, not relative ones."""
     probe = tmp_path / "probe.py"
-    probe.write_text("import speech.audio\nfrom . import x\ndef f():\n    from judges.encoders import get_encoder\n")
-    assert project_imports(probe) == {"speech", "judges"}
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    probe.write_text(
+        "import speakersleuth.speech.audio\nfrom . import x\nimport judges\n"
+        "def f():\n    from speakersleuth.judges.encoders import get_encoder\n"
+    )
+    assert project_imports(probe) == {"speech", "judges"}  # a top-level `judges` is another distribution's
 
 
 def module_imports(path: Path, known: set[str]) -> set[str]:
     """The project modules ``path`` imports (``from a import b`` is ``a.b`` when that is a module,
-    else ``a``); imports inside functions and ``if __name__ == "__main__"`` blocks count too."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            found |= {
-                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names
-            }
-    return found & known - {module_name(path)}
+    else ``a``), relative imports resolved."""
+    return imported_names(path) & known - {module_name(path)}
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -156,7 +166,9 @@ def test_no_import_cycle():
     paths = modules()
     known = {module_name(p) for p in paths}
     graph = {module_name(p): module_imports(p, known) for p in paths}
-    assert graph["metrics.report"] >= {"metrics.score"}  # the scan sees what it guards
+    # the scan sees what it guards: absolute and relative imports
+    assert graph["speakersleuth.metrics.report"] >= {"speakersleuth.metrics.score"}
+    assert graph["speakersleuth.speech.encoders.campplus"] >= {"speakersleuth.speech.encoders.base"}
     assert not import_cycles(graph), f"import cycles: {import_cycles(graph)}"
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -170,7 +182,7 @@ def test_the_format_parts_import_one_way():
     imports only the parts before it, and the package imports nothing of ``speakersleuth_dataset``."""
     paths = {p.stem: p for p in (ROOT / "speakersleuth_format").glob("*.py")}
     assert set(paths) == {"__init__", *FORMAT_PARTS}
-    known = {f"speakersleuth_format.{part}" for part in FORMAT_PARTS}
+    known = {f"{NAMESPACE}.speakersleuth_format.{part}" for part in FORMAT_PARTS}
     for i, part in enumerate(FORMAT_PARTS):
         imported = {m.rsplit(".", 1)[-1] for m in module_imports(paths[part], known)}
         later = imported - set(FORMAT_PARTS[:i])

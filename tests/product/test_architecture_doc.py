@@ -82,7 +82,9 @@ def resolves_in(module: str, rest: list[str]) -> bool:
 
 
 def resolves(name: str) -> bool:
-    head, *rest = name.split(".")
+    """``name`` exists; a project module is named by its path, with or without the import name
+    ``speakersleuth.`` before it."""
+    head, *rest = name.removeprefix("speakersleuth.").split(".")
     if head in ALIASES:
         head, *more = ALIASES[head].split(".")
         rest = [*more, *rest]
@@ -103,9 +105,11 @@ def resolves(name: str) -> bool:
 
 
 def test_the_text_names_dotted_symbols():
-    assert {"speakersleuth_dataset.VariantSpec", "metrics.score.score_predictions", "trees.SPACE_UNREACHED"} <= set(
-        documented_names()
-    )
+    assert {
+        "speakersleuth_dataset.VariantSpec",
+        "metrics.score.score_predictions",
+        "trees.SPACE_UNREACHED",
+    } <= set(documented_names())
 
 
 @pytest.mark.parametrize("name", documented_names())
@@ -114,5 +118,7 @@ def test_every_backticked_symbol_of_architecture_md_exists(name):
 
 
 def test_a_name_that_is_not_there_does_not_resolve():
-    assert not resolves("metrics.core.MetricModule") and not resolves("RetryPolicy.no_such_field")
-    assert resolves("metrics.core.grouped_mean") and resolves("RetryPolicy.unreachable_after")
+    assert not resolves("speakersleuth.metrics.core.MetricModule") and not resolves("RetryPolicy.no_such_field")
+    assert not resolves("metrics.core.MetricModule") and not resolves("speakersleuth.metrics.nothing")
+    assert resolves("speakersleuth.metrics.core.grouped_mean") and resolves("metrics.core.grouped_mean")
+    assert resolves("RetryPolicy.unreachable_after")

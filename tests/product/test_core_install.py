@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fresh_machine import build_wheel, fresh_env
-from tests.support.hub_envs import make_env
+from tests.support.hub_envs import UV, make_env
 from tests.support.lalm_http_double import serve
 from tests.support.synthetic import build_synthetic_dataset
 
@@ -38,9 +38,14 @@ def core(tmp_path_factory) -> dict:
     return {"wheel": wheel, "python": python, "env_dir": tmp / "env", "user": user, "env": env}
 
 
-def _run(core: dict, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
+def _run(core: dict, *args: str, cwd: Path | None = None, **extra_env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        list(args), cwd=core["user"], env=dict(core["env"], **extra_env), capture_output=True, text=True, timeout=600
+        list(args),
+        cwd=cwd or core["user"],
+        env=dict(core["env"], **extra_env),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -66,11 +71,26 @@ def test_the_core_has_no_torch_and_fits_its_budget(core):
     assert size_mb < CORE_BUDGET_MB, f"the core install takes {size_mb:.0f} MB"
 
 
+def test_the_wheel_writes_one_name_at_the_top(core):
+    """Every file of the wheel is under ``speakersleuth/`` or its own ``.dist-info`` (read from the
+    archive): no ``judges``, ``metrics`` or ``speech`` at the top of site-packages."""
+    name, version = core["wheel"].name.split("-")[:2]
+    with zipfile.ZipFile(core["wheel"]) as archive:
+        tops = {member.split("/")[0] for member in archive.namelist()}
+    assert tops == {"speakersleuth", f"{name}-{version}.dist-info"}
+    installed = {p.name for p in next(core["env_dir"].glob("lib/python*/site-packages")).iterdir()}
+    assert not installed & {"judges", "metrics", "speech", "space", "builder_scripts", "speakersleuth_dataset.py"}
+
+
 def test_every_console_script_answers_help_or_names_its_extra(core):
+    _every_script_answers_help(core)
+
+
+def _every_script_answers_help(core: dict, cwd: Path | None = None) -> None:
     scripts = console_scripts(core["wheel"])
     assert "speakersleuth-score" in scripts and "speakersleuth-publish" not in scripts  # publishing runs in a clone
     for script in scripts:
-        done = _run(core, script, "--help")
+        done = _run(core, script, "--help", cwd=cwd)
         if done.returncode == 0:
             assert done.stdout.startswith("usage:"), (script, done.stdout)
         else:
@@ -79,29 +99,24 @@ def test_every_console_script_answers_help_or_names_its_extra(core):
 
 
 def test_an_api_judge_and_the_scorer_run_on_the_core(core):
+    _api_judge_and_scorer_run(core)
+
+
+def _api_judge_and_scorer_run(core: dict, dataset: str = "speakersleuth", cwd: Path | None = None) -> None:
     """The double answers every detection query "inconsistent": S1 all wrong, S2 and S3 all right,
     so balanced accuracy is 1/2 (0 + 1/2 (100 + 100)) = 50 by the definition."""
     with serve() as server:
-        judged = _run(
-            core,
-            "speakersleuth-judges",
-            "run",
-            "--judge",
-            f"vllm:{server.url}/v1:double",
-            "--dataset",
-            "speakersleuth",
-            "--task",
-            "detection",
-            "--predictions-out",
-            "preds.jsonl",
-            "--no-progress",
-        )
+        judge = f"vllm:{server.url}/v1:double"
+        options = ("--task", "detection", "--predictions-out", "preds.jsonl", "--no-progress")
+        judged = _run(core, "speakersleuth-judges", "run", "--judge", judge, "--dataset", dataset, *options, cwd=cwd)
     assert judged.returncode == 0, judged.stderr[-2000:]
-    scored = _run(core, "speakersleuth-score", "--predictions", "preds.jsonl", "--dataset", "speakersleuth", "--json")
+    scored = _run(core, "speakersleuth-score", "--predictions", "preds.jsonl", "--dataset", dataset, "--json", cwd=cwd)
     assert scored.returncode == 0, scored.stderr[-2000:]
     detection = json.loads(scored.stdout)["detection"]
     assert detection["accuracy"] == {"S1": 0.0, "S2": 100.0, "S3": 100.0} and detection["balanced_accuracy"] == 50.0
-    embedding = _run(core, "speakersleuth-judges", "run", "--judge", "centroid-campplus", "--dataset", "speakersleuth")
+    embedding = _run(
+        core, "speakersleuth-judges", "run", "--judge", "centroid-campplus", "--dataset", dataset, cwd=cwd
+    )
     assert (
         embedding.returncode == 2
         and embedding.stderr.count("\n") == 1
@@ -114,7 +129,8 @@ def test_an_api_judge_and_the_scorer_run_on_the_core(core):
         "--judge",
         "gemini:gemini-2.5-flash",
         "--dataset",
-        "speakersleuth",
+        dataset,
+        cwd=cwd,
         GEMINI_API_KEY="unused",
     )
     assert gemini.returncode == 2 and gemini.stderr.count("\n") == 1 and "speakersleuth[gemini]" in gemini.stderr
@@ -137,3 +153,31 @@ def test_blind_copy_and_validation_without_decoding_run_on_the_core(core):
     assert _run(core, "speakersleuth-dataset", "validate", "--dataset", "public", "--skip-audio").returncode == 0
     decoding = _run(core, "speakersleuth-dataset", "validate", "--dataset", "public")
     assert decoding.returncode == 1 and "pip install 'speakersleuth[audio]'" in decoding.stderr, decoding.stderr
+
+
+#: A user's own top-level modules named as our folders: importing either of them stops the process.
+USER_MODULE = 'raise SystemExit("the user\'s own {name} was imported")\n'
+
+
+def test_beside_pypis_judges_and_a_users_own_modules_every_command_runs(core):
+    """PyPI's ``judges`` (another project's top-level ``judges``) installed into the same environment,
+    and a working folder holding the user's own ``metrics.py`` and ``speech/``: every console script
+    still answers, the API judge and the scorer run, ``import judges`` is still theirs, and after
+    uninstalling theirs ours still runs. (Runs last: it changes the module's environment.)"""
+    python = str(core["env_dir"] / "bin" / "python")
+    done = subprocess.run([str(UV), "pip", "install", "-q", "--python", python, "judges==0.1.1"], capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    own = core["user"] / "own"
+    (own / "speech").mkdir(parents=True)
+    (own / "metrics.py").write_text(USER_MODULE.format(name="metrics.py"), encoding="utf-8")
+    (own / "speech" / "__init__.py").write_text(USER_MODULE.format(name="speech/"), encoding="utf-8")
+    probe = _run(core, "python", "-c", "import judges; print(judges.__file__, hasattr(judges, 'Jury'))")
+    judges_file, theirs = probe.stdout.split()
+    assert judges_file.endswith("site-packages/judges/__init__.py") and theirs == "True", probe.stdout + probe.stderr
+    shadowed = _run(core, "python", "-c", "import metrics", cwd=own)
+    assert "the user's own metrics.py was imported" in shadowed.stderr  # the folder does shadow a top-level name
+    _every_script_answers_help(core, cwd=own)
+    _api_judge_and_scorer_run(core, dataset="../speakersleuth", cwd=own)
+    done = subprocess.run([str(UV), "pip", "uninstall", "-q", "--python", python, "judges"], capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    _api_judge_and_scorer_run(core, dataset="../speakersleuth", cwd=own)

@@ -3,9 +3,9 @@ fresh virtual environment made here with only that tree's ``requirements.txt`` (
 trees with the same requirements share one), from a copy of the tree as the working folder, with
 no repository on the path and empty caches.
 
-- the leaderboard Space: ``python space/app.py`` with Spaces' variables (``SYSTEM=spaces``,
+- the leaderboard Space: ``python app.py`` with Spaces' variables (``SYSTEM=spaces``,
   ``SPACE_ID``, the OAuth client, the dataset and gold given as variables), a file written by
-  ``python -m judges run`` submitted through ``gradio_client`` by a signed-in user, then ranked;
+  ``python -m speakersleuth.judges run`` submitted through ``gradio_client`` by a signed-in user, then ranked;
   torch is not importable there;
 - each metric Space: ``evaluate.load(<tree>)`` computes the scorer's values with only the tree's
   requirements, and its ``app.py`` builds its widget on the card's Gradio, which computes the same;
@@ -32,13 +32,13 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import RepoCard
 
-import speakersleuth_dataset as ssd
-from metrics.score import score_submission
-from metrics.submission import load_gold, parse_submission
+import speakersleuth.speakersleuth_dataset as ssd
 from publishing.__main__ import main as publish_main
 from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
-from space.leaderboard_table import GROUPS
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import load_gold, parse_submission
+from speakersleuth.space.leaderboard_table import GROUPS
 from tests.metrics.test_standalone import _module_inputs, _scorer_values, _submission
 from tests.support.hub_envs import UV, hub_env
 from tests.support.scoring_fixtures import synthetic_gold
@@ -220,16 +220,19 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
     assert (card.sdk, card.sdk_version, card.app_file, card.license) == (
         "gradio",
         gradio_version(),
-        "space/app.py",
+        "app.py",
         "apache-2.0",
     )
     files = {str(p.relative_to(trees / "space")) for p in (trees / "space").rglob("*") if p.is_file()}
     assert (trees / "space" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
-    assert {"space/app.py", "space/leaderboard_table.js", "speakersleuth_dataset.py", "metrics/score.py"} <= files
-    assert {f"speakersleuth_format/{m}.py" for m in ("__init__", "schema", "readers", "blind", "validate")} <= files
+    assert {"app.py", "LICENSE", "README.md", "requirements.txt"} == {f for f in files if "/" not in f}
+    modules = {f.removeprefix("speakersleuth/") for f in files if f.startswith("speakersleuth/")}
+    assert len(modules) == len(files) - 4  # everything else is under the import name
+    assert {"space/app.py", "space/leaderboard_table.js", "speakersleuth_dataset.py", "metrics/score.py"} <= modules
+    assert {f"speakersleuth_format/{m}.py" for m in ("__init__", "schema", "readers", "blind", "validate")} <= modules
     assert not {
         f
-        for f in files
+        for f in modules
         if f.startswith(("judges/", "builder_scripts/", "tests/", "space/seed.py", "metrics/report.py"))
     }
     imported = closure(
@@ -354,13 +357,13 @@ def session_cookie(username: str) -> str:
 
 
 def judged(public: Path, out: Path) -> Path:
-    """Predictions of the centroid Resemblyzer judge on the public copy, written by ``python -m judges run``."""
+    """Predictions of the centroid Resemblyzer judge on the public copy, written by ``python -m speakersleuth.judges run``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [
             sys.executable,
             "-m",
-            "judges",
+            "speakersleuth.judges",
             "run",
             "--dataset",
             str(public),
@@ -403,7 +406,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     log = work / "app.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [str(python), "space/app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT
+            [str(python), "app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
         wait_served(f"http://127.0.0.1:{port}/", process, log)
