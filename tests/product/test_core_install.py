@@ -180,4 +180,6 @@ def test_beside_pypis_judges_and_a_users_own_modules_every_command_runs(core):
     _api_judge_and_scorer_run(core, dataset="../speakersleuth", cwd=own)
     done = subprocess.run([str(UV), "pip", "uninstall", "-q", "--python", python, "judges"], capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
+    for written in own.glob("preds.jsonl*"):  # the judge resumes a file only with the same server
+        written.unlink()
     _api_judge_and_scorer_run(core, dataset="../speakersleuth", cwd=own)
