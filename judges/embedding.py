@@ -374,7 +374,7 @@ class EmbeddingJudge:
 
     Example
     -------
-    >>> from speech.encoders import get_encoder
+    >>> from speakersleuth.speech.encoders import get_encoder
     >>> judge = EmbeddingJudge("centroid", get_encoder("resemblyzer"), progress=False)
     >>> judge.name, judge.threshold
     ('centroid-resemblyzer', 0.3)

@@ -203,8 +203,8 @@ def score_predictions(
     Example
     -------
     >>> import numpy as np
-    >>> from metrics.score import leaderboard_row, score_predictions
-    >>> from metrics.submission import Gold
+    >>> from speakersleuth.metrics.score import leaderboard_row, score_predictions
+    >>> from speakersleuth.metrics.submission import Gold
     >>> labels = {"S1": "consistent", "S2": "inconsistent", "S3": "inconsistent"}
     >>> gold = Gold("main", "test", {"detection": {
     ...     f"d-{s}": {"id": f"d-{s}", "dialogue_id": "d", "scenario": s, "label": label}

@@ -64,7 +64,7 @@ def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
 def feature_type(feature: Any) -> str:
     """A column's type in words, from its ``datasets`` feature.
 
-    >>> from speakersleuth_format.schema import TURN_FEATURES
+    >>> from speakersleuth.speakersleuth_format.schema import TURN_FEATURES
     >>> feature_type(TURN_FEATURES["target_audio"]), feature_type(TURN_FEATURES["turns"])
     ('list of audio clips', 'list of {speaker: string, text: string, is_target: bool}')
     """

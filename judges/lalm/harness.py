@@ -267,7 +267,7 @@ class LALMJudge:
 
     Example
     -------
-    >>> from judges.lalm.backends import make_backend
+    >>> from speakersleuth.judges.lalm.backends import make_backend
     >>> backend = make_backend("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B")
     >>> judge = LALMJudge(backend, "per_turn", progress=False)
     >>> judge.name, judge.setting, judge.read_chunk

@@ -55,7 +55,7 @@ class ThreeDSpeakerEncoder(SpeakerEncoder):
     -------
     The class is abstract; ``CampplusEncoder`` and ``ERes2NetEncoder`` are its encoders:
 
-    >>> from speech.encoders.campplus import CampplusEncoder
+    >>> from speakersleuth.speech.encoders.campplus import CampplusEncoder
     >>> isinstance(CampplusEncoder(), ThreeDSpeakerEncoder), CampplusEncoder.pad_batches
     (True, False)
     """

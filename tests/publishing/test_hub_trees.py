@@ -405,9 +405,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
     env = clean_env(work / "home", **space_variables(release, port), SPEAKERSLEUTH_ALLOW_PAIRED="1")
     log = work / "app.log"
     with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(python), "app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen([str(python), "app.py"], cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_served(f"http://127.0.0.1:{port}/", process, log)
         client = Client(
