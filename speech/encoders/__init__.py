@@ -27,7 +27,7 @@ this package is imported.
 >>> get_encoder("ecapa")
 Traceback (most recent call last):
 ...
-speech.model_dirs.ModelFolderError: encoder 'ecapa' needs a local model folder: 'ecapa:<folder>' or --model-dir ecapa=<folder>. Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it. Nothing is downloaded at run time.
+speakersleuth.speech.model_dirs.ModelFolderError: encoder 'ecapa' needs a local model folder: 'ecapa:<folder>' or --model-dir ecapa=<folder>. Copy hyperparams.yaml, embedding_model.ckpt, mean_var_norm_emb.ckpt, classifier.ckpt and label_encoder.txt of speechbrain/spkrec-ecapa-voxceleb into it. Nothing is downloaded at run time.
 >>> available_encoders()
 ['campplus', 'dvector', 'ecapa', 'eres2net', 'resemblyzer', 'wavlm']
 >>> offline_encoders(), encoder_label("campplus"), encoder_label("ecapa:/models/ecapa")

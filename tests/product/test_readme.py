@@ -82,7 +82,8 @@ def _unclassified_commands() -> list[str]:
     """Commands run as typed only because no rule names them: those of a known kind (``python -m``
     of the project's modules, shell assignments) are fine; anything else must get a rule."""
     known = (
-        r"^python -m (speakersleuth_dataset|builder_scripts|judges|metrics\.score|space\.app|space\.seed|publishing) "
+        r"^python -m (speakersleuth\.(speakersleuth_dataset|builder_scripts|judges|metrics\.score|space\.app|space\.seed)"
+        r"|publishing) "
     )
     return [
         c
@@ -127,8 +128,8 @@ def installed(tmp_path_factory) -> dict[str, str]:
         [
             "python",
             "-c",
-            "import speakersleuth_dataset, builder_scripts.card as c; "
-            "print(speakersleuth_dataset.__file__); print(c.TEMPLATE.is_file())",
+            "import speakersleuth.speakersleuth_dataset as d, speakersleuth.builder_scripts.card as c; "
+            "print(d.__file__); print(c.TEMPLATE.is_file())",
         ],
         env=env,
         cwd=tmp,
@@ -201,10 +202,10 @@ def test_readme_command_block_runs(block, installed, datasets_here, tmp_path):
 def test_readme_python_block_runs(block, installed, datasets_here, tmp_path):
     work = _folder(datasets_here, tmp_path)
     script = block.text
-    building = "from builder_scripts.pipeline import" in script
+    building = "from speakersleuth.builder_scripts.pipeline import" in script
     if building:  # it builds for minutes to hours: build/build_shard record their options instead
         script = (
-            "import builder_scripts.pipeline as pipeline\n"
+            "import speakersleuth.builder_scripts.pipeline as pipeline\n"
             "pipeline.build = lambda opts, jobs=1: print('build', opts.out, opts.dialogues, jobs)\n"
             "pipeline.build_shard = lambda opts: print('build_shard', opts.out, opts.num_shards, opts.shard_index)\n"
             + script
