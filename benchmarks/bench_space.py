@@ -91,6 +91,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 STATUS_CLASSES = {"ss-ok": "accepted", "ss-info": "duplicate", "ss-bad": "refused"}
+#: The submit form as every benchmark submitter fills it, but for the file and the model name.
+SUBMIT_FORM = {"variant_value": "main", "org": "bench", "mtype": "other", "url": "", "date": ""}
 REPO = Path(__file__).resolve().parents[1]
 SERVER_ENV = {"RATE_LIMIT": "100000", "BLIND_RATE_LIMIT": "100000", "UPLOAD_BUDGET": str(10**12)}
 
@@ -270,17 +272,12 @@ def submit(client, path: Path, name: str) -> str:
     """Submit ``path`` as model ``name`` on the main variant; the outcome's class (see STATUS_CLASSES)."""
     from gradio_client import handle_file
 
-    status = client.predict(
-        file_path=handle_file(str(path)),
-        variant_value="main",
-        name=name,
-        org="bench",
-        mtype="other",
-        acc="open",
-        url="",
-        date="",
-        api_name="/submit",
-    )[0]
+    status = client.predict(file_path=handle_file(str(path)), name=name, acc="open", **SUBMIT_FORM, api_name="/submit")
+    return status_class(status[0])
+
+
+def status_class(status: str) -> str:
+    """The outcome's class (``STATUS_CLASSES``) of a submission's status message."""
     return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
 
 
@@ -381,23 +378,8 @@ class HttpApi:
         )
         uploaded.raise_for_status()
         file = {"path": uploaded.json()[0], "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
-        status = (
-            await self.call(
-                client,
-                "/submit",
-                self.data(
-                    "/submit",
-                    file_path=file,
-                    variant_value="main",
-                    name=name,
-                    org="bench",
-                    mtype="other",
-                    url="",
-                    date="",
-                ),
-            )
-        )[0]
-        return next((kind for css, kind in STATUS_CLASSES.items() if css in status), f"other: {status[:200]}")
+        outputs = await self.call(client, "/submit", self.data("/submit", file_path=file, name=name, **SUBMIT_FORM))
+        return status_class(outputs[0])
 
     async def round_trip(self, client, path: Path, name: str, timeout_s: float) -> tuple[float, float, int] | None:
         """As ``round_trip``, over HTTP; a refusal or a timeout is raised, naming which."""

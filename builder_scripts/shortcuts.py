@@ -40,6 +40,8 @@ The fits and their intervals are in ``builder_scripts.shortcut_fits``; what is m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .audit_features import NON_SPEAKER, FeatureSet
@@ -103,7 +105,7 @@ READINGS = {"against the context": (0, 1), "among the candidates": (2,)}
 
 
 def _columns(
-    task: str, names: list[str], family: list[str] | None, copies: tuple[int, ...] | None = None
+    task: str, names: list[str], family: tuple[str, ...] | None, copies: tuple[int, ...] | None = None
 ) -> np.ndarray:
     """Column indices of ``family``'s features in a task's rows (all columns when None), in the
     ``copies`` of them given (all when None)."""
@@ -111,6 +113,18 @@ def _columns(
     wanted = np.array([family is None or n in family for n in names])
     kept = np.repeat([copies is None or c in copies for c in range(count)], len(names))
     return np.flatnonzero(np.tile(wanted, count) & kept)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fitted cell: a ``task`` of a ``stage`` on the features of ``family`` (all when None),
+    with the labels permuted when ``control``, on the ``copies`` of each row (``READINGS``; all when None)."""
+
+    stage: str
+    task: str
+    family: tuple[str, ...] | None = None
+    control: bool = False
+    copies: tuple[int, ...] | None = None
 
 
 class ShortcutAudit:
@@ -145,7 +159,7 @@ class ShortcutAudit:
         self._units: dict[str, list] = {stage: [] for stage in self.STAGES}  # measured units: task_tables' arguments
         self._built: dict = {}  # stage -> (tables, groups, backends), made once every unit is in
         self._results: dict[str, dict] = {}  # stage -> result, "flagged" -> families
-        self._fits: dict[tuple, tuple] = {}  # (stage, task, family, control, copies) -> fitted credits and backends
+        self._fits: dict[Cell, tuple] = {}  # fitted credits and backends of each cell
 
     def add(self, unit, artifacts: bool = True) -> None:
         """Measure one unit's clips; ``artifacts=False`` leaves out the resynthesis-artefact counts
@@ -233,43 +247,26 @@ class ShortcutAudit:
             return 50.0
         return round(100 / 3, 1) if task == "discrimination" else round(100 / (self.num_turns or 1), 1)
 
-    def _credits(
-        self,
-        stage: str,
-        task: str,
-        family: list[str] | None,
-        control: bool = False,
-        copies: tuple[int, ...] | None = None,
-    ) -> tuple:
-        """``(credits, truth, groups)`` of one cell's cross-validated guesses (NaN-free), fitted once;
+    def _credits(self, cell: Cell) -> tuple:
+        """``(credits, truth, groups)`` of the cell's cross-validated guesses (NaN-free), fitted once;
         the control pools ``control_draws`` random golds (a dialogue's draws resampled together)."""
-        return self._credits_and_backends(stage, task, family, control, copies)[:3]
+        return self._credits_and_backends(cell)[:3]
 
-    def _credits_and_backends(
-        self,
-        stage: str,
-        task: str,
-        family: list[str] | None,
-        control: bool = False,
-        copies: tuple[int, ...] | None = None,
-    ) -> tuple:
-        """``_credits``' cell and, per guess, the backend of its unit (fitted once); ``copies``:
-        the part of each row fitted (``READINGS``; all when None)."""
-        key = (stage, task, None if family is None else tuple(family), control, copies)
-        if key not in self._fits:
-            self._fits[key] = self._fit(stage, task, family, control, copies)
-        return self._fits[key]
+    def _credits_and_backends(self, cell: Cell) -> tuple:
+        """``_credits``' cell and, per guess, the backend of its unit (fitted once)."""
+        if cell not in self._fits:
+            self._fits[cell] = self._fit(cell)
+        return self._fits[cell]
 
-    def _fit(
-        self, stage: str, task: str, family: list[str] | None, control: bool, copies: tuple[int, ...] | None = None
-    ) -> tuple:
-        tables, groups, backends = self._tables(stage)
+    def _fit(self, cell: Cell) -> tuple:
+        tables, groups, backends = self._tables(cell.stage)
+        task = cell.task
         table, groups = tables[task], np.array(groups[task])
         backends = np.array([b or "" for b in backends[task]])
-        columns = _columns(task, self.features.names, family, copies)
+        columns = _columns(task, self.features.names, cell.family, cell.copies)
         draws = (
             [permuted(task, table, np.random.default_rng(d)) for d in range(1, self.control_draws + 1)]
-            if control
+            if cell.control
             else [table]
         )
         credits, truth = [], []
@@ -281,18 +278,12 @@ class ShortcutAudit:
         kept = ~np.isnan(credits)
         return credits[kept], truth[kept], groups[kept], np.tile(backends, len(draws))[kept]
 
-    def _cell(
-        self,
-        stage: str,
-        task: str,
-        family: list[str] | None,
-        control: bool = False,
-        copies: tuple[int, ...] | None = None,
-    ) -> dict[str, float]:
-        credits, truth, groups = self._credits(stage, task, family, control, copies)
+    def _cell(self, cell: Cell) -> dict[str, float]:
+        """The cell's score and dialogue-bootstrap interval (NaN when no guess is left)."""
+        credits, truth, groups = self._credits(cell)
         if not credits.size:
             return {"score": float("nan"), "low": float("nan"), "high": float("nan")}
-        return score_cell(task, credits, truth, groups)
+        return score_cell(cell.task, credits, truth, groups)
 
     def difference(self, other: ShortcutAudit) -> dict[str, dict[str, float]]:
         """Per task, this audit's published score (all features) minus ``other``'s, in points, with
@@ -300,7 +291,7 @@ class ShortcutAudit:
         and another voice put in their place)."""
         return {
             task: paired_difference(
-                task, self._credits("published", task, None), other._credits("published", task, None)
+                task, self._credits(Cell("published", task)), other._credits(Cell("published", task))
             )
             for task in self.tasks
         }
@@ -309,7 +300,7 @@ class ShortcutAudit:
         """The published cell on all features split by the VC backend of each unit (the same fit's
         guesses, each backend's dialogues resampled alone). Empty unless the audit holds units of
         two named backends or more."""
-        credits, truth, groups, backends = self._credits_and_backends("published", task, None)
+        credits, truth, groups, backends = self._credits_and_backends(Cell("published", task))
         names = sorted(set(backends) - {""})
         if len(names) < 2:
             return {}
@@ -323,7 +314,7 @@ class ShortcutAudit:
         if "discrimination" not in self.tasks:
             return {}
         return {
-            name: self._cell("published", "discrimination", None, copies=copies) for name, copies in READINGS.items()
+            name: self._cell(Cell("published", "discrimination", copies=copies)) for name, copies in READINGS.items()
         }
 
     def readings_difference(self, other: ShortcutAudit) -> dict[str, dict[str, float]]:
@@ -333,15 +324,15 @@ class ShortcutAudit:
         return {
             name: paired_difference(
                 "discrimination",
-                self._credits("published", "discrimination", None, copies=copies),
-                other._credits("published", "discrimination", None, copies=copies),
+                self._credits(Cell("published", "discrimination", copies=copies)),
+                other._credits(Cell("published", "discrimination", copies=copies)),
             )
             for name, copies in READINGS.items()
         }
 
     def scores(self) -> dict[str, dict[str, float]]:
         """Per task, the published cell on all features (no control): to set one collection beside another."""
-        return {task: self._cell("published", task, None) for task in self.tasks}
+        return {task: self._cell(Cell("published", task)) for task in self.tasks}
 
     def result(self, stage: str) -> dict:
         """``{task: {chance, all, control}}`` (raw: no control), each cell ``{score, low, high}`` in
@@ -349,9 +340,9 @@ class ShortcutAudit:
         if stage not in self._results:
             out = {}
             for task in self.tasks if self._units[stage] else ():
-                out[task] = {"chance": self.chance(task), "all": self._cell(stage, task, None)}
+                out[task] = {"chance": self.chance(task), "all": self._cell(Cell(stage, task))}
                 if stage == "published":
-                    out[task]["control"] = self._cell(stage, task, None, control=True)
+                    out[task]["control"] = self._cell(Cell(stage, task, control=True))
             self._results[stage] = out
         return self._results[stage]
 
@@ -361,7 +352,9 @@ class ShortcutAudit:
         above = [task for task, r in self.result("published").items() if r["all"]["low"] > r["chance"]]
         if "flagged" not in self._results:
             self._results["flagged"] = {
-                task: {f: self._cell("published", task, names) for f, names in self.features.families.items()}
+                task: {
+                    f: self._cell(Cell("published", task, tuple(names))) for f, names in self.features.families.items()
+                }
                 if self.families
                 else {}
                 for task in above
@@ -409,28 +402,12 @@ class ShortcutAudit:
                 f"| {TASK_LABELS[task]} | {r['chance']:.1f} % | {cell_text(r['all'])} | {cell_text(r['control'])} "
                 f"| {strongest} | {contrast} |"
             )
-        shown = [task for task, families in flagged.items() if families]
+        shown = {task: families for task, families in flagged.items() if families}
         if shown:
-            lines += [
-                "",
-                "| family alone (published) | " + " | ".join(TASK_LABELS[t] for t in shown) + " |",
-                "|---" * (len(shown) + 1) + "|",
-            ]
-            lines += [
-                f"| {family} | " + " | ".join(cell_text(flagged[t][family]) for t in shown) + " |"
-                for family in self.features.families
-            ]
+            lines += _cells_table("family alone (published)", shown)
         splits = {task: cells for task in flagged if (cells := self.by_backend(task))}
         if splits:
-            lines += [
-                "",
-                "| backend (published, all features) | " + " | ".join(TASK_LABELS[t] for t in splits) + " |",
-                "|---" * (len(splits) + 1) + "|",
-            ]
-            lines += [
-                f"| {b} | " + " | ".join(cell_text(cells[b]) for cells in splits.values()) + " |"
-                for b in next(iter(splits.values()))
-            ]
+            lines += _cells_table("backend (published, all features)", splits)
         if "discrimination" in flagged:
             lines += [
                 "",
@@ -439,6 +416,16 @@ class ShortcutAudit:
             ]
             lines += [f"| {name} | {cell_text(c)} |" for name, c in self.readings().items()]
         return "\n".join(lines)
+
+
+def _cells_table(corner: str, cells: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """A blank line and a Markdown table: a column per task of ``cells`` (``{task: {row: cell}}``),
+    a row per row name of the first task."""
+    lines = ["", f"| {corner} | " + " | ".join(TASK_LABELS[t] for t in cells) + " |", "|---" * (len(cells) + 1) + "|"]
+    rows = next(iter(cells.values()))
+    return lines + [
+        f"| {row} | " + " | ".join(cell_text(by_row[row]) for by_row in cells.values()) + " |" for row in rows
+    ]
 
 
 def _strongest(families: dict[str, dict[str, float]]) -> tuple[str, dict[str, float]]:

@@ -17,13 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from speakersleuth.space.records import (
-    RateLimited,
-    Refused,
     ResultsStore,
     ReviewDecision,
     StoredResult,
-    StoreFull,
     Withdrawal,
+    check_admission,
     check_withdrawal,
     result_id,
 )
@@ -146,13 +144,17 @@ class HubStore(ResultsStore):
             existing = self.index.find(variant, sha256)
             if existing is not None:
                 return existing, False
-            used = self.index.stored_bytes()
-            if budget_bytes is not None and used + len(predictions) > budget_bytes:
-                raise StoreFull(used, len(predictions), budget_bytes)
-            if admit is not None and (errors := admit(self.index.results(include_withdrawn=True))):
-                raise Refused(errors)
-            if rate_limit is not None and self.index.attempts(submitter, now - rate_limit[1]) >= rate_limit[0]:
-                raise RateLimited(f"{submitter} made {rate_limit[0]} submissions in the last {rate_limit[1]} s")
+            check_admission(
+                predictions=predictions,
+                stored_bytes=self.index.stored_bytes(),
+                budget_bytes=budget_bytes,
+                admit=admit,
+                every_result=lambda: self.index.results(include_withdrawn=True),
+                rate_limit=rate_limit,
+                submitter=submitter,
+                attempts_since=lambda since: self.index.attempts(submitter, since),
+                now=now,
+            )
             record = StoredResult(
                 id=result_id(variant, sha256),
                 variant=variant,
@@ -163,16 +165,7 @@ class HubStore(ResultsStore):
                 num_lines=num_lines,
                 scores=scores,
             )
-            with self.scheduler.lock:
-                write_bytes_atomic(self._predictions_path(variant, record.id), bytes(predictions), durable=True)
-                write_bytes_atomic(
-                    self.folder / "submissions" / variant / f"{record.id}.json",
-                    json.dumps(record.to_json(), indent=1).encode("utf-8"),
-                    durable=True,
-                )
-                if rate_limit is not None:  # the attempt goes with the submission, as in the index below
-                    with open(self.folder / "attempts.jsonl", "a", encoding="utf-8") as log:
-                        log.write(json.dumps({"submitter": submitter, "at": now}) + "\n")
+            self._write_submission_files(record, predictions, log_attempt=rate_limit is not None)
             return self.index.add(
                 variant=variant,
                 sha256=sha256,
@@ -184,6 +177,20 @@ class HubStore(ResultsStore):
                 now=now,
                 rate_limit=rate_limit,
             )
+
+    def _write_submission_files(self, record: StoredResult, predictions: bytes, *, log_attempt: bool) -> None:
+        """The predictions, then the record, each renamed into place; with ``log_attempt`` the
+        submission is also one line of the rate-limit log (as in the index, which ``add`` writes next)."""
+        with self.scheduler.lock:
+            write_bytes_atomic(self._predictions_path(record.variant, record.id), bytes(predictions), durable=True)
+            write_bytes_atomic(
+                self.folder / "submissions" / record.variant / f"{record.id}.json",
+                json.dumps(record.to_json(), indent=1).encode("utf-8"),
+                durable=True,
+            )
+            if log_attempt:
+                with open(self.folder / "attempts.jsonl", "a", encoding="utf-8") as log:
+                    log.write(json.dumps({"submitter": record.submitter, "at": record.created_at}) + "\n")
 
     def find(self, variant, sha256):
         return self.index.find(variant, sha256)

@@ -213,3 +213,29 @@ def check_withdrawal(record: StoredResult, submitter: str) -> None:
         raise PermissionError(f"{record.id} was submitted by another user; only its submitter can withdraw it")
     if record.withdrawal is not None:
         raise ValueError(f"{record.id} is already withdrawn")
+
+
+def check_admission(
+    *,
+    predictions: bytes,
+    stored_bytes: int,
+    budget_bytes: int | None,
+    admit: Admit | None,
+    every_result: Callable[[], list[StoredResult]],
+    rate_limit: tuple[int, float] | None,
+    submitter: str,
+    attempts_since: Callable[[float], int],
+    now: float,
+) -> None:
+    """Refuse new ``predictions`` as ``ResultsStore.add`` does, in its order: their size over
+    ``budget_bytes`` (``StoreFull``; measured only then), refused by ``admit`` over every stored
+    result, withdrawn included (``Refused``), or past ``rate_limit`` (``RateLimited``).
+    ``every_result`` and ``attempts_since(time)`` read the store only when their check is asked for."""
+    if budget_bytes is not None and stored_bytes + len(predictions) > budget_bytes:
+        raise StoreFull(stored_bytes, len(predictions), budget_bytes)
+    if admit is not None and (errors := admit(every_result())):
+        raise Refused(errors)
+    if rate_limit is not None:
+        limit, window_s = rate_limit
+        if attempts_since(now - window_s) >= limit:
+            raise RateLimited(f"{submitter} made {limit} submissions in the last {window_s} s")

@@ -16,13 +16,11 @@ from typing import Any
 
 from speakersleuth.space.records import (
     Metadata,
-    RateLimited,
-    Refused,
     ResultsStore,
     ReviewDecision,
     StoredResult,
-    StoreFull,
     Withdrawal,
+    check_admission,
     check_withdrawal,
     result_id,
 )
@@ -167,15 +165,18 @@ class SqliteStore(ResultsStore):
             existing = self._find(con, variant, sha256)
             if existing is not None:
                 return existing, False
-            used = self._stored_bytes(con)
-            if budget_bytes is not None and used + len(predictions) > budget_bytes:
-                raise StoreFull(used, len(predictions), budget_bytes)
-            if admit is not None and (errors := admit([_row_to_result(r) for r in con.execute(_SELECT)])):
-                raise Refused(errors)
+            check_admission(
+                predictions=predictions,
+                stored_bytes=self._stored_bytes(con),
+                budget_bytes=budget_bytes,
+                admit=admit,
+                every_result=lambda: [_row_to_result(r) for r in con.execute(_SELECT)],
+                rate_limit=rate_limit,
+                submitter=submitter,
+                attempts_since=lambda since: self._attempts(con, submitter, since),
+                now=record.created_at,
+            )
             if rate_limit is not None:
-                limit, window_s = rate_limit
-                if self._attempts(con, submitter, record.created_at - window_s) >= limit:
-                    raise RateLimited(f"{submitter} made {limit} submissions in the last {window_s} s")
                 con.execute("INSERT INTO attempts (submitter, at) VALUES (?, ?)", (submitter, record.created_at))
             con.execute(
                 "INSERT INTO submissions (id, variant, sha256, metadata, submitter, created_at, num_lines, scores)"

@@ -30,7 +30,7 @@ from speakersleuth.space.disclosure import row_key
 from speakersleuth.space.leaderboard_table import column_label, safe_link
 from speakersleuth.space.store import StoredResult
 from speakersleuth.space.submission_form import MAX_LINK_CHARS
-from speakersleuth.space.submit import result_html
+from speakersleuth.space.submit import breakdown_table, result_html
 from speakersleuth.space.submitter import BREAKDOWN_COLUMNS, Submitter, client_address
 from speakersleuth.speech.files import write_bytes_atomic
 
@@ -432,14 +432,7 @@ def build_submission_tab(submitter: Submitter, download_dir: Path) -> Submission
     download = gr.DownloadButton(
         "Download the canonical predictions", visible=False, size="sm", elem_id="ss-submission-download"
     )
-    breakdown = gr.Dataframe(
-        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
-        datatype="str",
-        interactive=False,
-        label="Per-task breakdown",
-        elem_id="ss-submission-breakdown",
-        max_height=700,
-    )
+    breakdown = breakdown_table("ss-submission-breakdown")
     with gr.Accordion("Analyses: by clip duration, source corpus, VC model, scenario and setting", open=True):
         chart = gr.Plot(show_label=False, elem_id="ss-submission-chart", elem_classes="ss-bias")
         analyses = gr.HTML(elem_id="ss-submission-analyses")

@@ -57,6 +57,18 @@ SUBMIT_CSS = """
 """
 
 
+def breakdown_table(elem_id: str) -> gr.Dataframe:
+    """An empty per-task breakdown (``Submitter.breakdown``'s columns) that a handler fills."""
+    return gr.Dataframe(
+        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
+        datatype="str",
+        interactive=False,
+        label="Per-task breakdown",
+        elem_id=elem_id,
+        max_height=700,
+    )
+
+
 def build_submit_tab(submitter: Submitter):
     """The Submit tab's components and its submit event (api name ``submit``); returns the
     event so the app can chain a leaderboard refresh."""
@@ -65,14 +77,7 @@ def build_submit_tab(submitter: Submitter):
     upload = inputs[0]  # cleared once submitted
     button = gr.Button("Submit", variant="primary")
     status = gr.HTML(elem_id="ss-submit-status")
-    breakdown = gr.Dataframe(
-        value=pd.DataFrame(columns=BREAKDOWN_COLUMNS),
-        datatype="str",
-        interactive=False,
-        label="Per-task breakdown",
-        elem_id="ss-breakdown",
-        max_height=700,
-    )
+    breakdown = breakdown_table("ss-breakdown")
     return button.click(
         _submit_handler(submitter),
         inputs,
