@@ -21,17 +21,7 @@ from speakersleuth.space import bias_chart, disclosure, leaderboard_table, seed,
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.submission_form import FormError, clean_metadata
 from speakersleuth.space.submitter import breakdown_frame, example_file
-from tests.support.space_support import predictions
-
-XSS = "<img src=x onerror=alert(1)>"
-FORM = {
-    "model_name": "judge A",
-    "organisation": "lab",
-    "model_type": "embedding",
-    "access": "open",
-    "link": "https://example.org/a",
-    "model_date": "2025-06-01",
-}
+from tests.support.space_support import FORM, XSS, predictions
 
 
 def profile(username: str) -> gr.OAuthProfile:
