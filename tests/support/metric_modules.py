@@ -1,27 +1,25 @@
 """The scorer against the metric modules (``metrics/<name>/``): a random answer to every instance of
-a gold set, the same answers as each module's ``compute`` arguments, and the scorer's numbers under
+a gold set (the scorer's tests use it too), the same answers as each module's ``compute`` arguments, and the scorer's numbers under
 the modules' result keys."""
 
 from __future__ import annotations
 
 import random
 
+#: A random answer of each task, drawn from ``rng``.
+_DRAW = {
+    "detection": lambda rng: {"prediction": rng.choice(["consistent", "inconsistent"])},
+    "localization": lambda rng: {"prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))},
+    "discrimination": lambda rng: {"prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)},
+}
 
-def random_answers(gold, rng: random.Random) -> list[dict]:
-    """An answer for every instance (the modules have no notion of a missing answer), some wrong."""
-    lines = [
-        {"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])}
-        for rid in gold.tasks["detection"]
+
+def random_answers(gold, rng: random.Random, tasks=tuple(_DRAW)) -> list[dict]:
+    """An answer for every instance of ``tasks`` (the modules have no notion of a missing answer),
+    some wrong; task by task in the order of ``_DRAW``."""
+    return [
+        {"task": task, "id": rid, **_DRAW[task](rng)} for task in _DRAW if task in tasks for rid in gold.tasks[task]
     ]
-    lines += [
-        {"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))}
-        for rid in gold.tasks["localization"]
-    ]
-    lines += [
-        {"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)}
-        for rid in gold.tasks["discrimination"]
-    ]
-    return lines
 
 
 def module_inputs(gold, lines: list[dict]) -> dict[str, dict]:
