@@ -204,10 +204,7 @@ def test_chitchat_reads_the_dataset_file_of_its_source_dir(tmp_path, capsys, mon
         raise SystemExit(0)
 
     monkeypatch.setattr(pipeline, "build", reader)
-    code, err = run_main(
-        ["build", *one_source("chitchat_tts", tmp_path / "chat"), *outputs(tmp_path)],
-        capsys,
-    )
+    code, err = run_main(["build", *one_source("chitchat_tts", tmp_path / "chat"), *outputs(tmp_path)], capsys)
     assert code == 0, err
     assert read == {"chitchat_tts": ["c1"]}  # c2 has no turns
 
@@ -246,10 +243,7 @@ EMPTY = {
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    code, err = run_main(
-        ["build", *one_source(name, tmp_path / "empty"), *outputs(tmp_path)],
-        capsys,
-    )
+    code, err = run_main(["build", *one_source(name, tmp_path / "empty"), *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}; expected " in err
     assert written(tmp_path) == []
@@ -258,10 +252,7 @@ def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_a_file_given_as_the_corpus_folder_is_refused_as_not_a_folder(name, tmp_path, capsys):
     (tmp_path / "corpus.zip").write_bytes(b"PK")
-    code, err = run_main(
-        ["build", *one_source(name, tmp_path / "corpus.zip"), *outputs(tmp_path)],
-        capsys,
-    )
+    code, err = run_main(["build", *one_source(name, tmp_path / "corpus.zip"), *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {tmp_path / 'corpus.zip'} is not a folder; expected " in err
     assert written(tmp_path) == []
@@ -337,8 +328,7 @@ def test_bad_content_in_a_corpus_folder_is_refused_in_one_line(case, tmp_path, c
             (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
             (corpus / relative).write_bytes(data)
     code, err = run_main(
-        ["build", *one_source(name, corpus), "--threads", "1", "--no-progress", *outputs(tmp_path)],
-        capsys,
+        ["build", *one_source(name, corpus), "--threads", "1", "--no-progress", *outputs(tmp_path)], capsys
     )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {message.format(corpus)}" in err and "; expected " in err, err
@@ -363,8 +353,7 @@ def test_an_incomplete_corpus_folder_is_refused_in_one_line(name, corpora, tmp_p
     corpus = shutil.copytree(corpora[name], tmp_path / name)
     missing = damage(name, corpus)
     code, err = run_main(
-        ["build", *one_source(name, corpus), "--variant", "main", *outputs(tmp_path), "--no-progress"],
-        capsys,
+        ["build", *one_source(name, corpus), "--variant", "main", *outputs(tmp_path), "--no-progress"], capsys
     )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {missing}" in err and "; expected " in err
@@ -469,10 +458,7 @@ def no_build(monkeypatch):
     ],
 )
 def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tmp_path, capsys, no_build):
-    code, err = run_main(
-        ["build", *(f.format(tmp_path) for f in flags), *outputs(tmp_path)],
-        capsys,
-    )
+    code, err = run_main(["build", *(f.format(tmp_path) for f in flags), *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: --model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
 
