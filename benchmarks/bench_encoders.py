@@ -4,7 +4,7 @@
     ... --encoder ecapa:/models/spkrec-ecapa-voxceleb --encoder wavlm:/models/wavlm-base-plus-sv
     ... --random-size ecapa wavlm   # full-size architectures with random weights: speed only
 
-Clips are synthetic voiced utterances (``tests.speech.test_encoders.voice``), so Resemblyzer's VAD keeps
+Clips are synthetic voiced utterances (``tests.support.encoder_clips.voice``), so Resemblyzer's VAD keeps
 them whole. Random-weight models are timed for speed alone, never for what they output.
 """
 
@@ -20,7 +20,7 @@ import torch
 from speakersleuth.speech.encoders import SpeakerEncoder, get_encoder
 from speakersleuth.speech.encoders.ecapa import EcapaEncoder
 from speakersleuth.speech.encoders.wavlm import WavLMEncoder
-from tests.speech.test_encoders import voice
+from tests.support.encoder_clips import voice
 
 
 def random_full_size(kind: str, device: str) -> SpeakerEncoder:

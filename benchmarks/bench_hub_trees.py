@@ -23,8 +23,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tests.publishing.test_hub_trees import SPACES_IMAGE, clean_env, make_release, space_variables, tree_requirements
+from tests.support.fresh_machine import clean_env
 from tests.support.hub_envs import make_env
+from tests.support.hub_release import SPACES_IMAGE, make_release, space_variables, tree_requirements
 from tests.support.space_support import free_port, wait_served
 
 

@@ -172,7 +172,7 @@ def test_the_swap_comparison_reads_discrimination_on_each_part_of_the_rows():
     """Under the tasks, one row per reading of discrimination: the converted turns' reading, the
     swaps', and their paired difference, each as the audits give them."""
     from speakersleuth.builder_scripts.shortcuts import ShortcutAudit
-    from tests.builder_scripts.test_shortcuts import LEAK, unit
+    from tests.support.audit_units import LEAK, unit
 
     rng = np.random.default_rng(6)
     converted, swapped = ShortcutAudit(tasks=("discrimination",)), ShortcutAudit(tasks=("discrimination",))

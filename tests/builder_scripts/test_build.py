@@ -26,41 +26,16 @@ from torch.utils.data import DataLoader
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.builder_scripts import card, pipeline
-from speakersleuth.builder_scripts.pipeline import BuildOptions
 from speakersleuth.builder_scripts.sources.ami import AMI
 from speakersleuth.builder_scripts.sources.bazinga import Bazinga
 from speakersleuth.builder_scripts.sources.dailytalk import DailyTalk
 from speakersleuth.builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
 from speakersleuth.speech.encoders import encoder_label, offline_encoders
 from tests.support.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
+from tests.support.small_builds import build_options, build_speechlike, record_speechlike
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-def options(tmp: Path, **overrides) -> BuildOptions:
-    base = dict(
-        out=tmp / "speakersleuth",
-        cache=tmp / "cache",
-        sources=("speechlike",),
-        dialogues=2,
-        dialogues_10turn=1,
-        margin=0.5,
-        vc="world",
-        vc_4vc=("world", "praat"),
-        validation_dialogues=0,
-        progress=False,
-    )
-    return BuildOptions(**(base | overrides))
-
-
-def build(opts: BuildOptions, corpus_root: Path) -> dict:
-    return pipeline.build(opts, sources={"speechlike": SpeechLikeCorpus(corpus_root, dialogues=6)})
-
-
-def recorded(root: Path) -> Path:
-    SpeechLikeCorpus(root, dialogues=6).write()
-    return root
 
 
 def fingerprint(root: Path) -> dict:
@@ -87,13 +62,13 @@ def fingerprint(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    return recorded(tmp_path_factory.mktemp("corpus"))
+    return record_speechlike(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, corpus):
     tmp = tmp_path_factory.mktemp("build")
-    report = build(options(tmp), corpus)
+    report = build_speechlike(build_options(tmp), corpus)
     return tmp, report
 
 
@@ -207,8 +182,8 @@ def test_main_segments_nest_in_the_10turn_ones(built):
 
 def test_validation_split_is_disjoint_and_leaves_the_test_split_unchanged(built, tmp_path):
     tmp, _ = built
-    corpus = recorded(tmp_path / "corpus")
-    report = build(options(tmp_path, validation_dialogues=1), corpus)
+    corpus = record_speechlike(tmp_path / "corpus")
+    report = build_speechlike(build_options(tmp_path, validation_dialogues=1), corpus)
     root = tmp_path / "speakersleuth"
     assert report["dialogues"] == {"main": 2, "4vc": 2, "10turn": 1}
     assert report["validation_dialogues"] == {"main": 1, "4vc": 1, "10turn": 1}
@@ -224,7 +199,7 @@ def test_validation_split_is_disjoint_and_leaves_the_test_split_unchanged(built,
         assert dialogues["validation"] and not dialogues["test"] & dialogues["validation"]
     assert len(load_dataset(str(root), "localization-4vc", split="validation", cache_dir=str(tmp_path / "hf"))) == 3
     assert "| main | validation | speechlike | 1 | 3 | 1 |" in (root / "README.md").read_text()
-    build(options(tmp_path), corpus)  # without the split: its old shards go
+    build_speechlike(build_options(tmp_path), corpus)  # without the split: its old shards go
     assert not any(ssd.shard_paths(root, name, "validation") for name in ssd.CONFIGS)
     assert "validation" not in (root / "README.md").read_text().split("---")[1]
 
@@ -246,18 +221,18 @@ def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpu
 
     monkeypatch.setattr(WorldConverter, "convert", dies_midway)
     with pytest.raises(KeyboardInterrupt):
-        build(options(tmp_path, num_shards=2, shard_index=0), corpus)
+        build_speechlike(build_options(tmp_path, num_shards=2, shard_index=0), corpus)
     monkeypatch.setattr(WorldConverter, "convert", original)
     assert not list((tmp_path / "cache").rglob(".*.tmp")), "no half-written unit"
     units, made = tmp_path / "cache" / "units", []
     for shard in range(2):
         before = set(units.rglob("*.*")) if shard else set()  # shard 0's killed run made some of its own
-        report = build(options(tmp_path, num_shards=2, shard_index=shard), corpus)
+        report = build_speechlike(build_options(tmp_path, num_shards=2, shard_index=shard), corpus)
         assert "dialogues" not in report  # a shard converts; it does not publish
         made.append({path.name.split(".")[0] for path in set(units.rglob("*.*")) - before})
     assert made[0] and made[1] and not made[0] & made[1], "each shard builds whole dialogues, and both get some"
     assert not (tmp_path / "speakersleuth").exists()
-    merged = build(options(tmp_path), corpus)  # the merge: every unit comes from the cache
+    merged = build_speechlike(build_options(tmp_path), corpus)  # the merge: every unit comes from the cache
     assert merged["seconds"].get("vc", 0) == 0
     assert fingerprint(tmp_path / "speakersleuth") == fingerprint(tmp / "speakersleuth")
 
@@ -269,9 +244,11 @@ def test_a_change_to_the_unit_code_makes_new_units(built, tmp_path, corpus, monk
 
     tmp, _ = built
     shutil.copytree(tmp / "cache", tmp_path / "cache")
-    assert build(options(tmp_path), corpus)["seconds"].get("vc", 0) == 0  # the same code: every unit from the cache
+    assert (
+        build_speechlike(build_options(tmp_path), corpus)["seconds"].get("vc", 0) == 0
+    )  # the same code: every unit from the cache
     monkeypatch.setattr(units, "UNIT_CODE", "changed")
-    assert build(options(tmp_path, out=tmp_path / "again"), corpus)["seconds"]["vc"] > 0
+    assert build_speechlike(build_options(tmp_path, out=tmp_path / "again"), corpus)["seconds"]["vc"] > 0
     assert list((tmp_path / "cache" / "units").glob("pool-*/code-changed-*/main/speechlike/*.npz"))
 
 
@@ -284,7 +261,7 @@ def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path,
     from speakersleuth.builder_scripts.verification import get_text_filter
 
     tmp, _ = built
-    opts = options(tmp, out=tmp_path / "out")
+    opts = build_options(tmp, out=tmp_path / "out")
     plan = make_plan(opts, {"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, get_text_filter("heuristic"))
     (pool,) = (tmp / "cache" / "units").glob("pool-*")
     store = UnitStore(opts.cache, pool.name.removeprefix("pool-"), methods=generation_key(opts))
@@ -308,7 +285,9 @@ def test_a_library_caller_builds_in_shard_processes_to_the_same_dataset(built, t
     cores, two on one thread each) write byte for byte the same shards, card and histogram, and
     the card's digests are the shards'."""
     tmp, _ = built
-    report = pipeline.build(options(tmp_path), sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2)
+    report = pipeline.build(
+        build_options(tmp_path), sources={"speechlike": SpeechLikeCorpus(corpus, dialogues=6)}, jobs=2
+    )
     shards = sorted(p.name for p in (tmp_path / "cache").glob("build_report.shard*.json"))
     assert shards == ["build_report.shard0.json", "build_report.shard1.json"]
     assert report["seconds"].get("vc", 0) == 0, "the merge made no unit: the shards made them all"
@@ -428,7 +407,7 @@ def test_a_script_without_the_main_guard_is_told_what_to_do(tmp_path, corpus):
 
 def test_rebuild_without_changes_skips_the_work(built, corpus):
     tmp, first = built
-    again = build(options(tmp), corpus)
+    again = build_speechlike(build_options(tmp), corpus)
     assert again["seconds"].get("vc", 0) == 0
     assert again["seconds"]["wall"] < first["seconds"]["wall"]
 
@@ -448,7 +427,7 @@ def test_review_round_trip_drops_rejected_dialogues(built, tmp_path, corpus):
     rejected = read_review_decisions(sheet)
     assert rejected == {(rows[0]["variant"], rows[0]["dialogue_id"]): "review: converted turn garbled"}
     out = tmp_path / "reviewed"
-    report = build(options(tmp, out=out, review_decisions=sheet), corpus)
+    report = build_speechlike(build_options(tmp, out=out, review_decisions=sheet), corpus)
     ids = {r["dialogue_id"] for r in ssd.read_rows(out, ssd.config_name("detection", rows[0]["variant"])).to_pylist()}
     assert rows[0]["dialogue_id"] not in ids
     assert report["verification"]["after conversion"]["review: converted turn garbled"] == 1
@@ -463,7 +442,7 @@ def test_review_sheet_with_a_typo_is_refused(tmp_path):
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
 def test_bad_source_file_is_named(tmp_path, damage):
-    corpus = recorded(tmp_path / "corpus")
+    corpus = record_speechlike(tmp_path / "corpus")
     victims = sorted(corpus.rglob("*.wav"))
     for victim in victims:
         if damage == "missing":
@@ -471,7 +450,7 @@ def test_bad_source_file_is_named(tmp_path, damage):
         else:
             victim.write_bytes(b"RIFF0000WAVEjunk")
     with pytest.raises((FileNotFoundError, ValueError, RuntimeError)) as info:
-        build(options(tmp_path), corpus)
+        build_speechlike(build_options(tmp_path), corpus)
     assert ".wav" in str(info.value) and str(corpus) in str(info.value)
 
 

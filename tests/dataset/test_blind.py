@@ -71,23 +71,12 @@ TRAINING_LOOP = (
     card.TEMPLATE.read_text().partition("## Using the data in a training loop\n")[2].partition("\n## ")[0].format()
 )
 CARD_BODY = CARD_BODY.replace("{TRAINING_LOOP}", TRAINING_LOOP)
-#: The columns the issue names as gold or provenance, and the dialogue (which groups S1/S2/S3).
-HIDDEN = (
-    "label",
-    "inconsistent_turns",
-    "scenario",
-    "converted_turn",
-    "vc_model",
-    "substitute_speaker",
-    "substitute_gender",
-    "substitute_similarity",
-    "candidate_scenarios",
-    "candidate_substitute_speakers",
-    "candidate_similarities",
-    "answer",
-    "gold_ranking",
-    "dialogue_id",
-)
+#: What the issue hides (from its text): each task's gold, how an instance was made (for discrimination,
+#: each candidate's), and the dialogue, which groups S1/S2/S3.
+GOLD = ("label", "inconsistent_turns", "answer", "gold_ranking")
+MADE = ("scenario", "converted_turn", "vc_model", "substitute_speaker", "substitute_gender", "substitute_similarity")
+CANDIDATES_MADE = ("candidate_scenarios", "candidate_substitute_speakers", "candidate_similarities")
+HIDDEN = {*GOLD, *MADE, *CANDIDATES_MADE, "dialogue_id"}
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +99,22 @@ def built(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 def _test_rows(folder: Path, config: str, columns=None) -> list[dict]:
     return ssd.read_rows(folder, config, "test", columns=columns).to_pylist()
+
+
+def blind_to_p2(tmp_path: Path, folder: Path, *options: str) -> int:
+    """The exit status of ``blind`` on ``folder`` into ``tmp_path/p2`` and ``tmp_path/g2``."""
+    return ssd.main(
+        [
+            "blind",
+            "--dataset",
+            str(folder),
+            "--public-out",
+            str(tmp_path / "p2"),
+            "--gold-out",
+            str(tmp_path / "g2"),
+            *options,
+        ]
+    )
 
 
 def test_public_test_split_has_no_gold_and_ids_only_a_secret_makes(built, tmp_path):
@@ -334,54 +339,14 @@ def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
         (guessable, "the card does not record the build's seed"),
     ]
     for folder, message in inputs:
-        assert (
-            ssd.main(
-                [
-                    "blind",
-                    "--dataset",
-                    str(folder),
-                    "--public-out",
-                    str(tmp_path / "p2"),
-                    "--gold-out",
-                    str(tmp_path / "g2"),
-                ]
-            )
-            == 2
-        )
+        assert blind_to_p2(tmp_path, folder) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     ssd.write_card(guessable, "# x", build_seed=7)
-    assert (
-        ssd.main(
-            [
-                "blind",
-                "--dataset",
-                str(guessable),
-                "--public-out",
-                str(tmp_path / "p2"),
-                "--gold-out",
-                str(tmp_path / "g2"),
-            ]
-        )
-        == 2
-    )
+    assert blind_to_p2(tmp_path, guessable) == 2
     assert "built with seed 7, which anyone can try" in capsys.readouterr().err
     assert not (tmp_path / "p2").exists() and not list(tmp_path.glob(".p*"))  # nothing half-written
-    assert (
-        ssd.main(
-            [
-                "blind",
-                "--dataset",
-                str(guessable),
-                "--public-out",
-                str(tmp_path / "p2"),
-                "--gold-out",
-                str(tmp_path / "g2"),
-                "--allow-known-seed",
-            ]
-        )
-        == 0
-    )
+    assert blind_to_p2(tmp_path, guessable, "--allow-known-seed") == 0
     for card in (tmp_path / "p2" / "README.md", tmp_path / "g2" / "README.md"):  # both cards say the seed is known
         assert huggingface_hub.DatasetCard.load(card).data.to_dict()[ssd.SEED_KNOWN_KEY] is True, card
 

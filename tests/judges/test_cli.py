@@ -67,6 +67,11 @@ def cli(resemblyzer, tmp_path_factory, monkeypatch, capsys):
     return run
 
 
+def judge_run(judge: str, folder, out) -> list:
+    """The arguments of ``run`` for ``judge`` on ``folder``, writing its predictions to ``out``."""
+    return ["run", "--judge", judge, "--dataset", folder, "--predictions-out", out]
+
+
 def _lines(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -74,17 +79,11 @@ def _lines(path) -> list[dict]:
 def test_run_writes_a_submission_the_scorer_accepts(cli, folder, tmp_path):
     out = tmp_path / "preds.jsonl"
     code, stdout, err = cli(
-        "run",
-        "--judge",
-        "centroid-resemblyzer",
-        "--dataset",
-        folder,
+        *judge_run("centroid-resemblyzer", folder, out),
         "--variant",
         "main",
         "--task",
         "detection,localization,discrimination",
-        "--predictions-out",
-        out,
     )
     assert code == 0, err
     summary = json.loads(stdout)
@@ -120,17 +119,11 @@ def test_threshold_reaches_the_judge(cli, folder, tmp_path):
     for tau, expected in (("1.01", [1, 2, 3, 4, 5]), ("-1.01", [])):
         out = tmp_path / f"p{tau}.jsonl"
         code, stdout, err = cli(
-            "run",
-            "--judge",
-            "pairwise-resemblyzer",
-            "--dataset",
-            folder,
+            *judge_run("pairwise-resemblyzer", folder, out),
             "--variant",
             "4vc",
             "--task",
             "localization,detection",
-            "--predictions-out",
-            out,
             "--threshold",
             tau,
         )
@@ -145,18 +138,7 @@ def test_threshold_reaches_the_judge(cli, folder, tmp_path):
 
 def test_calibrate_uses_the_validation_split(cli, folder, tmp_path):
     out = tmp_path / "cal.jsonl"
-    code, stdout, err = cli(
-        "run",
-        "--judge",
-        "reference-resemblyzer",
-        "--dataset",
-        folder,
-        "--task",
-        "detection",
-        "--predictions-out",
-        out,
-        "--calibrate",
-    )
+    code, stdout, err = cli(*judge_run("reference-resemblyzer", folder, out), "--task", "detection", "--calibrate")
     assert code == 0, err
     summary = json.loads(stdout)
     calibration = summary["calibration"]
@@ -185,18 +167,7 @@ def test_bad_judges_and_options_are_refused(cli, folder, tmp_path):
     out = tmp_path / "x.jsonl"
     code, _, err = cli("run", "--judge", "median-resemblyzer", "--dataset", folder, "--predictions-out", out)
     assert code == 2 and "unknown judge 'median-resemblyzer'" in err
-    code, _, err = cli(
-        "run",
-        "--judge",
-        "centroid-resemblyzer",
-        "--dataset",
-        folder,
-        "--predictions-out",
-        out,
-        "--threshold",
-        "0.2",
-        "--calibrate",
-    )
+    code, _, err = cli(*judge_run("centroid-resemblyzer", folder, out), "--threshold", "0.2", "--calibrate")
     assert code == 2 and "either a threshold or calibrate" in err
     code, _, err = cli(
         "run", "--judge", "gemini:gemini-2.5-pro", "--dataset", folder, "--predictions-out", out, "--threshold", "0.2"

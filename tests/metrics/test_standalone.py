@@ -17,6 +17,7 @@ from publishing.closure import pins
 from speakersleuth.metrics.score import score_submission
 from speakersleuth.metrics.submission import parse_submission
 from tests.support.hub_envs import hub_env
+from tests.support.metric_modules import module_inputs, random_answers, scorer_values
 from tests.support.scoring_fixtures import sklearn_ndcg, synthetic_gold
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,76 +33,18 @@ print(json.dumps({name: evaluate.load(path).compute(**kwargs) for name, (path, k
 """
 
 
-def _submission(gold, rng: random.Random) -> list[dict]:
-    """An answer for every instance (the modules have no notion of a missing answer), some wrong."""
-    lines = [
-        {"task": "detection", "id": rid, "prediction": rng.choice(["consistent", "inconsistent"])}
-        for rid in gold.tasks["detection"]
-    ]
-    lines += [
-        {"task": "localization", "id": rid, "prediction": sorted(rng.sample(range(1, 6), rng.randint(0, 2)))}
-        for rid in gold.tasks["localization"]
-    ]
-    lines += [
-        {"task": "discrimination", "id": rid, "prediction": rng.choice("ABC"), "ranking": rng.sample("ABC", 3)}
-        for rid in gold.tasks["discrimination"]
-    ]
-    return lines
-
-
-def _module_inputs(gold, lines: list[dict]) -> dict[str, dict]:
-    """The same submission as ``compute`` keyword arguments of each module."""
-    answer = {(line["task"], line["id"]): line for line in lines}
-    det, loc, disc = gold.tasks["detection"], gold.tasks["localization"], gold.tasks["discrimination"]
-    rankings = {
-        "predictions": [answer["discrimination", rid]["ranking"] for rid in disc],
-        "references": [row["gold_ranking"] for row in disc.values()],
-    }
-    return {
-        "balanced_accuracy": {
-            "predictions": [answer["detection", rid]["prediction"] for rid in det],
-            "references": [row["label"] for row in det.values()],
-            "scenarios": [row["scenario"] for row in det.values()],
-        },
-        "balanced_f1": {
-            "predictions": [answer["localization", rid]["prediction"] for rid in loc],
-            "references": [row["inconsistent_turns"] for row in loc.values()],
-            "scenarios": [row["scenario"] for row in loc.values()],
-        },
-        "ndcg": {**rankings, "k": 2, "every_k": True},
-        "exact_match": rankings,
-    }
-
-
-def _scorer_values(scores: dict) -> dict[str, dict[str, float]]:
-    """The scorer's numbers (percent) under the modules' result keys."""
-    det, loc, disc = scores["detection"], scores["localization"], scores["discrimination"]
-    return {
-        "balanced_accuracy": {
-            **{f"accuracy_{s}": v for s, v in det["accuracy"].items()},
-            "balanced_accuracy": det["balanced_accuracy"],
-        },
-        "balanced_f1": {
-            **{f"{metric}_{s}": v for metric in ("precision", "recall", "f1") for s, v in loc[metric].items()},
-            "balanced_f1": loc["balanced_f1"],
-        },
-        "ndcg": {"ndcg@1": disc["ndcg@1"], "ndcg@2": disc["ndcg@2"]},
-        "exact_match": {"exact_match": disc["exact_match"]},
-    }
-
-
 def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_the_scorer(tmp_path, tmp_path_factory):
     gold = synthetic_gold(10, random.Random(11))
-    lines = _submission(gold, random.Random(12))
+    lines = random_answers(gold, random.Random(12))
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    expected = _scorer_values(score_submission(parse_submission(data, gold), gold, n_bootstrap=0))
+    expected = scorer_values(score_submission(parse_submission(data, gold), gold, n_bootstrap=0))
 
     calls = {}
     for name in MODULES:
         copy = shutil.copytree(
             ROOT / "metrics" / name, tmp_path / f"hub-{name}" / name, ignore=shutil.ignore_patterns("__pycache__")
         )
-        calls[name] = (str(copy), _module_inputs(gold, lines)[name])
+        calls[name] = (str(copy), module_inputs(gold, lines)[name])
     (tmp_path / "calls.json").write_text(json.dumps(calls))
     for folder in ("cwd", "home", "hf_home"):
         (tmp_path / folder).mkdir()
@@ -130,7 +73,7 @@ def test_metric_folders_copied_alone_load_from_another_directory_and_agree_with_
         # the scorer reports percent rounded to 4 decimals
         assert {k: round(100 * v, 4) for k, v in got[name].items()} == pytest.approx(expected[name], abs=1e-9), name
     # and the ranking metrics agree with references outside the project: sklearn's NDCG, a plain count
-    rankings = _module_inputs(gold, lines)["exact_match"]
+    rankings = module_inputs(gold, lines)["exact_match"]
     for k in (1, 2):
         assert got["ndcg"][f"ndcg@{k}"] == pytest.approx(
             sklearn_ndcg(rankings["predictions"], rankings["references"], k), abs=1e-12

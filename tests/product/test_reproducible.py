@@ -132,16 +132,9 @@ def test_the_card_records_every_shard_digest(folder):
     assert ssd.validate_folder(folder, check_audio=False)
 
 
-def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
-    shard = folder / "main/localization/test-00000-of-00001.parquet"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 1
-    shard.write_bytes(bytes(data))
-    (folder / "main/discrimination/test-00000-of-00001.parquet").unlink()
-    shutil.copy(
-        folder / "main/detection/test-00000-of-00001.parquet", folder / "main/detection/test-00001-of-00001.parquet"
-    )
-    done = subprocess.run(
+def validate_shards(folder: Path) -> subprocess.CompletedProcess:
+    """``python -m speakersleuth.speakersleuth_dataset validate --skip-audio`` on ``folder``."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -156,6 +149,18 @@ def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
         text=True,
         timeout=300,
     )
+
+
+def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
+    shard = folder / "main/localization/test-00000-of-00001.parquet"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 1
+    shard.write_bytes(bytes(data))
+    (folder / "main/discrimination/test-00000-of-00001.parquet").unlink()
+    shutil.copy(
+        folder / "main/detection/test-00000-of-00001.parquet", folder / "main/detection/test-00001-of-00001.parquet"
+    )
+    done = validate_shards(folder)
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert [
@@ -168,20 +173,6 @@ def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
 
 
 def test_validate_says_the_shards_match(folder):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "speakersleuth.speakersleuth_dataset",
-            "validate",
-            "--dataset",
-            str(folder),
-            "--skip-audio",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = validate_shards(folder)
     assert done.returncode == 0, done.stderr
     assert "3 shards match the card's SHA-256 digests" in done.stdout

@@ -39,74 +39,30 @@ from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
 from speakersleuth.metrics.score import score_submission
 from speakersleuth.metrics.submission import load_gold, parse_submission
 from speakersleuth.space.leaderboard_table import GROUPS
-from tests.metrics.test_standalone import _module_inputs, _scorer_values, _submission
+from tests.support.fresh_machine import clean_env
 from tests.support.hub_envs import UV, hub_env
+from tests.support.hub_release import (
+    OAUTH,
+    SECRET_SEED,
+    SPACES_IMAGE,
+    make_release,
+    space_variables,
+    tree_requirements,
+)
+from tests.support.metric_modules import module_inputs, random_answers, scorer_values
 from tests.support.scoring_fixtures import synthetic_gold
 from tests.support.space_support import free_port, wait_served
-from tests.support.synthetic import build_synthetic_dataset, dialogue_records
+from tests.support.synthetic import build_synthetic_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
-#: A seed nobody could guess (blind refuses guessable ones).
-SECRET_SEED = 2**62 + 271828
-#: What a Gradio Space's image has besides the repo's requirements: ``spaces`` (Gradio on Spaces
-#: watches the app with its reloader, which needs it).
-SPACES_IMAGE = ("spaces==0.51.3",)
-#: What Spaces sets for a Space with ``hf_oauth: true`` (the client's secret also keys the session cookie).
-OAUTH = {
-    "OAUTH_CLIENT_ID": "test-client",
-    "OAUTH_CLIENT_SECRET": "test-secret",
-    "OAUTH_SCOPES": "openid profile",
-    "OPENID_PROVIDER_URL": "https://huggingface.co",
-}
 
 
 # ---------------------------------------------------------------------------------------- fixtures
 
 
-def make_release(root: Path) -> dict[str, Path]:
-    """A build (with a labelled validation split), its blind copy and gold, and the dry-run trees of
-    publishing them with the metric Spaces and the leaderboard, under ``root``."""
-    full = build_synthetic_dataset(root / "full", dialogues=6, variants=("main",))
-    with ssd.DatasetWriter(full, "detection", "validation") as writer:
-        writer.write_all(dialogue_records("main", 99, random.Random(1))[0])
-    ssd.write_card(full, "# SpeakerSleuth (synthetic)\n\nFor tests only.\n\n## Citation\n\nc", build_seed=SECRET_SEED)
-    ssd.write_blind(full, root / "public", root / "gold")
-    args = [
-        "--org",
-        "acme",
-        "--dataset",
-        str(root / "public"),
-        "--gold",
-        str(root / "gold"),
-        "--metrics",
-        "--space",
-        "--trees-out",
-        str(root / "trees"),
-    ]
-    assert publish_main(args) == 0
-    return {"full": full, "public": root / "public", "gold": root / "gold", "trees": root / "trees", "root": root}
-
-
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> dict[str, Path]:
     return make_release(tmp_path_factory.mktemp("release"))
-
-
-def space_variables(release: dict[str, Path], port: int) -> dict[str, str]:
-    """What Spaces gives the leaderboard's process: ``SYSTEM``, ``SPACE_ID``, the OAuth client, and the
-    Space's variables (the dataset and gold, here folders; the port is Spaces' 7860 there)."""
-    return {
-        "SYSTEM": "spaces",
-        "SPACE_ID": "acme/speakersleuth-leaderboard",
-        "SPEAKERSLEUTH_PORT": str(port),
-        "SPEAKERSLEUTH_DATASET": str(release["public"]),
-        "SPEAKERSLEUTH_GOLD": str(release["gold"]),
-        **OAUTH,
-    }
-
-
-def tree_requirements(tree: Path) -> list[str]:
-    return [line for line in (tree / "requirements.txt").read_text().splitlines() if line.strip()]
 
 
 def card_python(tree: Path) -> str:
@@ -121,22 +77,6 @@ def assert_runs_on(python: Path, version: str) -> None:
         [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
     )
     assert done.stdout.strip() == version, (python, done.stdout, done.stderr)
-
-
-def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """A process environment with no repository on the path and empty caches, offline."""
-    home.mkdir(parents=True, exist_ok=True)
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")}
-    return {
-        **keep,
-        "HOME": str(home),
-        "HF_HOME": str(home / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "GRADIO_ANALYTICS_ENABLED": "False",
-        "PYTHONNOUSERSITE": "1",
-        **extra,
-    }
 
 
 def run_in(
@@ -482,9 +422,9 @@ runpy.run_path("app.py", run_name="__main__")
 def metric_case():
     """One submission on a synthetic gold: each metric's ``compute`` inputs and the scorer's values."""
     gold = synthetic_gold(10, random.Random(21))
-    lines = _submission(gold, random.Random(22))
+    lines = random_answers(gold, random.Random(22))
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    return _module_inputs(gold, lines), _scorer_values(
+    return module_inputs(gold, lines), scorer_values(
         score_submission(parse_submission(data, gold), gold, n_bootstrap=0)
     )
 

@@ -9,9 +9,8 @@ import shutil
 import pytest
 
 from speakersleuth.metrics.submission import load_gold
-from tests.support.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
-
-XSS = "<img src=x onerror=alert(1)>"
+from tests.support.browser_pages import assert_no_dialog_once_rendered, open_tab, wait_for_row
+from tests.support.space_support import CHROMIUM, XSS, build_dataset, new_page, predictions, running_app, served_config
 
 pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")
 
@@ -33,10 +32,6 @@ def page(served, browser):
     page.close()
 
 
-def open_tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name, exact=True).click()
-
-
 def upload(page, path, model_name: str) -> str:
     """Fill the Submit form, upload ``path``, submit, and return the status box's text."""
     open_tab(page, "Submit")
@@ -56,34 +51,6 @@ def upload(page, path, model_name: str) -> str:
     clear.wait_for(state="detached")  # the app empties the file slot: the upload is gone from the server
     page.locator("#ss-upload input[type=file]").wait_for(state="attached")
     return text
-
-
-def wait_for_row(page, text: str) -> None:
-    """Wait until the main leaderboard table shows ``text`` (as rendered, visible text)."""
-    page.wait_for_function(
-        "text => (document.querySelector('#ss-leaderboard-main')?.innerText || '').includes(text)", arg=text
-    )
-
-
-def assert_no_dialog_once_rendered(page, selector: str, text: str) -> None:
-    """Wait for a positive signal that the hostile ``text`` has been drawn: an element matching
-    ``selector`` whose text is exactly ``text``, then a control image with the payload's bad
-    ``src`` ("x") having fired its error event (had the name been parsed as HTML, its image's
-    ``onerror`` would have run by then, the same address failing first for it); then no dialog may
-    have opened. A fixed sleep proves nothing."""
-    page.wait_for_function(
-        "([s, t]) => Array.from(document.querySelectorAll(s)).some(e => e.textContent === t)", arg=[selector, text]
-    )
-    assert (
-        page.evaluate("""() => new Promise(done => {
-        const img = new Image();
-        img.onerror = () => setTimeout(() => done('error'), 0);
-        img.onload = () => done('load');
-        img.src = 'x';
-    })""")
-        == "error"
-    )
-    assert page.dialogs == []
 
 
 def leaderboard_text(page) -> str:

@@ -10,17 +10,8 @@ import pytest
 from gradio_client import Client
 
 from speakersleuth.space.config import SpaceConfig
-from tests.support.space_support import free_port, predictions, running_app
-
-FORM = {
-    "model_name": "judge A",
-    "organisation": "lab",
-    "model_type": "embedding",
-    "access": "open",
-    "link": "https://example.org/a",
-    "model_date": "2025-06-01",
-}
-
+from tests.support.space_support import FORM, free_port, predictions, running_app
+from tests.support.store_doubles import hub_store, store_entry
 
 # ------------------------------------------------------------------ 1. /withdraw's early answers
 
@@ -108,29 +99,11 @@ def test_two_concurrent_submissions_of_one_identity_do_not_both_pass_the_limit(m
     assert issubclass(store_module.RateLimited, Exception)
 
 
-def _entry(i: int) -> dict:
-    import hashlib
-
-    from speakersleuth.space.store import Metadata
-
-    data = f'{{"task": "detection", "id": "x{i}", "prediction": "consistent"}}\n'.encode()
-    return dict(
-        variant="main",
-        sha256=hashlib.sha256(data).hexdigest(),
-        predictions=data,
-        scores={"detection": {"balanced_accuracy": 50.0 + i}},
-        metadata=Metadata(f"model {i}", "org"),
-        submitter="hf:alice",
-        num_lines=1,
-    )
-
-
 @pytest.mark.parametrize("kind", ["sqlite", "hub"])
 def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp_path, kind):
     import json
 
     from speakersleuth.space.store import RateLimited, SqliteStore, result_id
-    from tests.space.test_store import hub_store
 
     def open_it(name: str, remote=None):
         return (
@@ -139,17 +112,20 @@ def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp
             else hub_store(tmp_path / name, tmp_path / f"index-{name}", remote)
         )
 
+    def alices(i: int) -> dict:
+        return store_entry(i, submitter="hf:alice")
+
     store = open_it("a")
     limit = (2, 100)
-    assert store.add(**_entry(1), now=10.0, rate_limit=limit)[1]
-    assert not store.add(**_entry(1), now=11.0, rate_limit=limit)[1]  # a duplicate: no attempt logged
-    assert store.add(**_entry(2), now=12.0, rate_limit=limit)[1]
+    assert store.add(**alices(1), now=10.0, rate_limit=limit)[1]
+    assert not store.add(**alices(1), now=11.0, rate_limit=limit)[1]  # a duplicate: no attempt logged
+    assert store.add(**alices(2), now=12.0, rate_limit=limit)[1]
     with pytest.raises(RateLimited):
-        store.add(**_entry(3), now=13.0, rate_limit=limit)
+        store.add(**alices(3), now=13.0, rate_limit=limit)
     assert [r.metadata.model_name for r in store.results()] == ["model 1", "model 2"]  # nothing of the third
     assert store.retry_at("hf:alice", *limit, now=13.0) == 110.0
-    assert store.add(**_entry(3), now=111.0, rate_limit=limit)[1]  # the first left the window
-    assert store.add(**_entry(4), now=111.2)[1]  # no rate limit (seeding): no attempt either
+    assert store.add(**alices(3), now=111.0, rate_limit=limit)[1]  # the first left the window
+    assert store.add(**alices(4), now=111.2)[1]  # no rate limit (seeding): no attempt either
     assert store.retry_at("hf:alice", *limit, now=111.5) == 112.0  # the attempts at 12 and 111
     if kind == "hub":
         log = [json.loads(line) for line in (tmp_path / "a" / "attempts.jsonl").read_text().splitlines()]
@@ -158,9 +134,9 @@ def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp
         again = open_it("b", remote=tmp_path / "a")  # a restart: the log comes back
         assert again.retry_at("hf:alice", *limit, now=111.5) == 112.0
         with pytest.raises(RateLimited):
-            again.add(**_entry(5), now=111.5, rate_limit=limit)
+            again.add(**alices(5), now=111.5, rate_limit=limit)
         assert not (
-            tmp_path / "b" / "predictions" / "main" / f"{result_id('main', _entry(5)['sha256'])}.jsonl"
+            tmp_path / "b" / "predictions" / "main" / f"{result_id('main', alices(5)['sha256'])}.jsonl"
         ).exists()
         assert len((tmp_path / "b" / "attempts.jsonl").read_text().splitlines()) == 3
         assert len(again.results()) == 4
@@ -222,7 +198,7 @@ def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(data
 def test_in_a_browser_a_visitor_cannot_record_and_a_reviewer_can(dataset, tmp_path, browser):
     """The same served app for a reviewer (this machine) and a visitor (X-Forwarded-For from the
     local proxy: uvicorn trusts 127.0.0.1)."""
-    from tests.space.test_browser import open_tab
+    from tests.support.browser_pages import open_tab
     from tests.support.space_support import new_page, served_config
 
     config = served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",))

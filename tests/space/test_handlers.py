@@ -21,17 +21,7 @@ from speakersleuth.space import bias_chart, disclosure, leaderboard_table, seed,
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.submission_form import FormError, clean_metadata
 from speakersleuth.space.submitter import breakdown_frame, example_file
-from tests.support.space_support import predictions
-
-XSS = "<img src=x onerror=alert(1)>"
-FORM = {
-    "model_name": "judge A",
-    "organisation": "lab",
-    "model_type": "embedding",
-    "access": "open",
-    "link": "https://example.org/a",
-    "model_date": "2025-06-01",
-}
+from tests.support.space_support import FORM, HEADLINE_COLUMNS, XSS, predictions
 
 
 def profile(username: str) -> gr.OAuthProfile:
@@ -247,15 +237,7 @@ def test_leaderboard_table_columns_sorting_and_ci(make, gold):
     results = disclosure.Disclosure().rows(submitter.store.results())
     frame, datatypes = leaderboard_table.leaderboard_frame(results, groups=[])
     assert list(frame.columns[:3]) == ["Rank", "Model", "Verified"]
-    assert list(frame.columns[3:10]) == [
-        "Det Bal Acc",
-        "Loc Bal F1",
-        "Disc Avg",
-        "N@2",
-        "EM",
-        "Det Paired",
-        "Loc Paired",
-    ]
+    assert list(frame.columns[3:10]) == HEADLINE_COLUMNS
     assert list(frame["Det Bal Acc"]) == sorted(frame["Det Bal Acc"], reverse=True)
     full, _ = leaderboard_table.leaderboard_frame(results, groups=leaderboard_table.GROUPS)
     assert {"Det S1", "Loc S2 P", "Disc Synthetic", "N@1", "Det Coverage", "Det Bal Acc 95% CI", "Link"} <= set(

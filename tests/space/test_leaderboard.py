@@ -17,7 +17,7 @@ from speakersleuth.metrics.submission import load_gold
 from speakersleuth.space import bias_chart, leaderboard, leaderboard_table
 from speakersleuth.space.disclosure import Disclosure
 from speakersleuth.space.store import BASELINE_SUBMITTER, SqliteStore
-from tests.support.space_support import add_result, build_dataset
+from tests.support.space_support import HEADLINE_COLUMNS, METADATA_COLUMNS, add_result, build_dataset
 
 XSS = "<img src=x onerror=alert(1)>"
 LONG = "W" * 300
@@ -65,21 +65,7 @@ def test_ties_share_a_rank_and_rows_without_the_headline_metric_come_last_unrank
 def test_default_columns_are_rank_model_headline_metrics_and_metadata(store, gold):
     add_result(store, gold, "a", 1)
     frame, _ = leaderboard_table.leaderboard_frame(entries(store))
-    assert list(frame.columns) == [
-        "Rank",
-        "Model",
-        "Verified",
-        "Det Bal Acc",
-        "Loc Bal F1",
-        "Disc Avg",
-        "N@2",
-        "EM",
-        "Det Paired",
-        "Loc Paired",
-        "Organisation",
-        "Type",
-        "Weights",
-    ]
+    assert list(frame.columns) == ["Rank", "Model", "Verified", *HEADLINE_COLUMNS, *METADATA_COLUMNS]
     full, _ = leaderboard_table.leaderboard_frame(entries(store), leaderboard_table.GROUPS)
     assert {"Det S1", "Det Bal Acc 95% CI", "Det Coverage", "Link", "Submission id"} <= set(full.columns)
 

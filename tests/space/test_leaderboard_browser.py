@@ -14,30 +14,26 @@ import pytest
 
 from speakersleuth.metrics.submission import load_gold
 from speakersleuth.space.store import BASELINE_SUBMITTER, SqliteStore
-from tests.space.test_browser import assert_no_dialog_once_rendered
-from tests.support.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
+from tests.support.browser_pages import assert_no_dialog_once_rendered
+from tests.support.space_support import (
+    CHROMIUM,
+    HEADLINE_COLUMNS,
+    METADATA_COLUMNS,
+    XSS,
+    add_result,
+    build_dataset,
+    new_page,
+    running_app,
+    served_config,
+)
 
 LONG = "W" * 300
 CJK = "音声言語モデル"
-XSS = "<img src=x onerror=alert(1)>"
 FORMULA = '=HYPERLINK("http://evil.example","x")'
 CROWD = ["always-consistent-1", "always-consistent-2", XSS]  # every one at S1 = 100, mean S2/S3 = 0
 IMITATION = "\u2713 baseline-v2"  # names.py refuses it now; stored straight, as an older store may hold it
 ROWS = 9
-DEFAULT_HEADERS = [
-    "Rank",
-    "Model",
-    "Det Bal Acc",
-    "Loc Bal F1",
-    "Disc Avg",
-    "N@2",
-    "EM",
-    "Det Paired",
-    "Loc Paired",
-    "Organisation",
-    "Type",
-    "Weights",
-]
+DEFAULT_HEADERS = ["Rank", "Model", *HEADLINE_COLUMNS, *METADATA_COLUMNS]
 TABLE = "#ss-leaderboard-main"
 CHART = "#ss-bias-main svg.marks"
 

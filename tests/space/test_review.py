@@ -17,7 +17,7 @@ from speakersleuth.space.config import SpaceConfig, parse_reviewers
 from speakersleuth.space.review import ReviewDesk, export_review_sheet, review_sheet
 from speakersleuth.space.store import HubStore, ReviewDecision, SqliteStore
 from speakersleuth.space.submitter import Submitter
-from tests.space.test_store import hub_store
+from tests.support.store_doubles import hub_store
 
 
 def profile(username: str) -> gr.OAuthProfile:

@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 import speakersleuth.speakersleuth_dataset as ssd
-from tests.builder_scripts.test_build import build, options, recorded
-from tests.space.test_browser import open_tab
+from tests.support.browser_pages import open_tab
+from tests.support.small_builds import build_options, build_speechlike, record_speechlike
 from tests.support.space_support import CHROMIUM, new_page, running_app, served_config
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -28,8 +28,8 @@ def built(tmp_path_factory):
     """A build of three dialogues of the speech-like corpus (main only: the encoders of the card take
     most of its time) and the corpus it came from."""
     tmp = tmp_path_factory.mktemp("review-build")
-    corpus = recorded(tmp / "corpus")
-    build(options(tmp, **MAIN_ONLY), corpus)
+    corpus = record_speechlike(tmp / "corpus")
+    build_speechlike(build_options(tmp, **MAIN_ONLY), corpus)
     return tmp, corpus
 
 
@@ -97,7 +97,7 @@ def test_three_decisions_export_a_sheet_that_a_rebuild_obeys(served, built, brow
 
     tmp, corpus = built
     out = tmp_path / "reviewed"
-    report = build(options(tmp, **MAIN_ONLY, out=out, review_decisions=sheet), corpus)
+    report = build_speechlike(build_options(tmp, **MAIN_ONLY, out=out, review_decisions=sheet), corpus)
     assert report["verification"]["after conversion"]["review: S2 turn garbled"] == 1
     for key in keys:
         dialogue = app.review.dialogues[key]

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -27,33 +24,20 @@ from speakersleuth.space.store import (
     open_store,
     result_id,
 )
+from tests.support.store_doubles import FakeScheduler, hub_store, store_entry
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def entry(i: int, variant: str = "main", **extra) -> dict:
-    data = f'{{"task": "detection", "id": "x{i}", "prediction": "consistent"}}\n'.encode()
-    return dict(
-        variant=variant,
-        sha256=hashlib.sha256(data).hexdigest(),
-        predictions=data,
-        scores={"detection": {"balanced_accuracy": 50.0 + i}},
-        metadata=Metadata(f"model {i}", "org"),
-        submitter="local:test",
-        num_lines=1,
-        **extra,
-    )
-
-
 def test_sqlite_roundtrip_duplicates_and_restart(tmp_path):
     store = SqliteStore(tmp_path)
-    first, created = store.add(**entry(1), now=100.0)
+    first, created = store.add(**store_entry(1), now=100.0)
     assert created and first.id == result_id("main", first.sha256)
-    again, created = store.add(**{**entry(1), "metadata": Metadata("renamed")}, now=200.0)
+    again, created = store.add(**{**store_entry(1), "metadata": Metadata("renamed")}, now=200.0)
     assert not created and again == first  # identical file recognised; nothing new written
-    other_variant, created = store.add(**entry(1, "4vc"), now=300.0)
+    other_variant, created = store.add(**store_entry(1, "4vc"), now=300.0)
     assert created and other_variant.id != first.id
-    store.add(**entry(2), now=400.0)
+    store.add(**store_entry(2), now=400.0)
     assert [r.metadata.model_name for r in store.results("main")] == ["model 1", "model 2"]
     assert len(store.results()) == 3
     assert store.find("main", first.sha256) == first and store.find("10turn", first.sha256) is None
@@ -62,13 +46,13 @@ def test_sqlite_roundtrip_duplicates_and_restart(tmp_path):
     assert store.get(first.id) == first and not first.verified
     with pytest.raises(KeyError):
         store.get("main-unknown")
-    baseline, _ = store.add(**{**entry(3), "submitter": BASELINE_SUBMITTER}, now=500.0)
+    baseline, _ = store.add(**{**store_entry(3), "submitter": BASELINE_SUBMITTER}, now=500.0)
     assert baseline.verified
 
     reopened = SqliteStore(tmp_path)  # a restart: a new process would see the same
     assert reopened.results() == store.results()
     assert reopened.get(baseline.id).verified
-    assert reopened.predictions(first.id) == entry(1)["predictions"]
+    assert reopened.predictions(first.id) == store_entry(1)["predictions"]
     assert reopened.results("main")[0].scores == {"detection": {"balanced_accuracy": 51.0}}
     with sqlite3.connect(tmp_path / SqliteStore.FILENAME) as con:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -95,12 +79,12 @@ def test_rate_limit_window_is_atomic_and_persistent(tmp_path):
 
 def test_failure_inside_the_transaction_leaves_nothing(tmp_path):
     store = SqliteStore(tmp_path)
-    bad = entry(1)
+    bad = store_entry(1)
     bad["predictions"] = object()  # fails after the submission row was inserted
     with pytest.raises(TypeError):
         store.add(**bad)
     assert store.results() == [] and store.find("main", bad["sha256"]) is None
-    assert store.add(**entry(1))[1]  # and the store still works
+    assert store.add(**store_entry(1))[1]  # and the store still works
 
 
 def test_crash_mid_write_leaves_no_partial_row(tmp_path):
@@ -131,39 +115,6 @@ def test_crash_mid_write_leaves_no_partial_row(tmp_path):
         assert con.execute("SELECT COUNT(*) FROM predictions").fetchone()[0] == 1
 
 
-class FakeScheduler:
-    """Stands in for huggingface_hub.CommitScheduler (which needs the network): records the
-    arguments and the pushes requested."""
-
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-        self.lock = threading.Lock()
-        self.pushes = 0
-        self.stopped = False
-
-    def trigger(self):
-        self.pushes += 1
-        done = Future()
-        done.set_result(None)
-        return done
-
-    def stop(self):
-        self.stopped = True
-
-
-def hub_store(folder: Path, index: Path, remote: Path | None = None) -> HubStore:
-    """A HubStore whose 'Hub' is the folder ``remote`` (copied in as snapshot_download would)."""
-
-    def download(repo_id, *, repo_type, local_dir, token, allow_patterns):
-        assert repo_type == "dataset" and repo_id == "org/results"
-        if remote is not None and remote.exists():
-            shutil.copytree(remote, local_dir, dirs_exist_ok=True)
-
-    return HubStore(
-        folder, "org/results", "token", index_dir=index, download=download, scheduler_factory=FakeScheduler
-    )
-
-
 @pytest.mark.parametrize("kind", ["sqlite", "hub"])
 def test_results_of_one_submitter(tmp_path, kind):
     """The submit handler reads only the submitter's own history: the filter must select by
@@ -172,7 +123,7 @@ def test_results_of_one_submitter(tmp_path, kind):
     owners = ["alice", "bob", "alice", "alice", "bob"]
     times = [5.0, 1.0, 4.0, 2.0, 3.0]  # not the order of adding: results come oldest first
     added = [
-        store.add(**{**entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=at)[0]
+        store.add(**{**store_entry(i, "4vc" if i == 3 else "main"), "submitter": who}, now=at)[0]
         for i, (who, at) in enumerate(zip(owners, times))
     ]
     store.withdraw(added[2].id, "alice", "mistake", now=10.0)
@@ -197,12 +148,14 @@ def test_results_of_one_submitter(tmp_path, kind):
 def test_hub_store_files_restart_and_partial_writes(tmp_path):
     store = hub_store(tmp_path / "a", tmp_path / "index-a")
     assert store.scheduler.kwargs["repo_type"] == "dataset" and store.scheduler.kwargs["private"] is True
-    first, created = store.add(**entry(1), now=10.0)
-    assert created and not store.add(**entry(1))[1]
+    first, created = store.add(**store_entry(1), now=10.0)
+    assert created and not store.add(**store_entry(1))[1]
     assert store.acquire("alice", 1, 100, now=5) and not store.acquire("alice", 1, 100, now=6)
     record = json.loads((tmp_path / "a" / "submissions" / "main" / f"{first.id}.json").read_text())
     assert record["metadata"]["model_name"] == "model 1"
-    assert (tmp_path / "a" / "predictions" / "main" / f"{first.id}.jsonl").read_bytes() == entry(1)["predictions"]
+    assert (tmp_path / "a" / "predictions" / "main" / f"{first.id}.jsonl").read_bytes() == store_entry(1)[
+        "predictions"
+    ]
     # leftovers of a crash: predictions without a record, and a temporary file
     (tmp_path / "a" / "predictions" / "main" / "main-deadbeef.jsonl").write_bytes(b"{}")
     (tmp_path / "a" / "submissions" / "main" / ".x.json.1.2.tmp").write_text("{")
@@ -212,7 +165,7 @@ def test_hub_store_files_restart_and_partial_writes(tmp_path):
     # a restart on a fresh machine: the folder comes back from the "Hub"
     again = hub_store(tmp_path / "b", tmp_path / "index-b", remote=tmp_path / "a")
     assert [r.id for r in again.results()] == [first.id]
-    assert again.predictions(first.id) == entry(1)["predictions"]
+    assert again.predictions(first.id) == store_entry(1)["predictions"]
     assert again.get(first.id) == first
     assert not again.acquire("alice", 1, 100, now=7)  # the rate-limit log came back too
     assert again.retry_at("alice", 1, 100, now=7) == 105
@@ -239,13 +192,13 @@ def test_budget_and_withdrawal_on_each_backend(tmp_path, backend):
         return hub_store(tmp_path / f"hub-{n}", tmp_path / f"index-{n}", remote=tmp_path / f"hub-{n - 1}")
 
     store = open_backend(1)
-    one = len(entry(1)["predictions"])
-    first, _ = store.add(**entry(1), now=1.0, budget_bytes=2 * one)
-    store.add(**entry(2), now=2.0, budget_bytes=2 * one)
+    one = len(store_entry(1)["predictions"])
+    first, _ = store.add(**store_entry(1), now=1.0, budget_bytes=2 * one)
+    store.add(**store_entry(2), now=2.0, budget_bytes=2 * one)
     with pytest.raises(StoreFull, match="budget of"):
-        store.add(**entry(3), now=3.0, budget_bytes=2 * one)
+        store.add(**store_entry(3), now=3.0, budget_bytes=2 * one)
     assert store.stored_bytes() == 2 * one and len(store.results()) == 2  # nothing of the refused one
-    assert store.add(**entry(1), budget_bytes=0)[1] is False  # a duplicate needs no room
+    assert store.add(**store_entry(1), budget_bytes=0)[1] is False  # a duplicate needs no room
 
     with pytest.raises(PermissionError):
         store.withdraw(first.id, "local:someone-else", "mine now", now=4.0)
@@ -256,12 +209,12 @@ def test_budget_and_withdrawal_on_each_backend(tmp_path, backend):
     with pytest.raises(ValueError, match="already withdrawn"):
         store.withdraw(first.id, "local:test", now=6.0)
     assert [r.metadata.model_name for r in store.results()] == ["model 2"]
-    assert store.find("main", first.sha256) == withdrawn and store.add(**entry(1))[1] is False
+    assert store.find("main", first.sha256) == withdrawn and store.add(**store_entry(1))[1] is False
     seen = []
     with pytest.raises(Refused, match="name taken"):  # admit sees every record, withdrawn too, and can refuse
-        store.add(**entry(4), admit=lambda stored: seen.extend(stored) or ["name taken"])
+        store.add(**store_entry(4), admit=lambda stored: seen.extend(stored) or ["name taken"])
     assert {r.id for r in seen} == {r.id for r in store.results(include_withdrawn=True)} and len(seen) == 2
-    assert store.find("main", entry(4)["sha256"]) is None and len(store.results(include_withdrawn=True)) == 2
+    assert store.find("main", store_entry(4)["sha256"]) is None and len(store.results(include_withdrawn=True)) == 2
 
     store.close()
     reopened = open_backend(2)  # a restart (for the Hub store: the folder comes back from the "Hub")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from speakersleuth.metrics.submission import load_gold
-from tests.space.test_browser import XSS, open_tab, wait_for_row
-from tests.support.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
+from tests.support.browser_pages import open_tab, wait_for_row
+from tests.support.space_support import CHROMIUM, XSS, build_dataset, new_page, predictions, running_app, served_config
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")

