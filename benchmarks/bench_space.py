@@ -81,15 +81,6 @@ import numpy as np
 from tqdm import tqdm
 
 PARTS = ("latency", "load", "duplicates")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 STATUS_CLASSES = {"ss-ok": "accepted", "ss-info": "duplicate", "ss-bad": "refused"}
 #: The submit form as every benchmark submitter fills it, but for the file and the model name.
 SUBMIT_FORM = {"variant_value": "main", "org": "bench", "mtype": "other", "url": "", "date": ""}
@@ -768,6 +759,8 @@ def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, relo
         print(summary(f"/leaderboard round trip with {stored} rows, later calls", seconds[1:]))
         if not (first_loads or reloads):
             return
+        from tests.support.space_support import CHROMIUM
+
         if not shutil.which(CHROMIUM):
             print(f"[load] browser figures skipped: {CHROMIUM} is not installed")
             return
@@ -786,6 +779,9 @@ def browser_loads(
     """Seconds until ``#ss-leaderboard-main`` shows a row whose text starts with ``prefix``: each of
     ``first_loads`` fresh browser contexts (empty cache), then ``reloads`` reloads of the last page."""
     from playwright.sync_api import sync_playwright
+
+    from tests.support.space_support import ARGS as CHROMIUM_ARGS
+    from tests.support.space_support import CHROMIUM
 
     shown = "p => (document.querySelector('#ss-leaderboard-main')?.innerText || '').includes(p)"
     firsts, again = [], []
