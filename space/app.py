@@ -1,4 +1,4 @@
-"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer, Review and About tabs.
+"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer, Review, Check your audio and About tabs.
 
 Run locally (listens on 127.0.0.1 unless told otherwise)::
 
@@ -28,6 +28,8 @@ from gradio import networking  # noqa: E402
 
 import speakersleuth_dataset as ssd  # noqa: E402
 from space import about
+from space.check_tab import TAB_ID as CHECK_TAB
+from space.check_tab import build_check_tab
 from space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from space.disclosure import Disclosure
 from space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
@@ -212,6 +214,8 @@ def build_app(
                 show, viewer_inputs, viewer_outputs = build_viewer_tab(index)
             with gr.Tab("Review", id="review") as review_tab:
                 build_review_tab(review, review_tab)
+            with gr.Tab("Check your audio", id=CHECK_TAB):
+                build_check_tab()
             with gr.Tab("About", id="about"):
                 _build_about_tab(submitter, examples)
 
