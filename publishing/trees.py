@@ -10,7 +10,9 @@
   ``requirements.txt`` with only what the metric imports;
 - the leaderboard Space: the modules ``space/app.py`` imports and its assets, the card of
   ``space/README.md`` as the root ``README.md``, and ``requirements.txt`` with only what the app
-  imports; it starts with no arguments, from the Space's variables.
+  imports; it starts with no arguments, from the Space's variables. Its Check your audio tab
+  needs the speaker encoders (torch), which the tree leaves out (``SPACE_LEFT_OUT``): there the
+  tab says in one line which extra checking audio needs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ SPACE_ASSETS = (Path("space/leaderboard_table.js"), Path("space/data/paper"))
 SPACE_UNREACHED = {
     "parselmouth": "speech.audio.seeded_praat, the builder's Praat conversion",
     "torch": "speakersleuth_format.readers.collate, batches for a torch DataLoader",
+    "matplotlib": "space.check_tab's picture, drawn only after a check, which needs the encoders (torch)",
+}
+#: Project packages the app imports only inside the Check your audio tab's handler, once it has
+#: found torch (``space.check_tab.unavailable``): the Hub tree, torch-free, neither carries them
+#: nor installs what they import (torch, torchcodec, the encoders' wheels); its tab says in one
+#: line which extra checking audio needs.
+SPACE_LEFT_OUT = {
+    "judges": "judges.check, the check itself (speaker encoders on torch)",
+    "speech.encoders": "the speaker encoders (torch and their wheels)",
 }
 #: The Python every Space of the release runs on (its card's ``python_version``; Spaces default to
 #: 3.10, older than the pinned numpy allows). ``tests/publishing/test_hub_trees.py`` installs each tree under it.
@@ -205,6 +216,11 @@ def write_metric_tree(metric: str, out: Path) -> Path:
 # ------------------------------------------------------------------------------------------ Space
 
 
+def space_closure():
+    """``space/app.py``'s import closure, the packages of ``SPACE_LEFT_OUT`` not followed."""
+    return closure(SPACE_APP, leave_out=tuple(SPACE_LEFT_OUT))
+
+
 def space_files() -> tuple[str, ...]:
     """The project files the leaderboard needs: ``space/app.py``'s import closure and its assets."""
     assets = {
@@ -213,7 +229,7 @@ def space_files() -> tuple[str, ...]:
         for p in ([ROOT / asset] if (ROOT / asset).is_file() else (ROOT / asset).rglob("*"))
         if p.is_file()
     }
-    return tuple(sorted({str(p) for p in closure(SPACE_APP).files} | {str(p.relative_to(ROOT)) for p in assets}))
+    return tuple(sorted({str(p) for p in space_closure().files} | {str(p.relative_to(ROOT)) for p in assets}))
 
 
 def write_space_tree(out: Path) -> Path:
@@ -223,7 +239,7 @@ def write_space_tree(out: Path) -> Path:
     out.mkdir(parents=True)
     copy_files(ROOT, space_files(), out)
     shutil.copyfile(ROOT / "LICENSE", out / "LICENSE")
-    modules = tuple(m for m in closure(SPACE_APP).modules if m not in SPACE_UNREACHED)
+    modules = tuple(m for m in space_closure().modules if m not in SPACE_UNREACHED)
     write_lines(out / "requirements.txt", requirements(modules))
     write_space_card(ROOT / "space" / "README.md", out, app_file=str(SPACE_APP), required=SPACE_CARD_KEYS)
     return out

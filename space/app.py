@@ -28,7 +28,6 @@ from gradio import networking  # noqa: E402
 
 import speakersleuth_dataset as ssd  # noqa: E402
 from space import about
-from space.check_tab import TAB_ID as CHECK_TAB
 from space.check_tab import build_check_tab
 from space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from space.disclosure import Disclosure
@@ -192,7 +191,6 @@ def build_app(
         submitter.policy.check(submitter.gold(variant))
     submitter.policy.check_copy(dataset, [submitter.gold(v) for v in variants])  # and a paired one, unless allowed
     examples = _write_examples(submitter, public_dir(config) / "examples")
-    index = InstanceIndex(dataset)
     review = ReviewDesk(config, store, dataset, submitter.identity)
 
     # uploads never submitted (and cached outputs) are deleted once older than the TTL
@@ -211,11 +209,10 @@ def build_app(
             with gr.Tab("Submission", id=SUBMISSION_TAB) as submission_tab:
                 submission = build_submission_tab(submitter, public_dir(config) / "predictions")
             with gr.Tab("Viewer", id="viewer") as viewer_tab:
-                show, viewer_inputs, viewer_outputs = build_viewer_tab(index)
+                show, viewer_inputs, viewer_outputs = build_viewer_tab(InstanceIndex(dataset))
             with gr.Tab("Review", id="review") as review_tab:
                 build_review_tab(review, review_tab)
-            with gr.Tab("Check your audio", id=CHECK_TAB):
-                build_check_tab()
+            build_check_tab()  # its own gr.Tab, "Check your audio"
             with gr.Tab("About", id="about"):
                 _build_about_tab(submitter, examples)
 

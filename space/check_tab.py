@@ -38,7 +38,7 @@ from speech.extras import missing_extra
 
 logger = logging.getLogger(__name__)
 
-TAB_ID = "check"
+TAB_ID, TAB_NAME = "check", "Check your audio"
 #: Most files of one check (turns, references, a recording and its RTTM).
 MAX_FILES = 64
 #: Most bytes of one check's files, together (each file is also under the Space's per-file limit).
@@ -294,9 +294,11 @@ def check_dialogue(dialogue):
 
 
 def unavailable() -> str | None:
-    """One line when this install cannot check audio (no torch, so no encoder), else None."""
-    if importlib.util.find_spec("torch") is None:
-        return missing_extra(ModuleNotFoundError(name="torch"), EXTRA, "Check your audio")
+    """One line when this install cannot check audio (no torch, so no encoder, or no ``judges``:
+    the published Hub tree leaves both out), else None."""
+    for name in ("torch", "judges"):
+        if importlib.util.find_spec(name) is None:
+            return missing_extra(ModuleNotFoundError(name=name), EXTRA, "Check your audio")
     return None
 
 
@@ -451,8 +453,15 @@ def _mode_groups(mode: str):
     return gr.update(visible=mode == TURNS), gr.update(visible=mode == RTTM)
 
 
-def build_check_tab() -> None:
-    """The tab's components and events (call inside ``gr.Blocks`` / ``gr.Tab``)."""
+def build_check_tab() -> gr.Tab:
+    """The "Check your audio" tab, its components and events (call inside ``gr.Tabs``)."""
+    with gr.Tab(TAB_NAME, id=TAB_ID) as tab:
+        _build_check_page()
+    return tab
+
+
+def _build_check_page() -> None:
+    """The tab's components and events."""
     gr.Markdown(INTRODUCTION)
     if (line := unavailable()) is not None:
         gr.Markdown(f"**This Space cannot check audio.** {line}", elem_id="ss-check-unavailable")

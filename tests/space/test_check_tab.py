@@ -227,7 +227,7 @@ def test_without_the_encoders_the_tab_says_which_extra_it_needs(dialogue, tmp_pa
         line
         == "Check your audio: needs torch, which the 'builder' extra installs: pip install 'speakersleuth[builder]'"
     )
-    with gr.Blocks() as blocks:
+    with gr.Blocks() as blocks, gr.Tabs():
         tab.build_check_tab()
     shown = [c.value for c in blocks.blocks.values() if getattr(c, "elem_id", None) == "ss-check-unavailable"]
     assert shown == [f"**This Space cannot check audio.** {line}"]
@@ -263,3 +263,22 @@ def test_a_check_writes_nothing_to_the_data_dir_the_store_or_temp(dialogue, data
     assert state() == before
     assert list((tmp_path / "uploads").iterdir()) == []  # each upload and its folder gone
     assert os.listdir(scratch) == []
+
+
+def test_the_space_imports_judges_only_inside_functions():
+    """``space -> judges`` is lazy: no module of the Space imports ``judges`` when it is imported,
+    so the torch-free Hub tree (which leaves ``judges`` out) starts."""
+    import ast
+
+    root = Path(tab.__file__).parent
+    top_level = {
+        f"{path.name}: {name}"
+        for path in root.glob("*.py")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+        if name.split(".")[0] == "judges"
+    }
+    assert not top_level
+    inside = [n for n in ast.walk(ast.parse(Path(tab.__file__).read_text())) if isinstance(n, ast.ImportFrom)]
+    assert {n.module for n in inside if n.module.startswith("judges")} >= {"judges.check", "judges.cache"}
