@@ -161,5 +161,7 @@ def _strip(ax, speaker: SpeakerResult, many: bool) -> None:
     ax.set_ylim(min(values) - pad, max(values) + pad)
     name = f"{speaker.dialogue}/{speaker.speaker}" if many else speaker.speaker
     ax.set_title(f"{name}: {len(speaker.flagged)} of {len(scored)} turns flagged", fontsize=9, loc="left")
-    ax.set_ylabel(speaker.method, fontsize=8)
+    ax.set_ylabel(
+        f"{speaker.method}: {'similarity' if HIGHER_IS_CONSISTENT[speaker.method] else 'distance'}", fontsize=8
+    )
     ax.grid(alpha=0.3)
