@@ -67,14 +67,15 @@ class Calibration:
         """One line: where the shipped τ values come from."""
         source = self.data["source"]
         return (
-            f"τ from {self.path}: calibrated on the validation split of {source['dataset_name']} "
-            f"(variants {', '.join(source['variants'])}), commit {source['commit'][:12]}"
+            f"calibrated on the validation split of {source['dataset_name']}, variants "
+            f"{', '.join(source['variants'])} ({self.path}, commit {source['commit'][:12]})"
         )
 
 
 def _rank(entry: dict) -> tuple:
-    """A judge's order in the file: validation detection Bal acc, then localization Bal F1."""
-    return (entry["validation"]["det_bal_acc"], entry["validation"]["loc_bal_f1"] or 0.0)
+    """A judge's order, as ``make_calibration`` chose the default: validation detection Bal acc,
+    then validation AUROC."""
+    return (entry["validation"]["det_bal_acc"], entry["validation"].get("auroc") or 0.0)
 
 
 def load_calibration(path: str | os.PathLike | None = None) -> Calibration:

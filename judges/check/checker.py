@@ -125,7 +125,7 @@ def check_dialogues(
         cache = EmbeddingCache(get_encoder(settings.encoder), cache_dir, batch_size=batch_size)
     vectors = _embed(plans, cache, progress)
     speakers = [_judge(plan, vectors) for plan in plans]
-    notes = [CAVEAT] if settings.source.startswith("τ from") else []
+    notes = [CAVEAT] if settings.source.startswith("calibrated on") else []
     return CheckReport(
         cache.encoder.name, settings.method, settings.threshold, settings.source, speakers, notes, seconds
     )
@@ -157,14 +157,17 @@ def _clips(plans: list[_Plan]) -> list[Clip]:
 def _embed(plans: list[_Plan], cache: EmbeddingCache, progress: bool) -> dict[int, np.ndarray]:
     """Embeddings by clip identity, through the cache (each distinct content encoded once)."""
     clips = _clips(plans)
-    bar = tqdm(desc=f"embed [{cache.encoder.name}]", unit="clip", disable=not progress)
+    bar = None
 
-    def advance(done: int, total: int) -> None:
-        bar.total = total
+    def advance(done: int, total: int) -> None:  # a bar only when something is encoded
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=f"embed [{cache.encoder.name}]", unit="clip", disable=not progress)
         bar.update(done - bar.n)
 
     vectors = cache.embed_keyed([c.key() for c in clips], lambda i: clips[i].load(), advance)
-    bar.close()
+    if bar is not None:
+        bar.close()
     return {id(clip): vector for clip, vector in zip(clips, vectors)}
 
 
@@ -274,14 +277,14 @@ def read_dialogues(manifest=None, rttm=None, recording=None, references=None, ca
 
 
 def recalibrate_on(
-    dialogues: Sequence[Dialogue], *, source: str = "the labelled turns", **options
+    dialogues: Dialogue | Sequence[Dialogue], *, source: str = "the labelled turns", **options
 ) -> tuple[Recalibration, CheckReport]:
     """τ recalibrated on labelled turns (``Turn.label``: consistent / inconsistent, or 0 / 1):
     the best per-turn balanced accuracy over a grid, as ``judges.check.calibration.recalibrate``.
 
     Arguments
     ---------
-    dialogues : sequence of Dialogue
+    dialogues : Dialogue or sequence of Dialogue
         Dialogues whose turns carry labels (an unlabelled turn still counts as context).
     source : str
         The labelled file, for messages.
@@ -294,6 +297,7 @@ def recalibrate_on(
         The ``Recalibration`` and the report of the labelled dialogues at the previous τ. Turns of
         a speaker judged against a reference clip by fallback (one-turn speakers) do not count.
     """
+    dialogues = [dialogues] if isinstance(dialogues, Dialogue) else list(dialogues)
     report = check_dialogues(dialogues, **options)
     labels = {(d.name, t.id): parse_label(t.label, f"{source} turn {t.id!r}") for d in dialogues for t in d.turns}
     pairs = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 from datetime import date
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import yaml
 
 import speakersleuth_dataset as ssd
 from judges.embedding import DEFAULT_THRESHOLDS, embed_variant, predictions, score_variant
@@ -43,7 +45,9 @@ SELECTION = (
 )
 
 
-def make_calibration(dataset, *, variants=None, sweep_out, cache_dir=None, progress=True, command="") -> dict:
+def make_calibration(
+    dataset, *, variants=None, sweep_out, cache_dir=None, progress=True, command="", dataset_name=None
+) -> dict:
     """Sweep every method x wheel encoder on each variant and pool the validation splits.
 
     Arguments
@@ -60,6 +64,8 @@ def make_calibration(dataset, *, variants=None, sweep_out, cache_dir=None, progr
         Progress bars (default True).
     command : str
         The command line recorded in the file.
+    dataset_name : str, optional
+        How messages name the build (default: its folder).
 
     Returns
     -------
@@ -88,7 +94,7 @@ def make_calibration(dataset, *, variants=None, sweep_out, cache_dir=None, progr
         "default": {k: best[k] for k in ("encoder", "method", "threshold")},
         "selection": SELECTION.format(variants=", ".join(variants)),
         "judges": sorted(entries, key=lambda e: (-e["validation"]["det_bal_acc"], e["judge"])),
-        "source": _source(dataset, variants, command),
+        "source": _source(dataset, variants, command, dataset_name),
     }
 
 
@@ -113,7 +119,11 @@ def _entry(rows: list[dict], judge: str, variants: list[str]) -> dict:
     figures = {
         split: {
             "per_variant": {
-                v: {k: at(split, tau, k, v) for k in ("det_bal_acc", "loc_bal_f1") if at(split, tau, k, v) is not None}
+                v: {
+                    k: round(at(split, tau, k, v), 2)
+                    for k in ("det_bal_acc", "loc_bal_f1")
+                    if at(split, tau, k, v) is not None
+                }
                 for v in variants
             }
         }
@@ -143,7 +153,7 @@ def _auroc(dataset, variants: list[str], cache, entry: dict) -> float:
     return _mean(values)
 
 
-def _source(dataset, variants: list[str], command: str) -> dict:
+def _source(dataset, variants: list[str], command: str, name: str | None) -> dict:
     """Where the figures come from: the build (its name, shards' digests), the code, the command."""
     folder = Path(dataset)
     shards = {
@@ -162,7 +172,9 @@ def _source(dataset, variants: list[str], command: str) -> dict:
     }
     return {
         "dataset": str(dataset),
-        "dataset_name": f"the SpeakerSleuth build {folder.resolve()}",
+        "dataset_name": name or f"the SpeakerSleuth build {folder.resolve()}",
+        "build_seed": _card(folder).get("build_seed"),
+        "build_fingerprint": _fingerprint(folder),
         "variants": variants,
         "validation_instances": counts,
         "grid": list(THRESHOLDS),
@@ -171,6 +183,18 @@ def _source(dataset, variants: list[str], command: str) -> dict:
         "command": command,
         "made": date.today().isoformat(),
     }
+
+
+def _card(folder: Path) -> dict:
+    """The dataset card's YAML header."""
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    return yaml.safe_load(text.split("---")[1]) if text.startswith("---") else {}
+
+
+def _fingerprint(folder: Path) -> str | None:
+    """The build's fingerprint (its hidden stamp), when the folder has one."""
+    stamp = folder / ".build_fingerprint.json"
+    return json.loads(stamp.read_text(encoding="utf-8")).get("fingerprint") if stamp.is_file() else None
 
 
 def _commit() -> str:
@@ -197,11 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-out", required=True, metavar="DIR", help="folder for each variant's sweep")
     parser.add_argument("--cache", default=None, metavar="DIR", help="on-disk embedding cache")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--dataset-name", default=None, help="how the file names the build (default: its folder)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)  # as the judges' command: the embeddings do not depend on the thread count run
-    command = "python -m judges.check.make_calibration " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m judges.check.make_calibration " + shlex.join(argv if argv is not None else sys.argv[1:])
     data = make_calibration(
         args.dataset,
         variants=args.variant.split(",") if args.variant else None,
@@ -209,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir=args.cache,
         progress=not args.no_progress,
         command=command,
+        dataset_name=args.dataset_name,
     )
     write_text_atomic(args.calibration_out, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(data["default"]), "from", ", ".join(data["source"]["variants"]), "->", args.calibration_out)
