@@ -37,7 +37,6 @@ SPACE_ASSETS = (Path("space/leaderboard_table.js"), Path("space/data/paper"))
 SPACE_UNREACHED = {
     "parselmouth": "speech.audio.seeded_praat, the builder's Praat conversion",
     "torch": "speakersleuth_format.readers.collate, batches for a torch DataLoader",
-    "matplotlib": "space.check_tab's picture, drawn only after a check, which needs the encoders (torch)",
 }
 #: Project packages the app imports only inside the Check your audio tab's handler, once it has
 #: found torch (``space.check_tab.unavailable``): the Hub tree, torch-free, neither carries them

@@ -146,10 +146,11 @@ def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
 
 
 def _build_about_tab(submitter: Submitter, examples: dict[str, Path]) -> None:
-    """The tasks, metrics, file format, disclosure policy, example files and citation."""
+    """The tasks, metrics, file format, Check your audio, disclosure policy, example files and citation."""
     gr.Markdown(about.TASKS)
     gr.Markdown(about.METRICS)
     gr.Markdown(about.SUBMISSION_FORMAT)
+    gr.Markdown(about.CHECK_AUDIO)
     gr.Markdown(about.disclosure_text(submitter.policy, submitter.rate))
     with gr.Row():
         for variant, path in examples.items():

@@ -20,7 +20,6 @@ the handler only: where it is not installed (the published Hub Space) the tab sa
 from __future__ import annotations
 
 import importlib.util
-import io
 import logging
 import re
 import tempfile
@@ -47,9 +46,6 @@ MAX_UPLOAD_BYTES = 50_000_000
 MAX_AUDIO_SECONDS = 600.0
 #: What the encoders need that the core and the Space's own install lack.
 EXTRA = "builder"
-#: The encoder and method used when the install has no calibration file (the paper's τ then).
-FALLBACK_ENCODER, FALLBACK_METHOD = "campplus", "centroid"
-NO_CALIBRATION = "the paper's τ for {method}: this install has no calibration file (judges/check/calibration.json)"
 TURNS, RTTM = "Turn files", "Recording + RTTM"
 SPEAKER_COLUMNS = ["file", "speaker"]
 FLAGGED_COLUMNS = ["speaker", "turn", "score", "flagged when"]
@@ -265,32 +261,16 @@ def shared_encoder(spec: str):
         return _ENCODERS[spec]
 
 
-def check_settings():
-    """The check's ``Calibration`` and ``JudgeSettings``: the shipped calibration's default judge,
-    or, where the install has no calibration file, ``FALLBACK_ENCODER`` and ``FALLBACK_METHOD``
-    at the paper's τ (the settings then say so)."""
-    from judges.check import Calibration, load_calibration, resolve_settings
-
-    try:
-        calibration = load_calibration()
-    except FileNotFoundError:
-        default = {"encoder": FALLBACK_ENCODER, "method": FALLBACK_METHOD, "threshold": None}
-        calibration = Calibration({"default": default, "judges": [], "source": {}}, "(no calibration file)")
-    return calibration, resolve_settings(calibration=calibration)
-
-
 def check_dialogue(dialogue):
-    """``judges.check.check_dialogues`` on one dialogue, embeddings in memory for this call only."""
+    """``judges.check.check_dialogues`` on one dialogue with the shipped calibration's judge, its
+    embeddings in memory for this call only; refusals come before the encoder loads."""
     from judges.cache import EmbeddingCache
-    from judges.check import check_dialogues, validate
+    from judges.check import check_dialogues, resolve_settings, validate
 
-    calibration, settings = check_settings()
-    validate(dialogue, needs_reference=settings.method == "reference")  # refusals before the encoder loads
+    settings = resolve_settings()
+    validate(dialogue, needs_reference=settings.method == "reference")
     cache = EmbeddingCache(shared_encoder(settings.encoder))  # no cache_dir: nothing on disk
-    report = check_dialogues(dialogue, cache=cache, calibration=calibration, method=settings.method)
-    if not calibration.data["judges"]:
-        report.threshold_source = NO_CALIBRATION.format(method=settings.method)
-    return report
+    return check_dialogues(dialogue, cache=cache)
 
 
 def unavailable() -> str | None:
@@ -391,47 +371,15 @@ def flagged_frame(report) -> pd.DataFrame:
 
 
 def picture(report):
-    """The per-speaker similarity strip as a PIL image: ``judges.check.report.plot_report`` drawn
-    in a temporary folder removed at once, or, before that module exists, ``_strip_figure``."""
+    """The per-speaker similarity strip (``judges.check.report.plot_report``) as a PIL image, drawn
+    in a temporary folder that is removed at once."""
     from PIL import Image
 
-    try:
-        from judges.check.report import plot_report
-    except ImportError:
-        plot_report = None
+    from judges.check.report import plot_report
+
     with tempfile.TemporaryDirectory(prefix="ss-check-") as folder:
-        buffer = io.BytesIO()
-        if plot_report is not None:
-            buffer.write(plot_report(report, Path(folder) / "strip.png").read_bytes())
-        else:
-            _strip_figure(report, buffer)
-    buffer.seek(0)
-    with Image.open(buffer) as image:
-        return image.convert("RGB")
-
-
-def _strip_figure(report, out: io.BytesIO) -> None:
-    """One panel per speaker: the turns' scores in order, τ dashed, flagged turns as red crosses."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(report.speakers), 1, figsize=(9, 1.9 + 1.5 * len(report.speakers)), squeeze=False)
-    for ax, s in zip(axes[:, 0], report.speakers):
-        turns = [t for t in s.turns if t.score is not None]
-        x = range(len(turns))
-        ax.plot(list(x), [t.score for t in turns], color="0.6", linewidth=1)
-        for i, t in zip(x, turns):
-            ax.scatter([i], [t.score], color="tab:red" if t.flagged else "tab:blue", marker="X" if t.flagged else "o")
-        ax.axhline(s.threshold, color="tab:red", linestyle="--", linewidth=1)
-        ax.set_xticks(list(x), [t.turn for t in turns], fontsize=8)
-        ax.set_title(f"{s.speaker}: {len(s.flagged)} of {len(turns)} turns flagged", fontsize=9, loc="left")
-        ax.set_ylabel(s.method, fontsize=8)
-    fig.suptitle(f"Speaker consistency: {report.encoder}, {report.method}, τ = {report.threshold:g}", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(out, format="png", dpi=100)
-    plt.close(fig)
+        with Image.open(plot_report(report, Path(folder) / "strip.png")) as image:
+            return image.convert("RGB")
 
 
 def check_handler(mode, turns, table, recording, rttm, references):

@@ -29,13 +29,13 @@ def dialogue(tmp_path_factory, one_torch_thread):
 def expected(dialogue):
     """What ``judges.check.check`` itself returns for the turn files and for the recording."""
     from judges.cache import EmbeddingCache
-    from judges.check import check
+    from judges.check import check, resolve_settings
 
-    calibration, settings = tab.check_settings()
+    settings = resolve_settings()
 
     def run(**inputs):
         cache = EmbeddingCache(tab.shared_encoder(settings.encoder))
-        return check(cache=cache, calibration=calibration, **inputs)
+        return check(cache=cache, **inputs)
 
     return run(manifest=dialogue.manifest), run(rttm=dialogue.rttm, recording=dialogue.recording)
 

@@ -27,12 +27,10 @@ def served(tmp_path_factory, one_torch_thread):
 
 def expected_report(dialogue):
     from judges.cache import EmbeddingCache
-    from judges.check import check
+    from judges.check import check, resolve_settings
 
-    calibration, settings = tab.check_settings()
-    return check(
-        dialogue.manifest, cache=EmbeddingCache(tab.shared_encoder(settings.encoder)), calibration=calibration
-    )
+    settings = resolve_settings()
+    return check(dialogue.manifest, cache=EmbeddingCache(tab.shared_encoder(settings.encoder)))
 
 
 def text_of(page, selector: str) -> str:
