@@ -282,3 +282,18 @@ def test_the_space_imports_judges_only_inside_functions():
     assert not top_level
     inside = [n for n in ast.walk(ast.parse(Path(tab.__file__).read_text())) if isinstance(n, ast.ImportFrom)]
     assert {n.module for n in inside if n.module.startswith("judges")} >= {"judges.check", "judges.cache"}
+
+
+def test_any_other_failure_while_decoding_is_one_general_line(dialogue, tmp_path, monkeypatch, caplog):
+    """An exception of a decoding library (not a ``CheckInputError``) shows no traceback, no path
+    and no library message on the page; the server's log keeps it."""
+    from judges.check.dialogue import Clip
+
+    def explode(self):
+        raise RuntimeError(f"libsndfile: internal error in {self.path}")
+
+    monkeypatch.setattr(Clip, "load", explode)
+    paths = as_uploads(dialogue.turns, tmp_path)
+    line = tab.run_check(tab.TURNS, paths, table_of(dialogue), None, None, None).line
+    assert line == "The check failed on these files (the audio could not be processed); nothing was kept."
+    assert "libsndfile: internal error" in caplog.text
