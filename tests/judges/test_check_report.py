@@ -39,7 +39,8 @@ def report(dialogues=("talk",)) -> CheckReport:
 
 def test_the_table_says_what_the_score_is_and_which_turns_slipped():
     assert format_table(report()) == (
-        "Speaker consistency: encoder eres2net, method pairwise, τ = 0.5 (given (--threshold))\n"
+        "Speaker consistency: encoder eres2net, method pairwise, τ = 0.5\n"
+        "τ: given (--threshold)\n"
         "score: mean cosine similarity to the speaker's other turns; a turn is flagged when score < 0.5\n"
         "(speakers with one turn: method reference, cosine similarity to the speaker's reference clip, "
         "flagged when score < 0.6)\n"
@@ -53,8 +54,8 @@ def test_the_table_says_what_the_score_is_and_which_turns_slipped():
         "host: 1 of 3 turns flagged (3)\n"
         "guest: 0 of 1 turns flagged, against the reference ref/guest.wav\n"
         "\n"
-        "Candidates, best first (the current take marked *):\n"
-        "  turn 5 (host): 5b 0.801, 5* 0.756 -> keep 5b\n"
+        "Candidates, best first:\n"
+        "  turn 5 (host): 5b 0.801, 5 (current) 0.756 -> keep 5b\n"
         "note: a note\n"
     )
 
