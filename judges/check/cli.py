@@ -119,7 +119,9 @@ def _check(args: argparse.Namespace):
         recalibration = asdict(recalibrate_on(labelled, source=args.calibrate, **options)[0])
         options["threshold"] = recalibration["threshold"]
     if not dialogues:
-        print(recalibration_line(recalibration))
+        print(
+            json.dumps(recalibration, indent=1, ensure_ascii=False) if args.json else recalibration_line(recalibration)
+        )
         return None
     report = check_dialogues(dialogues, **options)
     report.notes = notes + report.notes

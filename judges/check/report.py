@@ -107,16 +107,35 @@ def write_json(report: CheckReport, path: str | os.PathLike) -> Path:
 
 
 def plot_report(report: CheckReport, path: str | os.PathLike) -> Path:
-    """A picture of the check: one panel per speaker, the per-turn scores in dialogue order as a
-    strip, τ as a dashed line, the flagged turns in red with a cross, and a turn's candidates as
-    hollow markers above it (labelled). Needs matplotlib (the ``check`` or ``builder`` extra)."""
-    import matplotlib
+    """Draw ``report_figure(report)`` into an image file (PNG by its suffix; matplotlib decides).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Arguments
+    ---------
+    report : CheckReport
+        What a check found.
+    path : str or os.PathLike
+        The image to write.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    report_figure(report).savefig(path, dpi=110)
+    return Path(path)
+
+
+def report_figure(report: CheckReport):
+    """A picture of the check as a matplotlib ``Figure`` (for ``gr.Plot`` or a notebook): one
+    panel per speaker, the per-turn scores in dialogue order as a strip, τ as a dashed line, the
+    flagged turns in red with a cross, and a turn's candidates as hollow markers (labelled).
+    Made without pyplot (no GUI backend, no global state: safe in a server's threads). Needs
+    matplotlib (the ``check`` or ``builder`` extra)."""
+    from matplotlib.figure import Figure
 
     speakers = report.speakers
-    fig, axes = plt.subplots(len(speakers), 1, figsize=(9, 1.9 + 1.5 * len(speakers)), squeeze=False)
+    fig = Figure(figsize=(9, 1.9 + 1.5 * len(speakers)))
+    axes = fig.subplots(len(speakers), 1, squeeze=False)
     for ax, speaker in zip(axes[:, 0], speakers):
         _strip(ax, speaker, len({s.dialogue for s in speakers}) > 1)
     axes[-1, 0].set_xlabel("turn (the speaker's turns in dialogue order)")
@@ -126,9 +145,7 @@ def plot_report(report: CheckReport, path: str | os.PathLike) -> Path:
         fontsize=11,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return fig
 
 
 def _strip(ax, speaker: SpeakerResult, many: bool) -> None:
