@@ -26,6 +26,7 @@ from judges.check.checker import check, check_dialogues, read_dialogues, recalib
 from judges.check.dialogue import MIN_TURN_SECONDS, Clip, Dialogue, Turn, validate
 from judges.check.errors import CheckInputError
 from judges.check.inputs import read_manifest, read_rttm
+from judges.check.report import format_table, plot_report, report_figure, write_json
 from judges.check.results import CandidateResult, CheckReport, SpeakerResult, TurnResult
 
 __all__ = [
@@ -42,11 +43,15 @@ __all__ = [
     "TurnResult",
     "check",
     "check_dialogues",
+    "format_table",
     "load_calibration",
+    "plot_report",
     "read_dialogues",
     "read_manifest",
     "read_rttm",
     "recalibrate_on",
+    "report_figure",
     "resolve_settings",
     "validate",
+    "write_json",
 ]

@@ -99,12 +99,17 @@ def check_dialogues(
 
     Example
     -------
+    Three turns of one hum and a fourth of hiss, in memory (``Clip.from_file`` reads files):
+
     >>> import numpy as np
     >>> from judges.check.dialogue import Clip, Dialogue, Turn
     >>> t = np.arange(16000) / 16000
-    >>> voice = lambda f0: Clip(samples=0.3 * np.sin(2 * np.pi * f0 * t) * (1 + np.sin(2 * np.pi * 3 * t)))
-    >>> turns = [Turn(str(i), "A", voice(f0)) for i, f0 in enumerate([120, 121, 119, 240], 1)]
-    >>> report = check_dialogues(Dialogue(turns), encoder="campplus", method="pairwise", threshold=0.5)
+    >>> hum = lambda f0: Clip(samples=sum(np.sin(2 * np.pi * f0 * h * t) / h for h in range(1, 6)) * 0.1)
+    >>> hiss = Clip(samples=np.random.default_rng(0).normal(0, 0.1, 16000))
+    >>> turns = [Turn("1", "A", hum(120)), Turn("2", "A", hum(125)), Turn("3", "A", hum(118)), Turn("4", "A", hiss)]
+    >>> report = check_dialogues(Dialogue(turns), encoder="campplus", method="pairwise", threshold=0.9)
+    >>> [round(t.score, 2) for t in report.speaker("A").turns]
+    [0.93, 0.92, 0.91, 0.85]
     >>> [t.turn for t in report.flagged], report.speaker("A").consistent
     (['4'], False)
     """

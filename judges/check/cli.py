@@ -37,7 +37,16 @@ def _pairs(text: str) -> tuple[str, str]:
 
 def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The ``check`` subcommand of ``python -m judges``."""
-    check = sub.add_parser("check", help="check your own dialogue's speaker consistency", description=DESCRIPTION)
+    from judges.check.calibration import load_calibration
+
+    default = load_calibration().default
+    shipped = (
+        f" Default judge: the {default['method']} method under {default['encoder']} at τ = {default['threshold']:g}, "
+        "the best on the benchmark's validation split (judges/check/calibration.json)."
+    )
+    check = sub.add_parser(
+        "check", help="check your own dialogue's speaker consistency", description=DESCRIPTION + shipped
+    )
     given = check.add_argument_group("the dialogue (a manifest, or an RTTM and its recording)")
     given.add_argument("--manifest", metavar="FILE", help="CSV/TSV/JSONL: turn, speaker, path [, text, ...]")
     given.add_argument("--rttm", metavar="FILE", help="an RTTM file; each SPEAKER segment is a turn")
@@ -60,7 +69,8 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     judge.add_argument("--threshold", type=float, default=None, help="τ (default: the calibrated one)")
     judge.add_argument(
         "--calibrate", metavar="FILE",
-        help="a manifest with a 'label' column (consistent/inconsistent or 0/1 per turn): pick τ on it, "
+        help="a manifest with a 'label' column (consistent/inconsistent, or 0/1 with 1 = inconsistent, per turn; "
+        "empty: unlabelled): pick τ on it, "
         "say its balanced accuracy there, and use it",
     )  # fmt: skip
     out = check.add_argument_group("output")
@@ -119,7 +129,9 @@ def _check(args: argparse.Namespace):
         recalibration = asdict(recalibrate_on(labelled, source=args.calibrate, **options)[0])
         options["threshold"] = recalibration["threshold"]
     if not dialogues:
-        print(recalibration_line(recalibration))
+        print(
+            json.dumps(recalibration, indent=1, ensure_ascii=False) if args.json else recalibration_line(recalibration)
+        )
         return None
     report = check_dialogues(dialogues, **options)
     report.notes = notes + report.notes

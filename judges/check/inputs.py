@@ -51,6 +51,21 @@ def read_manifest(path: str | os.PathLike) -> list[Dialogue]:
 
     Raises ``CheckInputError`` for a missing manifest, a missing column or cell, a candidate for
     a turn that is not there, or two reference clips for one speaker.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "manifest.csv").write_text(
+    ...     "turn,speaker,path,candidate_for\\n1,host,a.wav,\\n2,guest,b.wav,\\n3,host,c.wav,\\n3b,host,takes/c2.wav,3\\n"
+    ... )
+    >>> (dialogue,) = read_manifest(folder / "manifest.csv")
+    >>> [(t.id, t.speaker, t.audio.path.name, list(t.candidates)) for t in dialogue.turns]
+    [('1', 'host', 'a.wav', []), ('2', 'guest', 'b.wav', []), ('3', 'host', 'c.wav', ['3b'])]
+    >>> (folder / "bad.csv").write_text("turn,path\\n1,a.wav\\n") and read_manifest(folder / "bad.csv")
+    Traceback (most recent call last):
+    ...
+    judges.check.errors.CheckInputError: .../bad.csv: no column 'speaker' (columns: turn, path); a manifest needs turn, speaker, path
     """
     path = Path(path)
     rows = _rows(path)
@@ -165,6 +180,17 @@ def read_rttm(rttm: str | os.PathLike, recording: str | os.PathLike) -> Dialogue
 
     Raises ``CheckInputError`` for a malformed line, a file id other than the recording's, a
     segment past the recording's end or an RTTM without segments.
+
+    Example
+    -------
+    >>> import tempfile, numpy as np, soundfile as sf
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> sf.write(folder / "call.wav", np.zeros(16000 * 6, np.float32), 16000)
+    >>> _ = (folder / "call.rttm").write_text(
+    ...     "SPEAKER call 1 3.10 2.50 <NA> <NA> spk_1 <NA> <NA>\\nSPEAKER call 1 0.40 2.00 <NA> <NA> spk_0 <NA> <NA>\\n"
+    ... )
+    >>> [(t.id, t.speaker, t.text) for t in read_rttm(folder / "call.rttm", folder / "call.wav").turns]
+    [('1', 'spk_0', '0.40-2.40 s'), ('2', 'spk_1', '3.10-5.60 s')]
     """
     rttm, recording = Path(rttm), Path(recording)
     if not rttm.is_file():

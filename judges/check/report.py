@@ -6,7 +6,8 @@ drawn and the flagged turns marked).
 >>> turns = [TurnResult("1", "A", 1, 0.82, False, "a1.wav"), TurnResult("3", "A", 2, 0.31, True, "a3.wav")]
 >>> report = CheckReport("campplus", "pairwise", 0.5, "given (--threshold)", [SpeakerResult("d", "A", "pairwise", 0.5, turns, 0.69)])
 >>> print(format_table(report))  # doctest: +NORMALIZE_WHITESPACE
-Speaker consistency: encoder campplus, method pairwise, τ = 0.5 (given (--threshold))
+Speaker consistency: encoder campplus, method pairwise, τ = 0.5
+τ: given (--threshold)
 score: mean cosine similarity to the speaker's other turns; a turn is flagged when score < 0.5
 <BLANKLINE>
 speaker  turn  score  flagged  audio
@@ -34,8 +35,8 @@ def format_table(report: CheckReport) -> str:
     one line per turn, a verdict per speaker, the candidates ranked, then the notes."""
     many = len({s.dialogue for s in report.speakers}) > 1
     lines = [
-        f"Speaker consistency: encoder {report.encoder}, method {report.method}, τ = {report.threshold:g} "
-        f"({report.threshold_source})",
+        f"Speaker consistency: encoder {report.encoder}, method {report.method}, τ = {report.threshold:g}",
+        f"τ: {report.threshold_source}",
         f"score: {SCORE_NAMES[report.method]}; a turn is flagged when {flag_rule(report.method, report.threshold)}",
     ]
     for other in sorted({(s.method, s.threshold) for s in report.speakers} - {(report.method, report.threshold)}):
@@ -50,9 +51,9 @@ def format_table(report: CheckReport) -> str:
     lines += [_verdict(s, many) for s in report.speakers]
     choices = [(s, t) for s in report.speakers for t in s.turns if t.candidates]
     if choices:
-        lines += ["", "Candidates, best first (the current take marked *):"]
+        lines += ["", "Candidates, best first:"]
         for speaker, turn in choices:
-            ranked = ", ".join(f"{c.label}{'*' if c.current else ''} {c.score:.3f}" for c in turn.candidates)
+            ranked = ", ".join(f"{c.label}{' (current)' if c.current else ''} {c.score:.3f}" for c in turn.candidates)
             lines.append(f"  turn {turn.turn} ({speaker.speaker}): {ranked} -> keep {turn.candidates[0].label}")
     if report.recalibration:
         lines += ["", recalibration_line(report.recalibration)]
@@ -106,28 +107,45 @@ def write_json(report: CheckReport, path: str | os.PathLike) -> Path:
 
 
 def plot_report(report: CheckReport, path: str | os.PathLike) -> Path:
-    """A picture of the check: one panel per speaker, the per-turn scores in dialogue order as a
-    strip, τ as a dashed line, the flagged turns in red with a cross, and a turn's candidates as
-    hollow markers above it (labelled). Needs matplotlib (the ``check`` or ``builder`` extra)."""
-    import matplotlib
+    """Draw ``report_figure(report)`` into an image file (PNG by its suffix; matplotlib decides).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Arguments
+    ---------
+    report : CheckReport
+        What a check found.
+    path : str or os.PathLike
+        The image to write.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    report_figure(report).savefig(path, dpi=110)
+    return Path(path)
+
+
+def report_figure(report: CheckReport):
+    """A picture of the check as a matplotlib ``Figure`` (for ``gr.Plot`` or a notebook): one
+    panel per speaker, the per-turn scores in dialogue order as a strip, τ as a dashed line, the
+    flagged turns in red with a cross, and a turn's candidates as hollow markers (labelled).
+    Made without pyplot (no GUI backend, no global state: safe in a server's threads). Needs
+    matplotlib (the ``check`` or ``builder`` extra)."""
+    from matplotlib.figure import Figure
 
     speakers = report.speakers
-    fig, axes = plt.subplots(len(speakers), 1, figsize=(9, 1.9 + 1.5 * len(speakers)), squeeze=False)
+    fig = Figure(figsize=(9, 1.9 + 1.5 * len(speakers)))
+    axes = fig.subplots(len(speakers), 1, squeeze=False)
     for ax, speaker in zip(axes[:, 0], speakers):
         _strip(ax, speaker, len({s.dialogue for s in speakers}) > 1)
     axes[-1, 0].set_xlabel("turn (the speaker's turns in dialogue order)")
     fig.suptitle(
         f"Speaker consistency: {report.encoder}, {report.method}, τ = {report.threshold:g}"
-        f"  ({len(report.flagged)} turns flagged)",
+        f"  (flagged turns: {len(report.flagged)})",
         fontsize=11,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return fig
 
 
 def _strip(ax, speaker: SpeakerResult, many: bool) -> None:
