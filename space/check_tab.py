@@ -20,9 +20,9 @@ the handler only: where it is not installed (the published Hub Space) the tab sa
 from __future__ import annotations
 
 import importlib.util
+import io
 import logging
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,15 +371,17 @@ def flagged_frame(report) -> pd.DataFrame:
 
 
 def picture(report):
-    """The per-speaker similarity strip (``judges.check.report.plot_report``) as a PIL image, drawn
-    in a temporary folder that is removed at once."""
+    """The per-speaker similarity strip (``judges.check.report.report_figure``, made without pyplot)
+    as a PIL image, rendered in memory."""
     from PIL import Image
 
-    from judges.check.report import plot_report
+    from judges.check.report import report_figure
 
-    with tempfile.TemporaryDirectory(prefix="ss-check-") as folder:
-        with Image.open(plot_report(report, Path(folder) / "strip.png")) as image:
-            return image.convert("RGB")
+    buffer = io.BytesIO()
+    report_figure(report).savefig(buffer, format="png", dpi=110)
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        return image.convert("RGB")
 
 
 def check_handler(mode, turns, table, recording, rttm, references):

@@ -239,7 +239,7 @@ def tree(folder: Path) -> dict[str, tuple[int, int]]:
 
 def test_a_check_writes_nothing_to_the_data_dir_the_store_or_temp(dialogue, dataset, tmp_path, monkeypatch):
     """The Space's data folder (its store inside) and the temporary folder are as they were: the
-    uploads are deleted, the picture's folder removed, embeddings never on disk."""
+    uploads are deleted, the picture drawn in memory, embeddings never on disk."""
     from space.config import SpaceConfig
     from space.store import open_store
 
