@@ -72,14 +72,18 @@ class Clip:
         return span_key(self.path, self.start, self.end)
 
     def load(self) -> np.ndarray:
-        """The clip as a 16 kHz mono float32 waveform."""
+        """The clip as a 16 kHz mono float32 waveform (``CheckInputError`` when it is all zeros)."""
         if self.data is not None:
             from speakersleuth_dataset import load_waveform
 
-            return load_waveform(self.data, where=self.describe())
-        if self.samples is not None:
-            return resample(check_waveform(self.samples, self.describe()), self.sampling_rate)
-        return decode(self.path, self.start, self.end)
+            wave = load_waveform(self.data, where=self.describe())
+        elif self.samples is not None:
+            wave = resample(check_waveform(self.samples, self.describe()), self.sampling_rate)
+        else:
+            wave = decode(self.path, self.start, self.end)
+        if not np.any(wave):
+            raise CheckInputError(f"{self.describe()}: every sample is zero (digital silence); no voice to judge")
+        return wave
 
     def seconds(self) -> float:
         """Its length in seconds (a file's from its header; raises ``CheckInputError`` if unreadable)."""

@@ -278,6 +278,7 @@ def bad(tmp_path_factory):
         write_audio(work / f"t{i}.wav", speech_like(VOICES["male_a"], 1.0, seed=i), 16000, 1)
     write_audio(work / "short.wav", speech_like(VOICES["male_a"], 0.3, seed=9), 16000, 1)
     (work / "broken.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
+    write_audio(work / "silent.wav", np.zeros(16000, np.float32), 16000, 1)
     write_audio(work / "call.wav", np.concatenate([speech_like(VOICES["male_a"], 2.0, seed=5)] * 2), 16000, 1)
     return work
 
@@ -287,6 +288,7 @@ def bad(tmp_path_factory):
     [
         ("turn,speaker,path\n1,A,t0.wav\n2,A,gone.wav\n", ["gone.wav: no such audio file"]),
         ("turn,speaker,path\n1,A,t0.wav\n2,A,broken.wav\n", ["broken.wav: cannot read audio"]),
+        ("turn,speaker,path\n1,A,t0.wav\n2,A,silent.wav\n", ["silent.wav: every sample is zero (digital silence)"]),
         ("turn,speaker,path\n1,A,t0.wav\n2,A,short.wav\n", ["short.wav: turn '2' (speaker 'A') is 0.30 s long"]),
         (
             "turn,speaker,path\n1,A,t0.wav\n2,B,t1.wav\n3,A,t2.wav\n",

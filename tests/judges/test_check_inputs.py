@@ -273,3 +273,31 @@ def test_bad_rttm_is_refused_in_one_line(tmp_path, line, message):
     (tmp_path / "meeting.rttm").write_text(line + "\n")
     with pytest.raises(CheckInputError, match=message):
         read_rttm(tmp_path / "meeting.rttm", recording)
+
+
+def test_m4a_goes_through_ffmpeg(tmp_path):
+    """AAC in MP4, which libsndfile does not read: decoded by FFmpeg through torchcodec."""
+    path = tmp_path / "turn.m4a"
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=300:duration=1.2",
+            "-ar",
+            "44100",
+            "-ac",
+            "2",
+            path,
+        ],
+        check=True,
+    )
+    with pytest.raises(sf.LibsndfileError):
+        sf.info(path)
+    assert (audio_info(path).sampling_rate, audio_info(path).channels) == (44100, 2)
+    wave = decode(path)
+    strongest = np.fft.rfftfreq(len(wave), 1 / SR)[np.argmax(np.abs(np.fft.rfft(wave)))]
+    assert abs(len(wave) / SR - 1.2) < 0.08 and strongest == pytest.approx(300, abs=3)
