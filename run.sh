@@ -11,12 +11,12 @@ case "${1:-}" in
   demo)
     # Each step is resumable: the build cache, the judges' outputs and the store survive reruns.
     shift
-    $py -m builder_scripts build --dataset-out speakersleuth --cache cache --jobs "$(nproc)" "$@"
-    $py -m speakersleuth_dataset validate --dataset speakersleuth
-    $py -m judges baselines --dataset speakersleuth --results-out results/baselines --cache cache/embeddings
-    $py -m judges sweep --dataset speakersleuth --variant main --sweep-out results/sweep --cache cache/embeddings
-    $py -m space.seed --dataset speakersleuth --predictions results/baselines --data-dir data
-    exec $py -m space.app --dataset speakersleuth --data-dir data --host 127.0.0.1 --port 7860
+    $py -m speakersleuth.builder_scripts build --dataset-out speakersleuth --cache cache --jobs "$(nproc)" "$@"
+    $py -m speakersleuth.speakersleuth_dataset validate --dataset speakersleuth
+    $py -m speakersleuth.judges baselines --dataset speakersleuth --results-out results/baselines --cache cache/embeddings
+    $py -m speakersleuth.judges sweep --dataset speakersleuth --variant main --sweep-out results/sweep --cache cache/embeddings
+    $py -m speakersleuth.space.seed --dataset speakersleuth --predictions results/baselines --data-dir data
+    exec $py -m speakersleuth.space.app --dataset speakersleuth --data-dir data --host 127.0.0.1 --port 7860
     ;;
   test)
     # One worker per core (pytest-xdist), each running whole test modules, so that a module's

@@ -19,7 +19,7 @@ What this module offers on top:
   temporary name and moved into place when complete: a killed build leaves nothing half-written.
 - ``write_card``: the dataset card, with its ``configs:`` block generated from ``CONFIGS`` and the
   SHA-256 of every shard (``shard_sha256``), so that anyone can check a download or a rebuild.
-- ``validate_folder`` / ``python -m speakersleuth_dataset validate --dataset <folder or Hub id>``: schema, ids, labels
+- ``validate_folder`` / ``python -m speakersleuth.speakersleuth_dataset validate --dataset <folder or Hub id>``: schema, ids, labels
   against provenance, discrimination answers, every clip decoded as ``datasets`` decodes it, and
   every shard against the card's digest.
 - ``load``: ``load_dataset`` on a folder by absolute path, offline.
@@ -28,11 +28,11 @@ What this module offers on top:
   data-fields section); ``shard_metadata``: the card's ``dataset_info`` and ``size_categories``.
 - ``read_gold`` and ``read_rows``: fast pyarrow readers that skip audio (for the scorer) or read one
   instance (for the Space viewer) without decoding the whole dataset.
-- ``write_blind`` / ``python -m speakersleuth_dataset blind --dataset <build> --public-out <dir> --gold-out <dir>``:
+- ``write_blind`` / ``python -m speakersleuth.speakersleuth_dataset blind --dataset <build> --public-out <dir> --gold-out <dir>``:
   a public copy whose test split carries no gold or provenance (``BLIND_COLUMNS``), with ids that
   are a keyed hash under a random secret (not recomputable) and rows in the order of those ids (a
   dialogue's S1/S2/S3 scattered); the gold, under the public ids, goes to a private folder that
-  ``read_gold`` (and so ``python -m metrics.score --gold``) reads. The validation split stays
+  ``read_gold`` (and so ``python -m speakersleuth.metrics.score --gold``) reads. The validation split stays
   labelled (for calibration). A dialogue's rows share clips (S1/S2/S3 differ in one turn), so a
   submitter who groups rows by their audio can find the altered turn; ``--unpaired`` keeps one
   instance per group of rows that share a dialogue or any clip (``instance_groups``), which closes
@@ -56,8 +56,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from speakersleuth_format.audio import FLAC_LEVELS, encode_audio, load_waveform, pcm16, stock_decoder
-from speakersleuth_format.blind import (
+from speakersleuth.speakersleuth_format.audio import FLAC_LEVELS, encode_audio, load_waveform, pcm16, stock_decoder
+from speakersleuth.speakersleuth_format.blind import (
     BLIND_COLUMNS,
     BLIND_NOTE,
     BLIND_PAIRING_NOTE,
@@ -77,7 +77,7 @@ from speakersleuth_format.blind import (
     unpaired_instances,
     write_blind,
 )
-from speakersleuth_format.card import (
+from speakersleuth.speakersleuth_format.card import (
     DIGESTS_KEY,
     card_yaml,
     data_fields_section,
@@ -87,7 +87,7 @@ from speakersleuth_format.card import (
     size_category,
     write_card,
 )
-from speakersleuth_format.readers import (
+from speakersleuth.speakersleuth_format.readers import (
     AUDIO_COLUMNS,
     GOLD_COLUMNS,
     HUB_ID,
@@ -100,7 +100,7 @@ from speakersleuth_format.readers import (
     tasks_present,
     variants_present,
 )
-from speakersleuth_format.schema import (
+from speakersleuth.speakersleuth_format.schema import (
     AUDIO_FORMAT,
     CANDIDATE_LABELS,
     CITATION,
@@ -127,15 +127,15 @@ from speakersleuth_format.schema import (
     get_config,
     segment_sharing,
 )
-from speakersleuth_format.validate import (
+from speakersleuth.speakersleuth_format.validate import (
     DatasetValidationError,
     _check_clip,
     card_digests,
     check_digests,
     validate_folder,
 )
-from speakersleuth_format.writer import DatasetWriter
-from speech.audio import SAMPLING_RATE
+from speakersleuth.speakersleuth_format.writer import DatasetWriter
+from speakersleuth.speech.audio import SAMPLING_RATE
 
 #: The names this module offers: every public name of the parts, the sampling rate, the command
 #: line; and the private helpers that benchmarks and tests call (``_check_clip``, ``_umask``).
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     """The command line: ``validate``, ``configs`` and ``blind``."""
-    parser = argparse.ArgumentParser(prog="python -m speakersleuth_dataset", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m speakersleuth.speakersleuth_dataset", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     val = sub.add_parser("validate", help="check a built dataset folder against the schema")
     val.add_argument("--dataset", required=True, help="the dataset: a built folder or a Hub dataset id")

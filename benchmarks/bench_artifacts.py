@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
-from builder_scripts.artifacts import impulse_windows
-from builder_scripts.shortcut_measures import ArtifactRates
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.artifacts import impulse_windows
+from speakersleuth.builder_scripts.shortcut_measures import ArtifactRates
 
 
 def candidates(root: Path, variant: str) -> dict[tuple[str, str], tuple[str, str, np.ndarray]]:
@@ -101,7 +101,7 @@ def figure(before: dict, after: dict, path: Path, backend: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "dataset", type=Path, help="a built dataset folder (python -m builder_scripts build --dataset-out DIR)"
+        "dataset", type=Path, help="a built dataset folder (python -m speakersleuth.builder_scripts build --dataset-out DIR)"
     )
     parser.add_argument("after", type=Path, nargs="?", help="a second build of the same plan to compare with")
     parser.add_argument("--figure", type=Path, help="PNG of the worst converted candidate, before (and after)")

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 import soundfile as sf
 from scipy.signal import butter, lfilter, sosfilt
 
-import speakersleuth_dataset as ssd
-import speakersleuth_format.audio as ssd_audio
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_format.audio as ssd_audio
 
 SR = ssd.SAMPLING_RATE
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "support" / "fixtures" / "ffmpeg51-invalid-residual.flac"

@@ -3,7 +3,7 @@
     python benchmarks/bench_build.py [--dialogues 60 --dialogues-10turn 30] [--small 20,10] [--jobs 2] [--workdir /tmp/bench_build]
     git worktree add /tmp/before <rev> && python benchmarks/bench_build.py --before /tmp/before --rounds 2 --cold-only
 
-Runs ``python -m builder_scripts build`` in fresh processes: a cold build (empty cache), the same
+Runs ``python -m speakersleuth.builder_scripts build`` in fresh processes: a cold build (empty cache), the same
 build again (nothing changed), and a smaller cold build, to show that peak memory does not grow
 with the number of dialogues. Prints wall time (and, with ``--jobs``, the slowest shard's and the
 serial merge's), time inside TTS / voice conversion / the speaker encoder (from the build
@@ -42,7 +42,7 @@ def run_build(
     cmd = [
         sys.executable,
         "-m",
-        "builder_scripts",
+        "speakersleuth.builder_scripts",
         "build",
         "--dataset-out",
         str(out),

@@ -18,8 +18,8 @@ from pathlib import Path
 from bench_shortcuts import units
 from tqdm.auto import tqdm
 
-import speakersleuth_dataset as ssd
-from builder_scripts.card_audit import BuildAudit
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.card_audit import BuildAudit
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""What ``python -m judges check`` costs per minute of audio, on this machine: cold (nothing in
+"""What ``python -m speakersleuth.judges check`` costs per minute of audio, on this machine: cold (nothing in
 the embedding cache) and warm (every clip in ``--cache``), in-process (``judges.check.check``) and
 as the command a user types (a new process: Python, imports and the model's load included).
 
@@ -28,8 +28,8 @@ import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import speakersleuth_dataset as ssd  # noqa: E402
-from speech.audio import resample  # noqa: E402
+import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
+from speakersleuth.speech.audio import resample  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,9 +72,9 @@ def _write(path: Path, wave: np.ndarray, rate: int) -> None:
 def in_process(manifest: Path, encoder: str | None, cache_dir: Path) -> dict[str, float]:
     """Seconds: the encoder's load, a cold check, a warm check from disk (files hashed again), a
     warm check in memory (the files' digests remembered)."""
-    from judges.cache import EmbeddingCache
-    from judges.check import audio, check, resolve_settings
-    from speech.encoders import get_encoder
+    from speakersleuth.judges.cache import EmbeddingCache
+    from speakersleuth.judges.check import audio, check, resolve_settings
+    from speakersleuth.speech.encoders import get_encoder
 
     start = time.perf_counter()
     model = get_encoder(resolve_settings(encoder).encoder)
@@ -98,7 +98,7 @@ def command(manifest: Path, encoder: str | None, cache_dir: Path) -> float:
     args = [
         sys.executable,
         "-m",
-        "judges",
+        "speakersleuth.judges",
         "check",
         "--manifest",
         str(manifest),
@@ -136,7 +136,7 @@ def main() -> int:
             print(f"in process, {name}: {value:.2f} s{scale}")
         for name in ("cold", "warm"):
             value = command(tmp / "manifest.csv", args.encoder, tmp / "cache-cli")
-            print(f"python -m judges check, {name}: {value:.2f} s = {value * per_minute:.2f} s per minute of audio")
+            print(f"python -m speakersleuth.judges check, {name}: {value:.2f} s = {value * per_minute:.2f} s per minute of audio")
     return 0
 
 

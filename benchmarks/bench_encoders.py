@@ -17,9 +17,9 @@ import time
 import numpy as np
 import torch
 
-from speech.encoders import SpeakerEncoder, get_encoder
-from speech.encoders.ecapa import EcapaEncoder
-from speech.encoders.wavlm import WavLMEncoder
+from speakersleuth.speech.encoders import SpeakerEncoder, get_encoder
+from speakersleuth.speech.encoders.ecapa import EcapaEncoder
+from speakersleuth.speech.encoders.wavlm import WavLMEncoder
 from tests.speech.test_encoders import voice
 
 

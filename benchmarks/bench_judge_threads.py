@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import speakersleuth_dataset as ssd  # noqa: E402
-from speech.encoders import get_encoder, offline_encoders  # noqa: E402
+import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
+from speakersleuth.speech.encoders import get_encoder, offline_encoders  # noqa: E402
 
 
 def unique_clips(folder: str, limit: int) -> list:

@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import speakersleuth_dataset as ssd  # noqa: E402
-from judges.cache import EmbeddingCache  # noqa: E402
-from judges.embedding import (  # noqa: E402
+import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
+from speakersleuth.judges.cache import EmbeddingCache  # noqa: E402
+from speakersleuth.judges.embedding import (  # noqa: E402
     DEFAULT_THRESHOLDS,
     DISCRIMINATION_COLUMNS,
     METHODS,
@@ -43,7 +43,7 @@ from judges.embedding import (  # noqa: E402
     predictions,
     score_variant,
 )
-from speech.encoders import get_encoder  # noqa: E402
+from speakersleuth.speech.encoders import get_encoder  # noqa: E402
 
 
 class NaiveCache(EmbeddingCache):

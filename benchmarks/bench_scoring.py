@@ -5,7 +5,7 @@ and 1,818 localization instances (S1/S2/S3) and 606 discrimination instances ove
 datasets. Two submissions answer every instance, lines shuffled:
 
 - score-less: random answers (seeded), no detection ``score``;
-- scored, as ``python -m judges run`` writes it: seeded random per-turn similarities (the altered
+- scored, as ``python -m speakersleuth.judges run`` writes it: seeded random per-turn similarities (the altered
   turn of an inconsistent instance a little lower) turned into lines by the embedding judges' own
   writer (``judges.embedding.predictions``, pairwise at τ 0.4, serialised as ``write_jsonl`` does),
   so every detection line carries a float ``score`` and the file also gets AUROC, EER and their
@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-from metrics.score import score_submission
-from metrics.submission import Gold, parse_submission
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import Gold, parse_submission
 from tests.support.scoring_fixtures import N_TURNS, synthetic_gold
 
 
@@ -53,9 +53,9 @@ def make_submission(gold: Gold, rng: random.Random) -> bytes:
 
 
 def make_judge_submission(gold: Gold, rng: random.Random, method: str = "pairwise") -> bytes:
-    """A submission as ``python -m judges run`` writes it (every detection line with a float
+    """A submission as ``python -m speakersleuth.judges run`` writes it (every detection line with a float
     ``score``): the embedding judges' writer on seeded per-turn similarities."""
-    from judges.embedding import DEFAULT_THRESHOLDS, VariantScores, predictions
+    from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS, VariantScores, predictions
 
     nprng = np.random.default_rng(rng.randrange(2**32))
     turn: dict[str, list] = {}

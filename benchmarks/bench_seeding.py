@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from builder_scripts.sources.chitchat_tts import ChitchatTTS
-from builder_scripts.tts.piper import PiperEngine
-from builder_scripts.tts.runtime import onnx_session
-from speech.audio import SAMPLING_RATE
+from speakersleuth.builder_scripts.sources.chitchat_tts import ChitchatTTS
+from speakersleuth.builder_scripts.tts.piper import PiperEngine
+from speakersleuth.builder_scripts.tts.runtime import onnx_session
+from speakersleuth.speech.audio import SAMPLING_RATE
 
 
 def timed(fn) -> tuple[float, float]:
@@ -90,8 +90,8 @@ def main() -> None:
             per=" / s of audio",
         )
 
-        from builder_scripts.tts.postprocess import shift_voice
-        from speech.audio import resample
+        from speakersleuth.builder_scripts.tts.postprocess import shift_voice
+        from speakersleuth.speech.audio import resample
 
         clips = [resample(piper.synthesize(t), piper.sample_rate) for t in texts]
 
@@ -112,7 +112,7 @@ def main() -> None:
             per=" / clip",
         )
 
-        from speech.encoders import get_encoder
+        from speakersleuth.speech.encoders import get_encoder
 
         encoder = get_encoder("campplus")
         pool = [clips[i : i + 3] for i in range(0, len(clips) - 2, 3)]
@@ -143,13 +143,13 @@ class _no_seeding:
     def __enter__(self):
         from contextlib import nullcontext
 
-        import builder_scripts.tts.postprocess as post
+        import speakersleuth.builder_scripts.tts.postprocess as post
 
         self._saved, post.seeded_praat = post.seeded_praat, lambda *a: nullcontext()
         return self
 
     def __exit__(self, *exc):
-        import builder_scripts.tts.postprocess as post
+        import speakersleuth.builder_scripts.tts.postprocess as post
 
         post.seeded_praat = self._saved
 

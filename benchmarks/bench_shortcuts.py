@@ -71,15 +71,15 @@ import numpy as np
 import soundfile as sf
 from tqdm.auto import tqdm
 
-import speakersleuth_dataset as ssd
-from builder_scripts.audit_features import feature_vector
-from builder_scripts.final_stage import finish
-from builder_scripts.scenarios import Unit, _float, _pcm, normalise_loudness  # _pcm/_float: the unit cache's 16 bits
-from builder_scripts.shortcuts import CONTROL_DRAWS, TASK_LABELS, ShortcutAudit, cell_text
-from builder_scripts.tts.postprocess import PAD_SECONDS
-from builder_scripts.tts.voice_bank import BANK, Voicer
-from builder_scripts.units import UNIT_CODE
-from builder_scripts.vc import get_converter
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.audit_features import feature_vector
+from speakersleuth.builder_scripts.final_stage import finish
+from speakersleuth.builder_scripts.scenarios import Unit, _float, _pcm, normalise_loudness  # _pcm/_float: the unit cache's 16 bits
+from speakersleuth.builder_scripts.shortcuts import CONTROL_DRAWS, TASK_LABELS, ShortcutAudit, cell_text
+from speakersleuth.builder_scripts.tts.postprocess import PAD_SECONDS
+from speakersleuth.builder_scripts.tts.voice_bank import BANK, Voicer
+from speakersleuth.builder_scripts.units import UNIT_CODE
+from speakersleuth.builder_scripts.vc import get_converter
 
 
 def _clip(value: dict):

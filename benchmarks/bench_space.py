@@ -9,7 +9,7 @@ Each part serves the real app over a fresh SQLite store, with the rate limit rai
 other settings come from the ``SPEAKERSLEUTH_*`` environment as in the Space. Offline: nothing
 leaves the machine.
 
-- ``latency``: the Space runs in its own process (``python -m space.app --dataset ... --data-dir ...
+- ``latency``: the Space runs in its own process (``python -m speakersleuth.space.app --dataset ... --data-dir ...
   --port P`` on 127.0.0.1, ``SPEAKERSLEUTH_RATE_LIMIT``/``_BLIND_RATE_LIMIT`` 100000 and the upload
   budget raised; its log goes to ``--work``/space-latency.log), so the clients do not share its
   GIL. A distinct valid predictions file is submitted (``/submit``), then ``/leaderboard`` is
@@ -30,7 +30,7 @@ leaves the machine.
   /tmp/pyspy py-spy``) records the server process (the GIL-holding thread, collapsed stacks) over
   the concurrent phase into FILE, and its time is printed by kind and function.
 
-  The files are as ``python -m judges run`` writes them (``--files judge``, the
+  The files are as ``python -m speakersleuth.judges run`` writes them (``--files judge``, the
   default): lines made by the embedding judges' writer (``judges.embedding.predictions``, pairwise
   at τ 0.4, serialised as ``write_jsonl``), every detection line with a float ``score``, so each
   submission is also scored for AUROC, EER and their bootstrap intervals. The per-turn
@@ -146,7 +146,7 @@ class Bench:
     """The dataset, its gold, and how to serve the app and talk to it."""
 
     def __init__(self, dataset: Path, work: Path, timeout_s: float, gold: Path | None = None):
-        from metrics.submission import load_gold
+        from speakersleuth.metrics.submission import load_gold
 
         self.dataset = dataset
         self.work = work
@@ -160,7 +160,7 @@ class Bench:
     def serve(self, part: str):
         """The app over a fresh SQLite store in ``work/<part>``, its rate limit and upload budget
         (one client sends everything here) out of the way; yields ``(app, url)``."""
-        from space.config import ENV_PREFIX, SpaceConfig
+        from speakersleuth.space.config import ENV_PREFIX, SpaceConfig
         from tests.support.space_support import free_port, running_app
 
         data_dir = self.work / part
@@ -185,10 +185,10 @@ class Bench:
 
     @contextmanager
     def serve_process(self, part: str):
-        """``python -m space.app`` in its own process over a fresh store in ``work/<part>`` (rate
+        """``python -m speakersleuth.space.app`` in its own process over a fresh store in ``work/<part>`` (rate
         limits and upload budget raised, see SERVER_ENV), its output in ``work/space-<part>.log``;
         yields ``(process, url)`` once the page is served, and stops the process afterwards."""
-        from space.config import ENV_PREFIX
+        from speakersleuth.space.config import ENV_PREFIX
         from tests.support.space_support import free_port, wait_served
 
         data_dir = self.work / part
@@ -202,7 +202,7 @@ class Bench:
         command = [
             sys.executable,
             "-m",
-            "space.app",
+            "speakersleuth.space.app",
             "--dataset",
             str(self.dataset),
             "--data-dir",
@@ -498,7 +498,7 @@ def print_round_trips(label: str, timings: list[tuple[float, float, int] | None]
 def judge_scores(gold, judge: str | None, dataset: Path):
     """Per-turn and per-candidate scores of the gold's instances (``judges.embedding.VariantScores``):
     the real ``judge``'s on ``dataset``, or seeded similarities (the altered turn 0.2 lower)."""
-    from judges.embedding import VariantScores, make_embedding_judge
+    from speakersleuth.judges.embedding import VariantScores, make_embedding_judge
 
     if judge:
         import torch
@@ -525,9 +525,9 @@ def judge_scores(gold, judge: str | None, dataset: Path):
 
 
 def judge_file(scores, seed: int) -> bytes:
-    """A predictions file exactly as ``python -m judges run`` writes it (``predictions`` at the
+    """A predictions file exactly as ``python -m speakersleuth.judges run`` writes it (``predictions`` at the
     method's default τ, then ``write_jsonl``'s serialisation), from ``scores`` with seeded jitter."""
-    from judges.embedding import DEFAULT_THRESHOLDS, VariantScores, predictions
+    from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS, VariantScores, predictions
 
     rng = np.random.default_rng(seed)
     jitter = {
@@ -754,7 +754,7 @@ def print_profile(path: Path, top: int = 25) -> None:
 
 
 def measure_load(bench: Bench, rows: int, api_calls: int, first_loads: int, reloads: int) -> None:
-    from space.submission_form import ACCESS, MODEL_TYPES
+    from speakersleuth.space.submission_form import ACCESS, MODEL_TYPES
     from tests.support.space_support import predictions
 
     prefix = "lb"
@@ -856,7 +856,7 @@ def padded_variants(data: bytes, count: int, pad_bytes: int) -> list[bytes]:
 def measure_duplicates(bench: Bench, count: int, pad_mb: float) -> None:
     from gradio.utils import get_upload_folder
 
-    from metrics.submission import parse_submission
+    from speakersleuth.metrics.submission import parse_submission
     from tests.support.space_support import predictions
 
     base = predictions(bench.gold, 777)
@@ -910,7 +910,7 @@ def main() -> None:
     parser.add_argument(
         "--gold",
         type=Path,
-        help="the private test gold of a blind --dataset (python -m speakersleuth_dataset "
+        help="the private test gold of a blind --dataset (python -m speakersleuth.speakersleuth_dataset "
         "blind): the app serves its blind round, and each timed submission alone comes from its own "
         "address (an identity's later files are shown only when they beat its best)",
     )
@@ -928,7 +928,7 @@ def main() -> None:
         "--files",
         choices=("judge", "plain"),
         default="judge",
-        help="latency files: as `python -m judges run` writes them (detection scores) or score-less",
+        help="latency files: as `python -m speakersleuth.judges run` writes them (detection scores) or score-less",
     )
     parser.add_argument(
         "--judge", help="latency files from this embedding judge's real scores (e.g. pairwise-resemblyzer)"

@@ -55,8 +55,8 @@ def peak_rss_mb() -> float:
 
 def measure(name: str, kwargs: dict, conversions: int) -> dict:
     """Runs in a fresh process: profile, convert and resynthesize timings, peak RSS."""
-    from builder_scripts.vc import get_converter
-    from builder_scripts.vc.world import speaker_profile
+    from speakersleuth.builder_scripts.vc import get_converter
+    from speakersleuth.builder_scripts.vc.world import speaker_profile
     from tests.support.vc_fixtures import VOICES, clips
 
     converter = get_converter(name, **kwargs)
@@ -90,7 +90,7 @@ def measure(name: str, kwargs: dict, conversions: int) -> dict:
 
 def _convert_chunk(args) -> float:
     name, jobs = args
-    from builder_scripts.vc import get_converter
+    from speakersleuth.builder_scripts.vc import get_converter
 
     converter = get_converter(name)
     for job in jobs:

@@ -23,10 +23,10 @@ import soundfile as sf
 from bench_voicing import chat_texts
 from tqdm.auto import tqdm
 
-from builder_scripts.sources.chitchat_tts import ChitchatTTS
-from builder_scripts.speaker_bank import BankSpeaker, SpeakerBank, VerificationStats
-from builder_scripts.tts.voice_bank import VOICES, Voice, median_f0
-from speakersleuth_dataset import SAMPLING_RATE
+from speakersleuth.builder_scripts.sources.chitchat_tts import ChitchatTTS
+from speakersleuth.builder_scripts.speaker_bank import BankSpeaker, SpeakerBank, VerificationStats
+from speakersleuth.builder_scripts.tts.voice_bank import VOICES, Voice, median_f0
+from speakersleuth.speakersleuth_dataset import SAMPLING_RATE
 
 ENCODERS = ("campplus", "resemblyzer")
 #: A 10 ms window holds an impulse when its largest sample-to-sample jump exceeds this many times
@@ -70,7 +70,7 @@ def embed_banks(voices: list[Voice], clips: dict[str, list[np.ndarray]]) -> dict
     """One ``SpeakerBank`` per encoder, from every clip's embedding (one torch thread)."""
     import torch
 
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     torch.set_num_threads(1)
     banks = {}

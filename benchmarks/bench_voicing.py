@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from builder_scripts.sources.chitchat_tts import ChitchatTTS, estimate_duration
-from builder_scripts.tts.voice_bank import VOICES, median_f0
-from speakersleuth_dataset import SAMPLING_RATE
+from speakersleuth.builder_scripts.sources.chitchat_tts import ChitchatTTS, estimate_duration
+from speakersleuth.builder_scripts.tts.voice_bank import VOICES, median_f0
+from speakersleuth.speakersleuth_dataset import SAMPLING_RATE
 
 #: Median F0 (Hz) boundary between the bank's male and female voices.
 F0_BOUNDARY = 165.0
@@ -83,7 +83,7 @@ def describe(name: str, values: np.ndarray) -> str:
 def bank_spread(source: ChitchatTTS, texts: list[str], voiced: list) -> None:
     import torch
 
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     encoder = get_encoder("resemblyzer")  # shipped weights; batched over Resemblyzer's partials
     torch.set_num_threads(1)  # a small LSTM: OpenMP threads only spin against the TTS on 2 cores

@@ -23,8 +23,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
 
-    import speakersleuth_dataset as ssd
-    from judges.lalm import make_lalm_judge
+    import speakersleuth.speakersleuth_dataset as ssd
+    from speakersleuth.judges.lalm import make_lalm_judge
     from tests.support.lalm_http_double import serve
     from tests.support.synthetic import build_synthetic_dataset
 

@@ -28,7 +28,7 @@ def tone(f0: float, seconds: float) -> np.ndarray:
 
 
 def prompts():
-    from judges.lalm.prompts import DiscriminationInstance, TurnInstance, discrimination_queries, turn_queries
+    from speakersleuth.judges.lalm.prompts import DiscriminationInstance, TurnInstance, discrimination_queries, turn_queries
 
     turns = [{"speaker": "a" if i % 2 == 0 else "b", "text": f"line {i}", "is_target": i % 2 == 0} for i in range(10)]
     positions = [0, 2, 4, 6, 8]
@@ -58,8 +58,8 @@ def main() -> None:
 
     import torch
 
-    from judges.lalm.backends import make_backend
-    from judges.lalm.parsing import parse_answer
+    from speakersleuth.judges.lalm.backends import make_backend
+    from speakersleuth.judges.lalm.parsing import parse_answer
     from tests.support.lalm_tiny_models import TINY_BUILDERS
 
     queries = prompts()

@@ -1,11 +1,11 @@
 """Command line of the builder; a thin layer over ``builder_scripts.pipeline``.
 
-python -m builder_scripts build --dataset-out speakersleuth           # the embedded default
-python -m builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
-python -m builder_scripts build <options> --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
-python -m builder_scripts build <options> --num-shards 8 --shard-index <i>   # then once more without them
-python -m builder_scripts review-export --dataset speakersleuth --review-out review/
-python -m builder_scripts build <options> --review-decisions review/review.csv
+python -m speakersleuth.builder_scripts build --dataset-out speakersleuth           # the embedded default
+python -m speakersleuth.builder_scripts build --source dailytalk --source-dir dailytalk=/data/dailytalk
+python -m speakersleuth.builder_scripts build <options> --vc freevc --model-dir freevc=/models/freevc24 --encoder ecapa --model-dir ecapa=/models/ecapa
+python -m speakersleuth.builder_scripts build <options> --num-shards 8 --shard-index <i>   # then once more without them
+python -m speakersleuth.builder_scripts review-export --dataset speakersleuth --review-out review/
+python -m speakersleuth.builder_scripts build <options> --review-decisions review/review.csv
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import json
 import sys
 from pathlib import Path
 
-import speakersleuth_dataset as ssd
-from speech.encoders import available_encoders, folder_encoders
-from speech.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.speech.encoders import available_encoders, folder_encoders
+from speakersleuth.speech.model_dirs import ModelFolderError, parse_model_dirs, refuse_unused, use_model_dirs
 
 from .pipeline import REFUSALS
 from .sources import SOURCES, get_source_class
@@ -47,7 +47,7 @@ def _source_args(sources: list[str], values: list[str]) -> dict[str, dict]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m builder_scripts", description="Build the SpeakerSleuth benchmark offline."
+        prog="python -m speakersleuth.builder_scripts", description="Build the SpeakerSleuth benchmark offline."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or resume building) a dataset folder")
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _options(args: argparse.Namespace):
     """The build options of the command line, after checking the model folders it names."""
-    from speech.encoders import check_encoder
+    from speakersleuth.speech.encoders import check_encoder
 
     from .pipeline import BuildOptions
     from .vc import converter_class

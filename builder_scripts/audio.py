@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from builder_scripts.sources.base import AudioSpan
-from speech.audio import SAMPLING_RATE, resample
+from speakersleuth.builder_scripts.sources.base import AudioSpan
+from speakersleuth.speech.audio import SAMPLING_RATE, resample
 
 
 def load_span(span: AudioSpan | str | Path, sampling_rate: int = SAMPLING_RATE) -> np.ndarray:

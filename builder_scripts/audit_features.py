@@ -28,7 +28,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 from .artifacts import impulse_windows, zero_runs
 from .scenarios import TARGET_RMS_DBFS

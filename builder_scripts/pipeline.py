@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import current_process, get_context
 from pathlib import Path
 
-import speakersleuth_dataset as ssd
-from speech.encoders import encoder_label, get_encoder, offline_encoders
-from speech.files import write_text_atomic
-from speech.model_dirs import ModelFolderError
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.speech.encoders import encoder_label, get_encoder, offline_encoders
+from speakersleuth.speech.files import write_text_atomic
+from speakersleuth.speech.model_dirs import ModelFolderError
 
 from .plan import Plan, deal, interleaved, make_plan
 from .publish import publish
@@ -55,7 +55,7 @@ REFUSALS = (CorpusLayoutError, ModelFolderError, SubstitutePoolError)
 
 @dataclass
 class BuildOptions:
-    """What to build and how: the options of ``python -m builder_scripts build`` (``--jobs`` is
+    """What to build and how: the options of ``python -m speakersleuth.builder_scripts build`` (``--jobs`` is
     ``build``'s own argument; ``until`` has no flag).
 
     The values are checked when the options are made (``ValueError`` naming the first wrong one).

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 from .scenarios import unit_rng
 from .segments import (

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-import speakersleuth_dataset as ssd
-from speech.files import write_text_atomic
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.speech.files import write_text_atomic
 
 from .card import TEMPLATE, write_dataset_card
 from .card_audit import BuildAudit, measure

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-import speakersleuth_dataset as ssd
-from speech.files import atomic_path
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.speech.files import atomic_path
 
 from .segments import Segment
 from .sources.base import Dialogue

@@ -46,9 +46,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from builder_scripts.sources.base import Dialogue
-from speakersleuth_dataset import MAX_SEGMENT_TURNS
-from speech.files import atomic_path
+from speakersleuth.builder_scripts.sources.base import Dialogue
+from speakersleuth.speakersleuth_dataset import MAX_SEGMENT_TURNS
+from speakersleuth.speech.files import atomic_path
 
 #: Tolerance of duration comparisons (seconds), so float rounding never decides a rule.
 EPSILON = 1e-9

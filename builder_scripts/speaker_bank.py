@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from builder_scripts.audio import load_span
-from builder_scripts.sources.base import AudioSpan
-from speech.encoders import SpeakerEncoder
-from speech.files import atomic_path
-from speech.verification import equal_error_rate
+from speakersleuth.builder_scripts.audio import load_span
+from speakersleuth.builder_scripts.sources.base import AudioSpan
+from speakersleuth.speech.encoders import SpeakerEncoder
+from speakersleuth.speech.files import atomic_path
+from speakersleuth.speech.verification import equal_error_rate
 
 GENDERS = ("female", "male")
 

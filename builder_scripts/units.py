@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-import speakersleuth_dataset as ssd
-from speech.encoders import get_encoder
-from speech.files import write_text_atomic
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.speech.encoders import get_encoder
+from speakersleuth.speech.files import write_text_atomic
 
 from .audio import load_span
 from .plan import MISSING, UnitJob, backend_for

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 #: Median F0 (Hz) that separates the typical male and female ranges; S2's converted turn must
 #: land on the substitute's side of it.

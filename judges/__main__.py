@@ -1,14 +1,14 @@
-"""``python -m judges``: run a judge, sweep embedding thresholds, run all embedding baselines, check your own dialogue.
+"""``python -m speakersleuth.judges``: run a judge, sweep embedding thresholds, run all embedding baselines, check your own dialogue.
 
-    python -m judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
+    python -m speakersleuth.judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
         --task detection,localization,discrimination --predictions-out preds.jsonl [--threshold T] [--calibrate]
-    python -m judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset <folder or Hub id> --predictions-out <file>
-    python -m judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset <folder> --predictions-out <file>
-    python -m judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
+    python -m speakersleuth.judges run --judge vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B --dataset <folder or Hub id> --predictions-out <file>
+    python -m speakersleuth.judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset <folder> --predictions-out <file>
+    python -m speakersleuth.judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
         [--judge pairwise-resemblyzer,centroid-campplus]
-    python -m judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
-    python -m judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
-    python -m judges check --rttm talk.rttm --recording talk.mp3 [--reference SPEAKER=clip.wav]
+    python -m speakersleuth.judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
+    python -m speakersleuth.judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
+    python -m speakersleuth.judges check --rttm talk.rttm --recording talk.mp3 [--reference SPEAKER=clip.wav]
 
 ``check`` judges your own dialogue's audio (``judges.check``; its ``--help`` says where its τ comes from).
 
@@ -22,7 +22,7 @@ says otherwise: on the 2-core build machine CAM++, the d-vector and Resemblyzer 
 thread than on two, ERes2Net 11 % slower (benchmarks/bench_judge_threads.py).
 
 Outputs are the submission format (``metrics.submission``); score them with
-``python -m metrics.score --predictions preds.jsonl --dataset speakersleuth``.
+``python -m speakersleuth.metrics.score --predictions preds.jsonl --dataset speakersleuth``.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ import re
 import sys
 from pathlib import Path
 
-from judges.check.cli import add_check_parser, run_check
-from judges.lalm.backends.base import BackendError
-from judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
-from judges.run import run_baselines, run_judge
-from judges.sweep import THRESHOLDS, run_sweep
-from speakersleuth_dataset import local_folder
-from speech.encoders import folder_encoders, offline_encoders
-from speech.extras import missing_extra
-from speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
+from speakersleuth.judges.check.cli import add_check_parser, run_check
+from speakersleuth.judges.lalm.backends.base import BackendError
+from speakersleuth.judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
+from speakersleuth.judges.run import run_baselines, run_judge
+from speakersleuth.judges.sweep import THRESHOLDS, run_sweep
+from speakersleuth.speakersleuth_dataset import local_folder
+from speakersleuth.speech.encoders import folder_encoders, offline_encoders
+from speakersleuth.speech.extras import missing_extra
+from speakersleuth.speech.model_dirs import parse_model_dirs, refuse_unused, use_model_dirs
 
 #: ``--model-dir`` names: the encoders that load from a local folder
 MODEL_DIR_NAMES = tuple(folder_encoders())
@@ -69,7 +69,7 @@ def _grid(text: str) -> tuple[float, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m judges", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m speakersleuth.judges", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = _common_options()
     _add_run(sub, common)
@@ -211,7 +211,7 @@ def default_predictions_path(judge: str, variant: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line ``python -m judges`` (console script ``speakersleuth-judges``): ``run`` one
+    """The command line ``python -m speakersleuth.judges`` (console script ``speakersleuth-judges``): ``run`` one
     judge (``judges.run.run_judge``), ``sweep`` embedding judges' τ (``judges.sweep.run_sweep``),
     run the embedding ``baselines`` (``judges.run.run_baselines``) or ``check`` your own dialogue
     (``judges.check.cli.run_check``); the module docstring shows each.
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:  # the core install: API judges only; the encoders come with the builder extra
-        print(missing_extra(err, "builder", "python -m judges"), file=sys.stderr)
+        print(missing_extra(err, "builder", "python -m speakersleuth.judges"), file=sys.stderr)
         return 2
     return 0
 

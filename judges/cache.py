@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speakersleuth_dataset import load_waveform
-from speech.files import atomic_path
+from speakersleuth.speakersleuth_dataset import load_waveform
+from speakersleuth.speech.files import atomic_path
 
 
 def clip_key(data: bytes) -> str:

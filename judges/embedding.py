@@ -36,10 +36,10 @@ import numpy as np
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-import speakersleuth_dataset as ssd
-from judges.cache import EmbeddingCache
-from judges.names import METHODS, embedding_judge_name
-from speech.files import write_text_atomic
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.names import METHODS, embedding_judge_name
+from speakersleuth.speech.files import write_text_atomic
 
 DEFAULT_THRESHOLDS = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
 #: True where a high score means "sounds like the target" (flag s < τ, best candidate = highest);
@@ -374,7 +374,7 @@ class EmbeddingJudge:
 
     Example
     -------
-    >>> from speech.encoders import get_encoder
+    >>> from speakersleuth.speech.encoders import get_encoder
     >>> judge = EmbeddingJudge("centroid", get_encoder("resemblyzer"), progress=False)
     >>> judge.name, judge.threshold
     ('centroid-resemblyzer', 0.3)
@@ -546,7 +546,7 @@ def make_embedding_judge(
     ValueError: 'gemini:gemini-2.5-pro' is an LALM judge; use an embedding judge, <method>-<encoder> ...
     """
     method, encoder_spec = embedding_judge_name(name)
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     return EmbeddingJudge(
         method,

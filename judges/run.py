@@ -1,4 +1,4 @@
-"""Glue behind ``python -m judges``: building a judge from its name (the grammar is in
+"""Glue behind ``python -m speakersleuth.judges``: building a judge from its name (the grammar is in
 ``judges.names``), one judged run, the baselines."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import speakersleuth_dataset as ssd
-from judges.cache import EmbeddingCache
-from judges.embedding import (
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.embedding import (
     DEFAULT_THRESHOLDS,
     METHODS,
     EmbeddingJudge,
@@ -22,12 +22,12 @@ from judges.embedding import (
     score_variant,
     write_jsonl,
 )
-from judges.names import EmbeddingJudgeName, parse_judge_name
-from judges.sweep import cache_for
-from judges.sweep import calibrate as calibrate_threshold
-from metrics.score import leaderboard_row, score_submission
-from metrics.submission import load_gold, parse_submission
-from speech.encoders import encoder_label, offline_encoders
+from speakersleuth.judges.names import EmbeddingJudgeName, parse_judge_name
+from speakersleuth.judges.sweep import cache_for
+from speakersleuth.judges.sweep import calibrate as calibrate_threshold
+from speakersleuth.metrics.score import leaderboard_row, score_submission
+from speakersleuth.metrics.submission import load_gold, parse_submission
+from speakersleuth.speech.encoders import encoder_label, offline_encoders
 
 
 def make_judge(
@@ -88,7 +88,7 @@ def make_judge(
         )
     if threshold is not None:
         raise ValueError(f"{name}: --threshold applies to embedding judges only")
-    from judges.lalm import make_lalm_judge
+    from speakersleuth.judges.lalm import make_lalm_judge
 
     return make_lalm_judge(name, setting=setting, progress=progress, **lalm_options)
 
@@ -110,7 +110,7 @@ def run_judge(
     progress: bool = True,
     **lalm_options,
 ) -> dict:
-    """Judge ``tasks`` of one variant and write the predictions JSONL; ``python -m judges run``.
+    """Judge ``tasks`` of one variant and write the predictions JSONL; ``python -m speakersleuth.judges run``.
 
     Arguments
     ---------

@@ -23,18 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
-import speakersleuth_dataset as ssd
-from judges.cache import EmbeddingCache
-from judges.embedding import (
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.embedding import (
     DEFAULT_THRESHOLDS,
     VariantScores,
     embed_variant,
     predictions,
     score_variant,
 )
-from judges.names import embedding_judge_name
-from metrics.score import score_submission
-from metrics.submission import Gold, load_gold, parse_submission
+from speakersleuth.judges.names import embedding_judge_name
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import Gold, load_gold, parse_submission
 
 #: τ = 0.05, 0.10, ..., 0.95: the paper's Figure 7 grid (0.1 to 0.7) widened to every encoder's
 #: useful range (Resemblyzer's and the d-vector's same-speaker cosines lie mostly above 0.7).
@@ -103,7 +103,7 @@ def cache_for(spec: str, caches: dict | None, cache_dir=None, batch_size: int = 
     """The cache of encoder ``spec``: from ``caches`` (filled in, so later calls share it) or new."""
     if caches is not None and spec in caches:
         return caches[spec]
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     cache = EmbeddingCache(get_encoder(spec), cache_dir, batch_size=batch_size)
     if caches is not None:

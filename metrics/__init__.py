@@ -10,7 +10,7 @@
 - ``metrics.score``: the scores of a submission with bootstrap confidence intervals, as data
   (``score_submission``, and ``leaderboard_row``: the flat Table-2 row).
 - ``metrics.report``: the scorer's text report and command line
-  ``python -m metrics.score --predictions predictions.jsonl --dataset <folder or Hub id>`` (``metrics.score``
+  ``python -m speakersleuth.metrics.score --predictions predictions.jsonl --dataset <folder or Hub id>`` (``metrics.score``
   hands its ``__main__`` over to ``metrics.report`` and imports nothing of it: no import cycle).
 
 Importing this package imports nothing heavy; ``evaluate`` is needed only by the metric modules.

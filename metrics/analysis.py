@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-import speakersleuth_dataset as ssd
-from metrics.core import SCENARIOS, grouped_mean, percentile_interval, prf, resample_counts, set_sizes
-from metrics.score import CONFIDENCE
-from metrics.submission import Gold, Submission
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.core import SCENARIOS, grouped_mean, percentile_interval, prf, resample_counts, set_sizes
+from speakersleuth.metrics.score import CONFIDENCE
+from speakersleuth.metrics.submission import Gold, Submission
 
 #: The settings a submitter may tag a file with (paper Tables 3 and 8): the main protocol, with
 #: the dialogue context, without the reference clip, one target turn at a time.

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from metrics.balanced_accuracy.detection import DETECTION_LABELS, detection_codes
-from metrics.balanced_accuracy.scenarios import SCENARIOS, balanced, group_means, scenario_codes
-from metrics.balanced_f1.localization import check_turn_sets, prf, set_sizes
-from metrics.exact_match.matching import exact_match
-from metrics.ndcg.discounted_gain import ndcg
-from metrics.ndcg.rankings import gold_index_of_ranking, ranking_features, ranking_scores
-from speakersleuth_dataset import CITATION, PAPER_URL
+from speakersleuth.metrics.balanced_accuracy.detection import DETECTION_LABELS, detection_codes
+from speakersleuth.metrics.balanced_accuracy.scenarios import SCENARIOS, balanced, group_means, scenario_codes
+from speakersleuth.metrics.balanced_f1.localization import check_turn_sets, prf, set_sizes
+from speakersleuth.metrics.exact_match.matching import exact_match
+from speakersleuth.metrics.ndcg.discounted_gain import ndcg
+from speakersleuth.metrics.ndcg.rankings import gold_index_of_ranking, ranking_features, ranking_scores
+from speakersleuth.speakersleuth_dataset import CITATION, PAPER_URL
 
 __all__ = [
     "CITATION",

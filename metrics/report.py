@@ -1,4 +1,4 @@
-"""The scorer's command line and its text report (``python -m metrics.score`` and ``python -m metrics.report``
+"""The scorer's command line and its text report (``python -m speakersleuth.metrics.score`` and ``python -m speakersleuth.metrics.report``
 run ``main``; ``metrics.score`` only hands its ``__main__`` over to this module and imports nothing of it).
 
 ``metrics.score`` computes the scores as data; this module only presents them. The gold comes
@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from metrics.core import SCENARIOS
-from metrics.score import leaderboard_row, score_submission
-from metrics.submission import IdMismatch, SubmissionError, load_gold, parse_submission, submission_variant
-from speakersleuth_dataset import local_folder
+from speakersleuth.metrics.core import SCENARIOS
+from speakersleuth.metrics.score import leaderboard_row, score_submission
+from speakersleuth.metrics.submission import IdMismatch, SubmissionError, load_gold, parse_submission, submission_variant
+from speakersleuth.speakersleuth_dataset import local_folder
 
 
 def format_report(scores: dict) -> str:
@@ -120,13 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     """Score a predictions file and print the report (or the scores as JSON); returns the exit
     status: 0, 1 for a refused file, 2 for a dataset that cannot be read."""
     parser = argparse.ArgumentParser(
-        prog="python -m metrics.score", description="Score a SpeakerSleuth predictions JSONL."
+        prog="python -m speakersleuth.metrics.score", description="Score a SpeakerSleuth predictions JSONL."
     )
     parser.add_argument("--predictions", required=True, metavar="FILE", help="the predictions file (JSONL, UTF-8)")
     parser.add_argument("--dataset", help="the dataset the predictions answer: a built folder or a Hub dataset id")
     parser.add_argument(
         "--gold",
-        help="the private gold of a blind copy (python -m speakersleuth_dataset blind): a "
+        help="the private gold of a blind copy (python -m speakersleuth.speakersleuth_dataset blind): a "
         "folder or a Hub dataset id; read instead of --dataset",
     )
     parser.add_argument("--variant", help="main, 4vc or 10turn (default: the variant the ids belong to)")

@@ -3,7 +3,7 @@ bootstrap confidence intervals.
 
 Usage (the command line and its text report are ``metrics.report``)::
 
-    python -m metrics.score --predictions predictions.jsonl --dataset speakersleuth [--variant main] [--json]
+    python -m speakersleuth.metrics.score --predictions predictions.jsonl --dataset speakersleuth [--variant main] [--json]
 
 Conventions (all values in percent):
 
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-import speakersleuth_dataset as ssd
-from metrics.core import (
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.core import (
     SCENARIOS,
     balanced,
     exact_match,
@@ -53,8 +53,8 @@ from metrics.core import (
     resample_counts,
     scenario_codes,
 )
-from metrics.submission import Gold, Submission, load_gold, parse_submission, submission_variant
-from speech.verification import roc_summaries, roc_summary  # noqa: F401  (roc_summary: part of this module's API)
+from speakersleuth.metrics.submission import Gold, Submission, load_gold, parse_submission, submission_variant
+from speakersleuth.speech.verification import roc_summaries, roc_summary  # noqa: F401  (roc_summary: part of this module's API)
 
 CONFIDENCE = 0.95
 _LABEL_CODE = {"consistent": 0, "inconsistent": 1}
@@ -151,13 +151,13 @@ def score_submission(sub: Submission, gold: Gold, *, n_bootstrap: int = 1000, se
 def score_predictions(
     predictions, dataset, *, variant: str | None = None, split: str = "test", n_bootstrap: int = 1000, seed: int = 0
 ) -> dict:
-    """Score predictions held in memory, as ``python -m metrics.score --json`` scores a file.
+    """Score predictions held in memory, as ``python -m speakersleuth.metrics.score --json`` scores a file.
 
     The predictions are written as the JSON Lines of a predictions file (``predictions_jsonl``),
     validated against the gold (``metrics.submission.parse_submission``) and scored
-    (``score_submission``), so the result equals what ``python -m metrics.score --json`` prints for
+    (``score_submission``), so the result equals what ``python -m speakersleuth.metrics.score --json`` prints for
     the same lines in a file; ``leaderboard_row`` of it is the flat Table-2 row. A file on disk is
-    not read here: score it with ``python -m metrics.score --predictions FILE``, or in Python with
+    not read here: score it with ``python -m speakersleuth.metrics.score --predictions FILE``, or in Python with
     ``score_submission(parse_submission(path, gold), gold)``.
 
     Arguments
@@ -203,8 +203,8 @@ def score_predictions(
     Example
     -------
     >>> import numpy as np
-    >>> from metrics.score import leaderboard_row, score_predictions
-    >>> from metrics.submission import Gold
+    >>> from speakersleuth.metrics.score import leaderboard_row, score_predictions
+    >>> from speakersleuth.metrics.submission import Gold
     >>> labels = {"S1": "consistent", "S2": "inconsistent", "S3": "inconsistent"}
     >>> gold = Gold("main", "test", {"detection": {
     ...     f"d-{s}": {"id": f"d-{s}", "dialogue_id": "d", "scenario": s, "label": label}
@@ -575,7 +575,7 @@ def _one_decimal(value: float | None) -> float | None:
 
 if (
     __name__ == "__main__"
-):  # ``python -m metrics.score`` runs the command line, ``metrics.report`` (which imports this module)
+):  # ``python -m speakersleuth.metrics.score`` runs the command line, ``metrics.report`` (which imports this module)
     import runpy
 
-    runpy.run_module("metrics.report", run_name="__main__", alter_sys=True)
+    runpy.run_module("speakersleuth.metrics.report", run_name="__main__", alter_sys=True)

@@ -43,7 +43,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 MAX_BYTES = 20_000_000
 MAX_LINES = 200_000
@@ -220,7 +220,7 @@ def parse_submission(
     >>> parse_submission(b'{"task": "detection", "id": "d1", "prediction": "yes"}', gold)
     Traceback (most recent call last):
     ...
-    metrics.submission.SubmissionError: submission refused: 1 error(s)
+    speakersleuth.metrics.submission.SubmissionError: submission refused: 1 error(s)
     line 1: detection prediction must be "consistent" or "inconsistent", got "yes"
     """
     data = _read(source, max_bytes)

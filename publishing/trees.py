@@ -1,7 +1,7 @@
 """The repository trees of a release, written to a folder exactly as they are pushed.
 
 - the dataset: a built folder (validated first) as its card and parquet shards; a labelled test
-  split only to a private repo, or as a blind copy (``python -m speakersleuth_dataset blind``)
+  split only to a private repo, or as a blind copy (``python -m speakersleuth.speakersleuth_dataset blind``)
   whose gold goes to a private repo of its own;
 - a metric Space per ``metrics/<name>/`` folder, named ``speakersleuth_<name>`` (evaluate's
   canonical ``ndcg`` and ``exact_match`` keep their names): the metric module under the repo's
@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 from publishing.closure import ROOT, closure, pins, requirements
 
 METRICS = ("balanced_accuracy", "balanced_f1", "ndcg", "exact_match")
@@ -44,7 +44,7 @@ SPACE_UNREACHED = {
 #: line which extra checking audio needs.
 SPACE_LEFT_OUT = {
     "judges": "judges.check, the check itself (speaker encoders on torch)",
-    "speech.encoders": "the speaker encoders (torch and their wheels)",
+    "speakersleuth.speech.encoders": "the speaker encoders (torch and their wheels)",
 }
 #: The Python every Space of the release runs on (its card's ``python_version``; Spaces default to
 #: 3.10, older than the pinned numpy allows). ``tests/publishing/test_hub_trees.py`` installs each tree under it.
@@ -133,7 +133,7 @@ def check_dataset(folder: Path, *, private: bool, gold: Path | None) -> None:
     if not blind and not private and any(ssd.shard_paths(folder, c, "test") for c in ssd.CONFIGS):
         raise ValueError(
             f"{folder}: its test split is labelled and the repo would be public; publish its blind copy "
-            f"(python -m speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private"
+            f"(python -m speakersleuth.speakersleuth_dataset blind --dataset {folder} --public-out <dir> --gold-out <gold_dir>) with --gold <gold_dir>, or pass --private"
         )
     if gold is not None:
         check_gold(folder, gold)

@@ -3,16 +3,16 @@
 Nothing outside this package imports it; it depends on ``metrics`` and ``speakersleuth_dataset``.
 """
 
-from speech.extras import launch
+from speakersleuth.speech.extras import launch
 
 
 def main() -> int:
-    """The console script ``speakersleuth-space`` (``python -m space.app``); without the ``space``
+    """The console script ``speakersleuth-space`` (``python -m speakersleuth.space.app``); without the ``space``
     extra, one line saying to install it."""
-    return launch("space.app:main", "space", "speakersleuth-space")
+    return launch("speakersleuth.space.app:main", "space", "speakersleuth-space")
 
 
 def seed_main() -> int:
-    """The console script ``speakersleuth-space-seed`` (``python -m space.seed``); without the
+    """The console script ``speakersleuth-space-seed`` (``python -m speakersleuth.space.seed``); without the
     ``space`` extra, one line saying to install it."""
-    return launch("space.seed:main", "space", "speakersleuth-space-seed")
+    return launch("speakersleuth.space.seed:main", "space", "speakersleuth-space-seed")

@@ -3,9 +3,9 @@ submission format, citation)."""
 
 from __future__ import annotations
 
-from metrics.core import CITATION
-from space.check_tab import MAX_AUDIO_SECONDS, MAX_FILES, MAX_UPLOAD_BYTES
-from space.disclosure import STEPS_PER_ANSWER
+from speakersleuth.metrics.core import CITATION
+from speakersleuth.space.check_tab import MAX_AUDIO_SECONDS, MAX_FILES, MAX_UPLOAD_BYTES
+from speakersleuth.space.disclosure import STEPS_PER_ANSWER
 
 TITLE = "SpeakerSleuth leaderboard"
 
@@ -99,7 +99,7 @@ One JSONL file (UTF-8) per submission and variant, one JSON object per line:
   files per time window (see the Submit tab).
 
 Score a file locally before submitting:
-`python -m metrics.score predictions.jsonl --dataset <folder> --variant main` (the test split of a
+`python -m speakersleuth.metrics.score predictions.jsonl --dataset <folder> --variant main` (the test split of a
 blind dataset has no gold: score its validation split with `--split validation`).
 
 The example below answers every instance of the variant with a constant ("consistent", no turns,
@@ -110,7 +110,7 @@ CHECK_AUDIO = f"""\
 ## Check your audio
 
 The **Check your audio** tab runs the benchmark's best embedding judge on a dialogue of your own
-(`judges.check`, as `python -m judges check` does): turn files with a speaker per file, or one
+(`judges.check`, as `python -m speakersleuth.judges check` does): turn files with a speaker per file, or one
 recording with its RTTM, optionally a reference clip per speaker. Per speaker, each turn's score
 is drawn as a strip and the turns past τ are flagged. τ is calibrated on this benchmark's TTS
 voices, where inconsistent turns are re-spoken or DSP-converted: on other speech it is a starting

@@ -2,7 +2,7 @@
 
 Run locally (listens on 127.0.0.1 unless told otherwise)::
 
-    python -m space.app --dataset speakersleuth --host 127.0.0.1 --port 7860
+    python -m speakersleuth.space.app --dataset speakersleuth --host 127.0.0.1 --port 7860
 
 Every option also comes from the environment (see ``space.config``). On Hugging Face Spaces
 (``SPACE_ID`` set) the Submit tab shows the login button and the rate limit counts per HF user.
@@ -26,22 +26,22 @@ import gradio as gr  # noqa: E402
 import httpx  # noqa: E402
 from gradio import networking  # noqa: E402
 
-import speakersleuth_dataset as ssd  # noqa: E402
-from space import about
-from space.check_tab import build_check_tab
-from space.config import ALLOW_PAIRED_HELP, SpaceConfig
-from space.disclosure import Disclosure
-from space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
-from space.review import ReviewDesk, build_review_tab
-from space.sessions import lazy_block_configs
-from space.store import ResultsStore, open_store
-from space.submission_page import SUBMISSION_CSS, build_submission_tab
-from space.submission_page import TAB_ID as SUBMISSION_TAB
-from space.submit import SUBMIT_CSS, build_submit_tab
-from space.submitter import Submitter, example_file, gold_folder
-from space.uploads import upload_guard
-from space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
-from speech.files import write_bytes_atomic
+import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
+from speakersleuth.space import about
+from speakersleuth.space.check_tab import build_check_tab
+from speakersleuth.space.config import ALLOW_PAIRED_HELP, SpaceConfig
+from speakersleuth.space.disclosure import Disclosure
+from speakersleuth.space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
+from speakersleuth.space.review import ReviewDesk, build_review_tab
+from speakersleuth.space.sessions import lazy_block_configs
+from speakersleuth.space.store import ResultsStore, open_store
+from speakersleuth.space.submission_page import SUBMISSION_CSS, build_submission_tab
+from speakersleuth.space.submission_page import TAB_ID as SUBMISSION_TAB
+from speakersleuth.space.submit import SUBMIT_CSS, build_submit_tab
+from speakersleuth.space.submitter import Submitter, example_file, gold_folder
+from speakersleuth.space.uploads import upload_guard
+from speakersleuth.space.viewer import VIEWER_CSS, InstanceIndex, build_viewer_tab
+from speakersleuth.speech.files import write_bytes_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ def build_app(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m space.app", description="Run the SpeakerSleuth leaderboard Space."
+        prog="python -m speakersleuth.space.app", description="Run the SpeakerSleuth leaderboard Space."
     )
     parser.add_argument("--dataset", help="built dataset folder or Hub dataset id (env SPEAKERSLEUTH_DATASET)")
     parser.add_argument(

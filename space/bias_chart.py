@@ -11,7 +11,7 @@ import unicodedata
 import altair as alt
 import pandas as pd
 
-from space.leaderboard_table import (
+from speakersleuth.space.leaderboard_table import (
     GROUP_DETECTION,
     MODEL,
     RANK,

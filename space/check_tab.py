@@ -32,8 +32,8 @@ import pandas as pd
 from gradio.data_classes import ListFiles
 from gradio.utils import NamedString
 
-from space.submitter import discard_upload
-from speech.extras import missing_extra
+from speakersleuth.space.submitter import discard_upload
+from speakersleuth.speech.extras import missing_extra
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ the check (upload them again to check again) and nothing is written to the Space
 
 τ is calibrated on the benchmark's TTS voices, where an inconsistent turn is re-spoken by another
 voice or DSP-converted: on other speech (real recordings, other TTS systems) it is a **starting
-point**, not a verdict. `python -m judges check --calibrate` picks τ on your own labelled turns.
+point**, not a verdict. `python -m speakersleuth.judges check --calibrate` picks τ on your own labelled turns.
 """
 
 
@@ -171,7 +171,7 @@ def enforce_size(files: list[Upload]) -> None:
 def enforce_duration(files: list[Upload]) -> float:
     """Refuse, from the audio files' headers alone, more than ``MAX_AUDIO_SECONDS`` in all (a header
     that claims hours is refused here, before it is decoded); returns the seconds."""
-    from judges.check.audio import audio_info
+    from speakersleuth.judges.check.audio import audio_info
 
     total = 0.0
     for f in files:
@@ -188,7 +188,7 @@ def enforce_duration(files: list[Upload]) -> float:
 
 def turn_dialogue(turns: list[Upload], table, references: list[Upload]):
     """The dialogue of turn files, in the table's order, with the speakers it names."""
-    from judges.check import Clip, Dialogue, Turn
+    from speakersleuth.judges.check import Clip, Dialogue, Turn
 
     by_name = _unique(turns + references)
     turn_names = {u.name for u in turns}
@@ -213,7 +213,7 @@ def turn_dialogue(turns: list[Upload], table, references: list[Upload]):
 
 def rttm_dialogue(recording: list[Upload], rttm: list[Upload], references: list[Upload]):
     """The dialogue of one recording and its RTTM file."""
-    from judges.check import read_rttm
+    from speakersleuth.judges.check import read_rttm
 
     if len(recording) != 1 or len(rttm) != 1:
         raise Refused("Upload one recording and its RTTM file.")
@@ -235,7 +235,7 @@ def _unique(files: list[Upload]) -> dict[str, Upload]:
 
 def _add_references(dialogue, references: list[Upload]) -> None:
     """Each reference clip to the speaker its file is named after."""
-    from judges.check import Clip
+    from speakersleuth.judges.check import Clip
 
     for ref in references:
         speaker = Path(ref.name).stem
@@ -255,7 +255,7 @@ def shared_encoder(spec: str):
     """The encoder of ``spec``, loaded once per process (its weights, not anyone's audio)."""
     with _ENCODERS_LOCK:
         if spec not in _ENCODERS:
-            from speech.encoders import get_encoder
+            from speakersleuth.speech.encoders import get_encoder
 
             _ENCODERS[spec] = get_encoder(spec)
         return _ENCODERS[spec]
@@ -264,8 +264,8 @@ def shared_encoder(spec: str):
 def check_dialogue(dialogue):
     """``judges.check.check_dialogues`` on one dialogue with the shipped calibration's judge, its
     embeddings in memory for this call only; refusals come before the encoder loads."""
-    from judges.cache import EmbeddingCache
-    from judges.check import check_dialogues, resolve_settings, validate
+    from speakersleuth.judges.cache import EmbeddingCache
+    from speakersleuth.judges.check import check_dialogues, resolve_settings, validate
 
     settings = resolve_settings()
     validate(dialogue, needs_reference=settings.method == "reference")
@@ -310,7 +310,7 @@ def _failure(err: Exception, files: list[Upload]) -> str:
     if isinstance(err, ModuleNotFoundError):
         return missing_extra(err, EXTRA, "Check your audio")
     try:
-        from judges.check import CheckInputError
+        from speakersleuth.judges.check import CheckInputError
     except ImportError:  # not installed: no error of it either
         CheckInputError = Refused
     if isinstance(err, CheckInputError):
@@ -335,7 +335,7 @@ def _md(text: str) -> str:
 def summary(report) -> str:
     """The verdict in Markdown: how many turns are flagged, the judge, τ and where it comes from,
     then one line per speaker."""
-    from judges.check.results import SCORE_NAMES, flag_rule
+    from speakersleuth.judges.check.results import SCORE_NAMES, flag_rule
 
     flagged, scored = report.flagged, [t for s in report.speakers for t in s.turns if t.score is not None]
     lines = [
@@ -360,7 +360,7 @@ def summary(report) -> str:
 
 def flagged_frame(report) -> pd.DataFrame:
     """The flagged turns: speaker, turn (an RTTM turn with its span), score and the flag rule."""
-    from judges.check.results import flag_rule
+    from speakersleuth.judges.check.results import flag_rule
 
     rows = [
         [s.speaker, f"{t.turn} ({t.text})" if t.text else t.turn, round(t.score, 3), flag_rule(s.method, s.threshold)]
@@ -375,7 +375,7 @@ def picture(report):
     as a PIL image, rendered in memory."""
     from PIL import Image
 
-    from judges.check.report import report_figure
+    from speakersleuth.judges.check.report import report_figure
 
     buffer = io.BytesIO()
     report_figure(report).savefig(buffer, format="png", dpi=110)

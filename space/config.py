@@ -3,7 +3,7 @@
 Environment variables (all optional except the dataset):
 
 ``SPEAKERSLEUTH_DATASET``      built dataset folder, or a Hub dataset id (downloaded once at start)
-``SPEAKERSLEUTH_GOLD``         the test gold of a blind dataset (``python -m speakersleuth_dataset blind``):
+``SPEAKERSLEUTH_GOLD``         the test gold of a blind dataset (``python -m speakersleuth.speakersleuth_dataset blind``):
                               a local folder, or a private Hub dataset id read with ``HF_TOKEN``
 ``SPEAKERSLEUTH_DATA_DIR``     where the results store and caches live (default ``./data/space``)
 ``SPEAKERSLEUTH_RESULTS_REPO`` Hub dataset repo for results; with ``HF_TOKEN`` selects the Hub store
@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 ENV_PREFIX = "SPEAKERSLEUTH_"
 ALLOW_PAIRED_HELP = (

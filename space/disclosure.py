@@ -64,12 +64,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import speakersleuth_dataset as ssd
-from metrics.core import SCENARIOS
-from metrics.score import TABLE2_KEYS, leaderboard_row, score_submission
-from metrics.submission import Gold, Submission
-from space.names import fold
-from space.store import BASELINE_SUBMITTER, StoredResult
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.core import SCENARIOS
+from speakersleuth.metrics.score import TABLE2_KEYS, leaderboard_row, score_submission
+from speakersleuth.metrics.submission import Gold, Submission
+from speakersleuth.space.names import fold
+from speakersleuth.space.store import BASELINE_SUBMITTER, StoredResult
 
 #: The headline metrics a blind round releases (one per task), and what each is in a score dict.
 RELEASED = ("det_bal_acc", "loc_bal_f1", "disc_acc_avg")

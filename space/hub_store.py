@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from space.records import (
+from speakersleuth.space.records import (
     RateLimited,
     Refused,
     ResultsStore,
@@ -27,8 +27,8 @@ from space.records import (
     check_withdrawal,
     result_id,
 )
-from space.sqlite_store import SqliteStore
-from speech.files import write_bytes_atomic
+from speakersleuth.space.sqlite_store import SqliteStore
+from speakersleuth.speech.files import write_bytes_atomic
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from space import about
-from space.bias_chart import bias_spec
-from space.disclosure import Disclosure
-from space.leaderboard_table import (
+from speakersleuth.space import about
+from speakersleuth.space.bias_chart import bias_spec
+from speakersleuth.space.disclosure import Disclosure
+from speakersleuth.space.leaderboard_table import (
     DEFAULT_GROUPS,
     GROUPS,
     Scored,
@@ -36,8 +36,8 @@ from space.leaderboard_table import (
     paper_frame,
     table_payload,
 )
-from space.store import ResultsStore
-from speech.files import write_bytes_atomic
+from speakersleuth.space.store import ResultsStore
+from speakersleuth.speech.files import write_bytes_atomic
 
 TABLE_JS = Path(__file__).with_name("leaderboard_table.js")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from metrics.score import INTERVAL_KEYS, PAPER_SOURCES, table2_order
-from space.store import StoredResult
+from speakersleuth.metrics.score import INTERVAL_KEYS, PAPER_SOURCES, table2_order
+from speakersleuth.space.store import StoredResult
 
 PAPER_DIR = Path(__file__).with_name("data") / "paper"
 PAPER_TABLES = {"main": "table2_main.tsv", "4vc": "table9_4vc.tsv", "10turn": "table11_10turn.tsv"}

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import icu
 
-from space.store import BASELINE_SUBMITTER, Metadata, StoredResult
+from speakersleuth.space.store import BASELINE_SUBMITTER, Metadata, StoredResult
 
 #: The organisation of the built-in baselines (``space.seed``); reserved for them.
 BASELINE_ORGANISATION = "SpeakerSleuth baselines"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from space.text import encodable
+from speakersleuth.space.text import encodable
 
 #: The identity ``space.seed`` stores the built-in baselines under; its rows are the verified ones.
 BASELINE_SUBMITTER = "seed"

@@ -5,7 +5,7 @@ turn as S1, the original, and as the S2 and S3 conversions) and accepts or rejec
 Decisions go to the results store like results (``ResultsStore.add_review``), every one of them
 kept as the audit trail; a reviewer's latest decision on a dialogue is the one that counts.
 ``review_sheet`` writes them in the builder's ``review.csv`` format, so
-``python -m builder_scripts build ... --review-decisions review.csv`` drops every dialogue that a
+``python -m speakersleuth.builder_scripts build ... --review-decisions review.csv`` drops every dialogue that a
 reviewer rejected (one rejection is enough; their reasons are joined). A dialogue of an earlier
 build stays in the sheet, so a rebuild keeps it dropped.
 
@@ -30,13 +30,13 @@ from pathlib import Path
 import gradio as gr
 import pyarrow.parquet as pq
 
-import speakersleuth_dataset as ssd
-from space.config import ENV_PREFIX, SpaceConfig
-from space.store import ResultsStore, ReviewDecision
-from space.submitter import THIS_MACHINE, client_address
-from space.text import encodable
-from space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, empty_view, instance_panel, instance_view, players
-from speech.files import write_bytes_atomic
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.space.config import ENV_PREFIX, SpaceConfig
+from speakersleuth.space.store import ResultsStore, ReviewDecision
+from speakersleuth.space.submitter import THIS_MACHINE, client_address
+from speakersleuth.space.text import encodable
+from speakersleuth.space.viewer import CANDIDATE_SLOTS, TURN_SLOTS, InstanceIndex, empty_view, instance_panel, instance_view, players
+from speakersleuth.speech.files import write_bytes_atomic
 
 DECISIONS = ("accept", "reject")
 logger = logging.getLogger(__name__)
@@ -297,7 +297,7 @@ REVIEW_INTRO = (
     "masked target turn as S1 (the original) and as the S2 and S3 conversions (in the candidates' shuffled order). "
     "Accept it, or reject it with a reason. Every decision is kept; your latest on a dialogue counts, and one "
     "rejection drops the dialogue when the dataset is rebuilt with the downloaded `review.csv` "
-    "(`python -m builder_scripts build ... --review-decisions review.csv`). "
+    "(`python -m speakersleuth.builder_scripts build ... --review-decisions review.csv`). "
     f"Only the reviewers named in `{ENV_PREFIX}REVIEWERS` may review."
 )
 

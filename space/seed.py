@@ -1,8 +1,8 @@
 """Seed the leaderboard store with baseline predictions (e.g. the judges' JSONL files).
 
-    python -m space.seed --predictions results/ --dataset speakersleuth [--gold gold_dir] [--data-dir data/space]
+    python -m speakersleuth.space.seed --predictions results/ --dataset speakersleuth [--gold gold_dir] [--data-dir data/space]
 
-Every ``*.jsonl`` under ``--predictions`` (a folder, e.g. what ``python -m judges baselines
+Every ``*.jsonl`` under ``--predictions`` (a folder, e.g. what ``python -m speakersleuth.judges baselines
 --results-out`` wrote) is validated, scored and stored exactly like an upload
 (identical files are recognised, so seeding twice adds nothing), counted against the identity
 ``seed`` without a rate limit. What a file is comes from, in order:
@@ -27,11 +27,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-import speakersleuth_dataset as ssd
-from space.config import SpaceConfig
-from space.names import BASELINE_ORGANISATION
-from space.store import BASELINE_SUBMITTER, open_store
-from space.submitter import Submitter, gold_folder
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.names import BASELINE_ORGANISATION
+from speakersleuth.space.store import BASELINE_SUBMITTER, open_store
+from speakersleuth.space.submitter import Submitter, gold_folder
 
 ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")
@@ -94,7 +94,7 @@ def seed(submitter: Submitter, results: Path, *, progress: bool = True) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m space.seed", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m speakersleuth.space.seed", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--predictions",
         type=Path,

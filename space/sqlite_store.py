@@ -14,7 +14,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from space.records import (
+from speakersleuth.space.records import (
     Metadata,
     RateLimited,
     Refused,

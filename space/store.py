@@ -29,8 +29,8 @@ for (``open_store``) and is where the rest of the Space imports them from.
 
 from __future__ import annotations
 
-from space.hub_store import HubStore
-from space.records import (
+from speakersleuth.space.hub_store import HubStore
+from speakersleuth.space.records import (
     BASELINE_SUBMITTER,
     Metadata,
     RateLimited,
@@ -42,7 +42,7 @@ from space.records import (
     Withdrawal,
     result_id,
 )
-from space.sqlite_store import SqliteStore
+from speakersleuth.space.sqlite_store import SqliteStore
 
 __all__ = [
     "BASELINE_SUBMITTER",

@@ -10,8 +10,8 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
-from metrics.analysis import SETTINGS
-from space.store import Metadata
+from speakersleuth.metrics.analysis import SETTINGS
+from speakersleuth.space.store import Metadata
 
 MODEL_TYPES = ("LALM", "embedding", "other")
 ACCESS = ("open", "proprietary")
@@ -71,7 +71,7 @@ def clean_metadata(
     >>> clean_metadata("", link="javascript:alert(1)")
     Traceback (most recent call last):
     ...
-    space.submission_form.FormError: model name is required; link must be an http(s) URL without spaces, quotes, brackets or parentheses
+    speakersleuth.space.submission_form.FormError: model name is required; link must be an http(s) URL without spaces, quotes, brackets or parentheses
     """
     errors: list[str] = []
     name = clean_text(model_name, "model name", MAX_NAME_CHARS, errors, required=True)

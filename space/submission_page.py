@@ -23,16 +23,16 @@ import altair as alt
 import gradio as gr
 import pandas as pd
 
-import speakersleuth_dataset as ssd
-from metrics.analysis import DELTA_KEYS, GROUPINGS, Provenance, analyse, read_provenance, setting_deltas
-from metrics.submission import SubmissionError, parse_submission
-from space.disclosure import row_key
-from space.leaderboard_table import column_label, safe_link
-from space.store import StoredResult
-from space.submission_form import MAX_LINK_CHARS
-from space.submit import result_html
-from space.submitter import BREAKDOWN_COLUMNS, Submitter, client_address
-from speech.files import write_bytes_atomic
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.analysis import DELTA_KEYS, GROUPINGS, Provenance, analyse, read_provenance, setting_deltas
+from speakersleuth.metrics.submission import SubmissionError, parse_submission
+from speakersleuth.space.disclosure import row_key
+from speakersleuth.space.leaderboard_table import column_label, safe_link
+from speakersleuth.space.store import StoredResult
+from speakersleuth.space.submission_form import MAX_LINK_CHARS
+from speakersleuth.space.submit import result_html
+from speakersleuth.space.submitter import BREAKDOWN_COLUMNS, Submitter, client_address
+from speakersleuth.speech.files import write_bytes_atomic
 
 #: ``space.store.result_id``: a variant, a dash and the first 16 hex digits of the predictions' SHA-256
 #: (lower case in the store; any case is accepted, ASCII letters only).

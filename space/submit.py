@@ -18,9 +18,9 @@ from collections.abc import Callable
 import gradio as gr
 import pandas as pd
 
-from metrics.analysis import SETTINGS
-from space.submission_form import ACCESS, MAX_LINK_CHARS, MAX_NAME_CHARS, MODEL_TYPES
-from space.submitter import (
+from speakersleuth.metrics.analysis import SETTINGS
+from speakersleuth.space.submission_form import ACCESS, MAX_LINK_CHARS, MAX_NAME_CHARS, MODEL_TYPES
+from speakersleuth.space.submitter import (
     BREAKDOWN_COLUMNS,
     SubmitResult,
     Submitter,
@@ -28,7 +28,7 @@ from space.submitter import (
     discard_upload,
     duration_words,
 )
-from space.uploads import SubmissionFile
+from speakersleuth.space.uploads import SubmissionFile
 
 
 def result_html(result: SubmitResult) -> str:

@@ -24,16 +24,16 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-import speakersleuth_dataset as ssd
-from metrics.score import leaderboard_row
-from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
-from space.config import SpaceConfig
-from space.disclosure import RELEASED, Disclosure, policy_for, released_task
-from space.leaderboard_table import column_label
-from space.names import name_conflicts
-from space.store import RateLimited, Refused, ResultsStore, StoredResult, StoreFull
-from space.submission_form import MAX_LINK_CHARS, FormError, clean_metadata, clean_text
-from space.text import encodable
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.score import leaderboard_row
+from speakersleuth.metrics.submission import Gold, SubmissionError, load_gold, parse_submission
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.disclosure import RELEASED, Disclosure, policy_for, released_task
+from speakersleuth.space.leaderboard_table import column_label
+from speakersleuth.space.names import name_conflicts
+from speakersleuth.space.store import RateLimited, Refused, ResultsStore, StoredResult, StoreFull
+from speakersleuth.space.submission_form import MAX_LINK_CHARS, FormError, clean_metadata, clean_text
+from speakersleuth.space.text import encodable
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import gradio as gr
 import pyarrow.parquet as pq
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 TURN_SLOTS = max(s.target_turns for s in ssd.VARIANT_SPECS.values())
 CANDIDATE_SLOTS = len(ssd.CANDIDATE_LABELS)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from speakersleuth_format.schema import _AUDIO, AUDIO_FORMAT
-from speech.audio import SAMPLING_RATE, check_waveform, resample
+from speakersleuth.speakersleuth_format.schema import _AUDIO, AUDIO_FORMAT
+from speakersleuth.speech.audio import SAMPLING_RATE, check_waveform, resample
 
 
 def load_waveform(source: Any, *, where: str = "audio") -> np.ndarray:

@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 import soundfile as sf
 from datasets import Features, List
 
-from speakersleuth_format.card import DIGESTS_KEY, _read_card, card_yaml, data_fields_section, write_card
-from speakersleuth_format.readers import read_gold, shard_paths, variants_present
-from speakersleuth_format.schema import CONFIGS, MAX_SHARD_BYTES, SPLITS, ConfigSpec, get_config
-from speech.files import write_text_atomic
+from speakersleuth.speakersleuth_format.card import DIGESTS_KEY, _read_card, card_yaml, data_fields_section, write_card
+from speakersleuth.speakersleuth_format.readers import read_gold, shard_paths, variants_present
+from speakersleuth.speakersleuth_format.schema import CONFIGS, MAX_SHARD_BYTES, SPLITS, ConfigSpec, get_config
+from speakersleuth.speech.files import write_text_atomic
 
 #: Columns of a test row that give away its gold, how it was made, or its dialogue (and so the
 #: S1/S2/S3 rows that belong together): a blind copy's test split leaves them out.
@@ -55,7 +55,7 @@ BLIND_NOTE = """## Blind test split
 This is the blind copy of the build: the test split has no gold or provenance column, its ids are a
 keyed hash of the build's ids under a secret that is not published, and its rows are in the order of
 those ids. Submissions are scored against the private gold (on the leaderboard Space, or with
-`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <gold_dir>`). The validation split keeps its labels,
+`python -m speakersleuth.metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <gold_dir>`). The validation split keeps its labels,
 as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-validation", split="validation")`)."""
 #: Paragraphs of the build card's introduction that a blind card leaves out (they speak of gold
 #: columns and of S1/S2/S3 sharing a dialogue), by their first words; and the sections it keeps.
@@ -441,7 +441,7 @@ def _write_blind_cards(header: Mapping[str, Any], body: str, public: Path, gold:
             )
             + "The gold of a blind copy's test split, under its public ids "
             "(`source_id` is the build's id). Keep this folder private: score with "
-            "`python -m metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <this folder>` or give it to the Space "
+            "`python -m speakersleuth.metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <this folder>` or give it to the Space "
             "(`--gold` / `SPEAKERSLEUTH_GOLD`).\n"
         ),
     )

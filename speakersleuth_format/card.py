@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from datasets import Audio, Features, List
 
-from speakersleuth_format.schema import COLUMN_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SPLITS, get_config
-from speech.files import write_text_atomic
+from speakersleuth.speakersleuth_format.schema import COLUMN_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SPLITS, get_config
+from speakersleuth.speech.files import write_text_atomic
 
 #: The card's YAML key for the shards' digests: ``{path in the folder: SHA-256 hex}``.
 DIGESTS_KEY = "shard_sha256"
@@ -64,7 +64,7 @@ def card_yaml(out_dir: str | os.PathLike) -> dict[str, Any]:
 def feature_type(feature: Any) -> str:
     """A column's type in words, from its ``datasets`` feature.
 
-    >>> from speakersleuth_format.schema import TURN_FEATURES
+    >>> from speakersleuth.speakersleuth_format.schema import TURN_FEATURES
     >>> feature_type(TURN_FEATURES["target_audio"]), feature_type(TURN_FEATURES["turns"])
     ('list of audio clips', 'list of {speaker: string, text: string, is_target: bool}')
     """

@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from speakersleuth_format.audio import stock_decoder
-from speakersleuth_format.schema import CONFIGS, DEFAULT_CONFIG, TASKS, VARIANTS, config_name, get_config
+from speakersleuth.speakersleuth_format.audio import stock_decoder
+from speakersleuth.speakersleuth_format.schema import CONFIGS, DEFAULT_CONFIG, TASKS, VARIANTS, config_name, get_config
 
 
 def load(config: str = DEFAULT_CONFIG, split: str = "test", root: str | os.PathLike = "speakersleuth", **kwargs):
@@ -199,7 +199,7 @@ def read_gold(root: str | os.PathLike, variant: str = "main", split: str = "test
         if not set(GOLD_COLUMNS[task]) <= set(pq.read_schema(paths[0]).names):
             raise ValueError(
                 f"{root}: the {split} split of {name!r} holds no gold: this is a blind copy's public "
-                "folder; its gold is the folder that `blind --gold-out` wrote (python -m metrics.score --gold <gold_dir>)"
+                "folder; its gold is the folder that `blind --gold-out` wrote (python -m speakersleuth.metrics.score --gold <gold_dir>)"
             )
         rows = read_rows(root, name, split, columns=GOLD_COLUMNS[task]).to_pylist()
         for row in rows:

@@ -10,7 +10,7 @@ from typing import Any
 
 from datasets import Audio, Features, List, Value
 
-from speech.audio import SAMPLING_RATE
+from speakersleuth.speech.audio import SAMPLING_RATE
 
 TASKS = ("detection", "localization", "discrimination")
 SPLITS = ("test", "validation")

@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Features, List
 
-from speakersleuth_format.audio import stock_decoder
-from speakersleuth_format.blind import blind_features, is_blind
-from speakersleuth_format.card import DIGESTS_KEY, _read_card, shard_digests, shard_metadata
-from speakersleuth_format.readers import shard_paths
-from speakersleuth_format.schema import (
+from speakersleuth.speakersleuth_format.audio import stock_decoder
+from speakersleuth.speakersleuth_format.blind import blind_features, is_blind
+from speakersleuth.speakersleuth_format.card import DIGESTS_KEY, _read_card, shard_digests, shard_metadata
+from speakersleuth.speakersleuth_format.readers import shard_paths
+from speakersleuth.speakersleuth_format.schema import (
     CANDIDATE_LABELS,
     CONFIGS,
     GENDERS,
@@ -30,7 +30,7 @@ from speakersleuth_format.schema import (
     ConfigSpec,
     config_name,
 )
-from speech.audio import SAMPLING_RATE
+from speakersleuth.speech.audio import SAMPLING_RATE
 
 
 class DatasetValidationError(ValueError):

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import List
 
-from speakersleuth_format.audio import encode_audio
-from speakersleuth_format.schema import MAX_SHARD_BYTES, SPLITS, get_config
+from speakersleuth.speakersleuth_format.audio import encode_audio
+from speakersleuth.speakersleuth_format.schema import MAX_SHARD_BYTES, SPLITS, get_config
 
 
 class DatasetWriter:

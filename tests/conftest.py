@@ -20,7 +20,7 @@ def dataset(tmp_path_factory, request):
 
 @pytest.fixture(scope="module")
 def gold(dataset):
-    from metrics.submission import load_gold
+    from speakersleuth.metrics.submission import load_gold
 
     return load_gold(dataset, "main")
 
@@ -28,9 +28,9 @@ def gold(dataset):
 @pytest.fixture
 def make(tmp_path, dataset):
     """``make(**overrides)``: a Submitter over a fresh SQLite store; keyword arguments override the config."""
-    from space.config import SpaceConfig
-    from space.store import SqliteStore
-    from space.submitter import Submitter
+    from speakersleuth.space.config import SpaceConfig
+    from speakersleuth.space.store import SqliteStore
+    from speakersleuth.space.submitter import Submitter
 
     def build(**overrides):
         config = replace(SpaceConfig.from_env({}, dataset=str(dataset), data_dir=tmp_path), **overrides)
@@ -73,20 +73,20 @@ def one_torch_thread():
 
 @pytest.fixture(scope="module")
 def campplus(one_torch_thread):
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     return get_encoder("campplus")
 
 
 @pytest.fixture(scope="module")
 def eres2net(one_torch_thread):
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     return get_encoder("eres2net")
 
 
 @pytest.fixture(scope="module")
 def dvector(one_torch_thread):
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     return get_encoder("dvector")

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 import soundfile as sf
 from tqdm.auto import tqdm
 
-from speech.files import atomic_path
+from speakersleuth.speech.files import atomic_path
 
 from .base import AudioSpan, Dialogue, DialogueSource, Turn
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from speech.files import write_text_atomic
+from speakersleuth.speech.files import write_text_atomic
 
 from ..tts import text as text_module
 from ..tts.postprocess import PAD_SECONDS

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE, resample, seeded_praat
+from speakersleuth.speech.audio import SAMPLING_RATE, resample, seeded_praat
 
 #: Silence kept before and after speech after trimming (seconds).
 PAD_SECONDS = 0.1

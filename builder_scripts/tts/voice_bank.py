@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE, resample
-from speech.files import atomic_path
+from speakersleuth.speech.audio import SAMPLING_RATE, resample
+from speakersleuth.speech.files import atomic_path
 
 from . import postprocess as post
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE, check_waveform
-from speech.model_dirs import ModelFolder, check_model_folders, model_dir
+from speakersleuth.speech.audio import SAMPLING_RATE, check_waveform
+from speakersleuth.speech.model_dirs import ModelFolder, check_model_folders, model_dir
 
 #: Environment variable naming the folder that holds the neural backends' local model folders.
 VC_DIR_ENV = "SPEAKERSLEUTH_VC_DIR"
@@ -227,7 +227,7 @@ class NeuralConverter(VoiceConverter):
         """The model call on float32 audio at ``input_rate``: its waveform (any array-like) and rate."""
 
     def _to_model_rate(self, clip: np.ndarray) -> np.ndarray:
-        from speech.audio import resample
+        from speakersleuth.speech.audio import resample
 
         return resample(clip, SAMPLING_RATE, self.input_rate)
 
@@ -246,7 +246,7 @@ class NeuralConverter(VoiceConverter):
 
     def _convert(self, source: np.ndarray, target_clips: Clips, source_clips: Clips | None) -> np.ndarray:
         """The model's output back at 16 kHz; refused if it lost the source's timing."""
-        from speech.audio import resample
+        from speakersleuth.speech.audio import resample
 
         out, rate = self._run(self._to_model_rate(source), self._references(target_clips))
         out = resample(np.asarray(out, dtype=np.float32).reshape(-1), rate, SAMPLING_RATE)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from speech.model_dirs import ModelFolder
+from speakersleuth.speech.model_dirs import ModelFolder
 
 from .base import SAMPLING_RATE, NeuralConverter, model_folder
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.model_dirs import ModelFolder
+from speakersleuth.speech.model_dirs import ModelFolder
 
 from .base import NeuralConverter, model_folder
 

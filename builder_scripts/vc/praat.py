@@ -33,7 +33,7 @@ import numpy as np
 import parselmouth
 from parselmouth.praat import call
 
-from speech.audio import seeded_praat
+from speakersleuth.speech.audio import seeded_praat
 
 from .base import SAMPLING_RATE, Clips, VoiceConverter
 from .world import BANDWIDTH_HZ, F0_SCALE_RANGE, f0_median, speaker_profile, vtl_ratio

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.audio import check_waveform
+from speakersleuth.speech.audio import check_waveform
 
 from ..audio import load_span
 from ..tts.voice_bank import BANK, Voicer

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from speech.model_dirs import ModelFolder
+from speakersleuth.speech.model_dirs import ModelFolder
 
 from .base import NeuralConverter, model_folder
 

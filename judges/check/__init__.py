@@ -14,20 +14,20 @@ rate and channel count to 16 kHz mono), ``dialogue`` (``Clip``, ``Turn``, ``Dial
 checks), ``inputs`` (manifest and RTTM), ``calibration`` (the shipped τ, recalibration), ``checker``
 (``check``, ``check_dialogues``), ``results`` (``CheckReport``), ``report`` (table, JSON, picture),
 ``benchmark`` (a built dataset's rows through ``check_dialogues``, as predictions), ``cli``
-(``python -m judges check``) and ``make_calibration`` (``calibration.json`` from a build).
+(``python -m speakersleuth.judges check``) and ``make_calibration`` (``calibration.json`` from a build).
 
->>> from judges.check import check
+>>> from speakersleuth.judges.check import check
 >>> report = check("dialogue/manifest.csv")  # doctest: +SKIP
 >>> print(format_table(report))  # doctest: +SKIP
 """
 
-from judges.check.calibration import Calibration, Recalibration, load_calibration, resolve_settings
-from judges.check.checker import check, check_dialogues, read_dialogues, recalibrate_on
-from judges.check.dialogue import MIN_TURN_SECONDS, Clip, Dialogue, Turn, validate
-from judges.check.errors import CheckInputError
-from judges.check.inputs import read_manifest, read_rttm
-from judges.check.report import format_table, plot_report, report_figure, write_json
-from judges.check.results import CandidateResult, CheckReport, SpeakerResult, TurnResult
+from speakersleuth.judges.check.calibration import Calibration, Recalibration, load_calibration, resolve_settings
+from speakersleuth.judges.check.checker import check, check_dialogues, read_dialogues, recalibrate_on
+from speakersleuth.judges.check.dialogue import MIN_TURN_SECONDS, Clip, Dialogue, Turn, validate
+from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.judges.check.inputs import read_manifest, read_rttm
+from speakersleuth.judges.check.report import format_table, plot_report, report_figure, write_json
+from speakersleuth.judges.check.results import CandidateResult, CheckReport, SpeakerResult, TurnResult
 
 __all__ = [
     "MIN_TURN_SECONDS",

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from judges.check.errors import CheckInputError
-from speech.audio import SAMPLING_RATE, resample
+from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.speech.audio import SAMPLING_RATE, resample
 
 
 @dataclass(frozen=True)

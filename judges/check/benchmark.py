@@ -9,7 +9,7 @@ candidates' ranking. Rows are read and checked in chunks of ``CHUNK_ROWS``, the 
 the order the embedding judges embed them, so the encoder sees the same batches as
 ``judges.run.run_judge`` and the two writes the same predictions (``tests/judges/test_check_benchmark.py``).
 
-    python -m judges.check.benchmark --dataset speakersleuth --compare --predictions-out check-preds/
+    python -m speakersleuth.judges.check.benchmark --dataset speakersleuth --compare --predictions-out check-preds/
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-import speakersleuth_dataset as ssd
-from judges.cache import EmbeddingCache
-from judges.check.checker import check_dialogues
-from judges.check.dialogue import Clip, Dialogue, Turn
-from judges.embedding import DISCRIMINATION_COLUMNS, TURN_COLUMNS, parse_tasks, write_jsonl
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.check.checker import check_dialogues
+from speakersleuth.judges.check.dialogue import Clip, Dialogue, Turn
+from speakersleuth.judges.embedding import DISCRIMINATION_COLUMNS, TURN_COLUMNS, parse_tasks, write_jsonl
 
 #: Rows per check, as ``judges.embedding.embed_variant`` reads them per cache call.
 CHUNK_ROWS = 16
@@ -111,8 +111,8 @@ def benchmark_predictions(
     """
     tasks = parse_tasks(tasks) if tasks is not None else ssd.tasks_present(folder, variant, split)
     if cache is None:
-        from judges.check.calibration import resolve_settings
-        from speech.encoders import get_encoder
+        from speakersleuth.judges.check.calibration import resolve_settings
+        from speakersleuth.speech.encoders import get_encoder
 
         cache = EmbeddingCache(get_encoder(resolve_settings(encoder, method).encoder))
     options = {"method": method, "threshold": threshold, "cache": cache}
@@ -131,7 +131,7 @@ def benchmark_predictions(
 
 def _with_reference(options: dict) -> bool:
     """Whether rows carry their reference clip: for the reference method only, as the judges embed."""
-    from judges.check.calibration import resolve_settings
+    from speakersleuth.judges.check.calibration import resolve_settings
 
     return resolve_settings(options["cache"].encoder.name, options["method"]).method == "reference"
 
@@ -163,10 +163,10 @@ def compare_with_judge(folder, out_dir, *, split: str = "test", encoder=None, me
 
     Returns ``{variant: {"check": row, "judge": row, "equal": bool}}``, rows as
     ``metrics.score.leaderboard_row`` gives them (no bootstrap)."""
-    from judges.check.calibration import resolve_settings
-    from judges.run import run_judge
-    from metrics.score import leaderboard_row, score_predictions, score_submission
-    from metrics.submission import load_gold, parse_submission
+    from speakersleuth.judges.check.calibration import resolve_settings
+    from speakersleuth.judges.run import run_judge
+    from speakersleuth.metrics.score import leaderboard_row, score_predictions, score_submission
+    from speakersleuth.metrics.submission import load_gold, parse_submission
 
     settings = resolve_settings(encoder, method, threshold)
     judge = f"{settings.method}-{settings.encoder}"
@@ -203,9 +203,9 @@ def compare_with_judge(folder, out_dir, *, split: str = "test", encoder=None, me
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m judges.check.benchmark``: a built folder's rows through the check, as predictions
-    (``--compare``: beside ``python -m judges run``'s with the same settings, both scored)."""
-    parser = argparse.ArgumentParser(prog="python -m judges.check.benchmark", description=__doc__.split("\n")[0])
+    """``python -m speakersleuth.judges.check.benchmark``: a built folder's rows through the check, as predictions
+    (``--compare``: beside ``python -m speakersleuth.judges run``'s with the same settings, both scored)."""
+    parser = argparse.ArgumentParser(prog="python -m speakersleuth.judges.check.benchmark", description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", required=True, help="a built dataset folder")
     parser.add_argument("--split", default="test")
     parser.add_argument("--variant", default=None, help="the variant (default: main); not with --compare")
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    torch.set_num_threads(1)  # as python -m judges runs embedding judges
+    torch.set_num_threads(1)  # as python -m speakersleuth.judges runs embedding judges
     settings = {"encoder": args.encoder, "method": args.method, "threshold": args.threshold}
     if args.compare:
         print(

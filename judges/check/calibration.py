@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from judges.check.errors import CheckInputError
-from judges.embedding import DEFAULT_THRESHOLDS, flagged_turns
-from judges.names import METHODS
-from judges.sweep import pick_threshold
+from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS, flagged_turns
+from speakersleuth.judges.names import METHODS
+from speakersleuth.judges.sweep import pick_threshold
 
 #: The τ grid of a recalibration on the user's labels: 0.01, 0.02, ..., 0.99.
 RECALIBRATION_GRID = tuple(round(0.01 * k, 2) for k in range(1, 100))
@@ -81,7 +81,7 @@ def _rank(entry: dict) -> tuple:
 def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
     """The calibration file: ``path``, or the one shipped in the package (default)."""
     if path is None:
-        text = resources.files("judges.check").joinpath("calibration.json").read_text(encoding="utf-8")
+        text = resources.files("speakersleuth.judges.check").joinpath("calibration.json").read_text(encoding="utf-8")
         return Calibration(json.loads(text), "judges/check/calibration.json")
     try:
         return Calibration(json.loads(Path(path).read_text(encoding="utf-8")), str(path))

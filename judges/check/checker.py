@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from judges.cache import EmbeddingCache
-from judges.check.calibration import (
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.check.calibration import (
     CAVEAT,
     Calibration,
     JudgeSettings,
@@ -30,11 +30,11 @@ from judges.check.calibration import (
     recalibrate,
     resolve_settings,
 )
-from judges.check.dialogue import Clip, Dialogue, Turn, validate
-from judges.check.errors import CheckInputError
-from judges.check.inputs import add_candidates, add_references, read_manifest, read_rttm
-from judges.check.results import CandidateResult, CheckReport, SpeakerResult, TurnResult
-from judges.embedding import candidate_scores, detection_score, flagged_turns, ranking, turn_scores
+from speakersleuth.judges.check.dialogue import Clip, Dialogue, Turn, validate
+from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.judges.check.inputs import add_candidates, add_references, read_manifest, read_rttm
+from speakersleuth.judges.check.results import CandidateResult, CheckReport, SpeakerResult, TurnResult
+from speakersleuth.judges.embedding import candidate_scores, detection_score, flagged_turns, ranking, turn_scores
 
 
 @dataclass
@@ -102,7 +102,7 @@ def check_dialogues(
     Three turns of one hum and a fourth of hiss, in memory (``Clip.from_file`` reads files):
 
     >>> import numpy as np
-    >>> from judges.check.dialogue import Clip, Dialogue, Turn
+    >>> from speakersleuth.judges.check.dialogue import Clip, Dialogue, Turn
     >>> t = np.arange(16000) / 16000
     >>> hum = lambda f0: Clip(samples=sum(np.sin(2 * np.pi * f0 * h * t) / h for h in range(1, 6)) * 0.1)
     >>> hiss = Clip(samples=np.random.default_rng(0).normal(0, 0.1, 16000))
@@ -125,7 +125,7 @@ def check_dialogues(
             seconds += validate(dialogue, needs_reference=settings.method == "reference")
     plans = [_plan(d, s, settings) for d in dialogues for s in d.speakers]
     if cache is None:
-        from speech.encoders import get_encoder
+        from speakersleuth.speech.encoders import get_encoder
 
         cache = EmbeddingCache(get_encoder(settings.encoder), cache_dir, batch_size=batch_size)
     vectors = _embed(plans, cache, progress)

@@ -1,9 +1,9 @@
-"""``python -m judges check``: the check of one's own dialogue on the command line.
+"""``python -m speakersleuth.judges check``: the check of one's own dialogue on the command line.
 
-    python -m judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
-    python -m judges check --rttm talk.rttm --recording talk.mp3 --reference host=host_intro.wav
-    python -m judges check --manifest dialogue/manifest.csv --candidates 7=takes/7a.wav,takes/7b.wav
-    python -m judges check --manifest dialogue/manifest.csv --calibrate labelled/manifest.csv
+    python -m speakersleuth.judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
+    python -m speakersleuth.judges check --rttm talk.rttm --recording talk.mp3 --reference host=host_intro.wav
+    python -m speakersleuth.judges check --manifest dialogue/manifest.csv --candidates 7=takes/7a.wav,takes/7b.wav
+    python -m speakersleuth.judges check --manifest dialogue/manifest.csv --calibrate labelled/manifest.csv
 
 Prints a table (``--json``: the report as JSON); a problem with the input is one ``error:`` line
 naming the file, exit status 2.
@@ -15,8 +15,8 @@ import argparse
 import json
 import sys
 
-from judges.check.calibration import CAVEAT
-from judges.check.errors import CheckInputError
+from speakersleuth.judges.check.calibration import CAVEAT
+from speakersleuth.judges.check.errors import CheckInputError
 
 DESCRIPTION = (
     "Check your own dialogue: per speaker, how consistent each turn's voice is, which turns slipped "
@@ -36,8 +36,8 @@ def _pairs(text: str) -> tuple[str, str]:
 
 
 def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """The ``check`` subcommand of ``python -m judges``."""
-    from judges.check.calibration import load_calibration
+    """The ``check`` subcommand of ``python -m speakersleuth.judges``."""
+    from speakersleuth.judges.check.calibration import load_calibration
 
     default = load_calibration().default
     shipped = (
@@ -90,8 +90,8 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Run ``python -m judges check``; returns the exit status (2, with one line, on bad input)."""
-    from speech.extras import missing_extra
+    """Run ``python -m speakersleuth.judges check``; returns the exit status (2, with one line, on bad input)."""
+    from speakersleuth.speech.extras import missing_extra
 
     try:
         report = _check(args)
@@ -99,10 +99,10 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:
-        print(missing_extra(err, "check", "python -m judges check"), file=sys.stderr)
+        print(missing_extra(err, "check", "python -m speakersleuth.judges check"), file=sys.stderr)
         return 2
     if report is not None:
-        from judges.check.report import format_table
+        from speakersleuth.judges.check.report import format_table
 
         print(
             json.dumps(report.to_dict(), indent=1, ensure_ascii=False) if args.json else format_table(report),
@@ -114,8 +114,8 @@ def run_check(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace):
     """The command's work: inputs read and checked, then the encoder loaded, then the check;
     returns the report (None after a calibration alone)."""
-    from judges.check.checker import check_dialogues
-    from judges.check.report import plot_report, recalibration_line, write_json
+    from speakersleuth.judges.check.checker import check_dialogues
+    from speakersleuth.judges.check.report import plot_report, recalibration_line, write_json
 
     _refuse_combinations(args)
     labelled, dialogues, notes = _read(args)
@@ -124,7 +124,7 @@ def _check(args: argparse.Namespace):
     if labelled:
         from dataclasses import asdict
 
-        from judges.check.checker import recalibrate_on
+        from speakersleuth.judges.check.checker import recalibrate_on
 
         recalibration = asdict(recalibrate_on(labelled, source=args.calibrate, **options)[0])
         options["threshold"] = recalibration["threshold"]
@@ -161,10 +161,10 @@ def _refuse_combinations(args: argparse.Namespace) -> None:
 def _read(args: argparse.Namespace) -> tuple[list, list, list[str]]:
     """The labelled dialogues (``--calibrate``), the dialogues to check and the notes of turns left
     out, every one validated before any model loads."""
-    from judges.check.calibration import resolve_settings
-    from judges.check.checker import read_dialogues
-    from judges.check.dialogue import validate
-    from judges.check.inputs import read_manifest
+    from speakersleuth.judges.check.calibration import resolve_settings
+    from speakersleuth.judges.check.checker import read_dialogues
+    from speakersleuth.judges.check.dialogue import validate
+    from speakersleuth.judges.check.inputs import read_manifest
 
     labelled = read_manifest(args.calibrate) if args.calibrate else []
     dialogues = []
@@ -183,10 +183,10 @@ def _options(args: argparse.Namespace) -> dict:
     registered, the encoder loaded into an embedding cache."""
     import torch
 
-    from judges.cache import EmbeddingCache
-    from judges.check.calibration import resolve_settings
-    from speech.encoders import get_encoder
-    from speech.model_dirs import parse_model_dirs, use_model_dirs
+    from speakersleuth.judges.cache import EmbeddingCache
+    from speakersleuth.judges.check.calibration import resolve_settings
+    from speakersleuth.speech.encoders import get_encoder
+    from speakersleuth.speech.model_dirs import parse_model_dirs, use_model_dirs
 
     torch.set_num_threads(args.threads)
     use_model_dirs(parse_model_dirs(args.model_dir, ("ecapa", "wavlm")))
@@ -202,7 +202,7 @@ def _options(args: argparse.Namespace) -> dict:
 
 def _drop_short(dialogues) -> list[str]:
     """Turns shorter than ``MIN_TURN_SECONDS`` taken out of the dialogues; the notes that say which."""
-    from judges.check.dialogue import MIN_TURN_SECONDS
+    from speakersleuth.judges.check.dialogue import MIN_TURN_SECONDS
 
     notes = []
     for dialogue in dialogues:

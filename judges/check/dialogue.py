@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from judges.cache import clip_key
-from judges.check.audio import audio_info, decode, span_key
-from judges.check.errors import CheckInputError
-from speech.audio import SAMPLING_RATE, check_waveform, resample
+from speakersleuth.judges.cache import clip_key
+from speakersleuth.judges.check.audio import audio_info, decode, span_key
+from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.speech.audio import SAMPLING_RATE, check_waveform, resample
 
 #: The shortest clip the check judges: below it a speaker embedding says little about a voice.
 MIN_TURN_SECONDS = 0.5
@@ -74,7 +74,7 @@ class Clip:
     def load(self) -> np.ndarray:
         """The clip as a 16 kHz mono float32 waveform (``CheckInputError`` when it is all zeros)."""
         if self.data is not None:
-            from speakersleuth_dataset import load_waveform
+            from speakersleuth.speakersleuth_dataset import load_waveform
 
             wave = load_waveform(self.data, where=self.describe())
         elif self.samples is not None:

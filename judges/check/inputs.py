@@ -26,9 +26,9 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from judges.check.audio import audio_info
-from judges.check.dialogue import Clip, Dialogue, Turn
-from judges.check.errors import CheckInputError
+from speakersleuth.judges.check.audio import audio_info
+from speakersleuth.judges.check.dialogue import Clip, Dialogue, Turn
+from speakersleuth.judges.check.errors import CheckInputError
 
 REQUIRED = ("turn", "speaker", "path")
 OPTIONAL = ("text", "reference", "candidate_for", "label", "dialogue")
@@ -65,7 +65,7 @@ def read_manifest(path: str | os.PathLike) -> list[Dialogue]:
     >>> (folder / "bad.csv").write_text("turn,path\\n1,a.wav\\n") and read_manifest(folder / "bad.csv")
     Traceback (most recent call last):
     ...
-    judges.check.errors.CheckInputError: .../bad.csv: no column 'speaker' (columns: turn, path); a manifest needs turn, speaker, path
+    speakersleuth.judges.check.errors.CheckInputError: .../bad.csv: no column 'speaker' (columns: turn, path); a manifest needs turn, speaker, path
     """
     path = Path(path)
     rows = _rows(path)

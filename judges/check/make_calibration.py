@@ -1,8 +1,8 @@
 """``calibration.json`` from a build, reproducibly: the embedding judges' threshold sweep
-(``judges.sweep.run_sweep``, what ``python -m judges sweep`` runs) on every variant's validation
+(``judges.sweep.run_sweep``, what ``python -m speakersleuth.judges sweep`` runs) on every variant's validation
 split, pooled, and the best judge named as the check's default.
 
-    python -m judges.check.make_calibration --dataset /work/ab/after/D \\
+    python -m speakersleuth.judges.check.make_calibration --dataset /work/ab/after/D \\
         --calibration-out judges/check/calibration.json --sweep-out /tmp/check-sweep --cache /tmp/emb
 
 Pooling: a judge's τ is the grid value with the best *mean over the variants* of the validation
@@ -29,13 +29,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import yaml
 
-import speakersleuth_dataset as ssd
-from judges.embedding import DEFAULT_THRESHOLDS, embed_variant, predictions, score_variant
-from judges.names import METHODS
-from judges.sweep import THRESHOLDS, pick_threshold, run_sweep
-from metrics.score import score_predictions
-from speech.encoders import offline_encoders
-from speech.files import write_text_atomic
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS, embed_variant, predictions, score_variant
+from speakersleuth.judges.names import METHODS
+from speakersleuth.judges.sweep import THRESHOLDS, pick_threshold, run_sweep
+from speakersleuth.metrics.score import score_predictions
+from speakersleuth.speech.encoders import offline_encoders
+from speakersleuth.speech.files import write_text_atomic
 
 SELECTION = (
     "the judge (encoder, method) with the highest validation detection balanced accuracy, averaged "
@@ -209,9 +209,9 @@ def _commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m judges.check.make_calibration``: write ``calibration.json`` from a build."""
+    """``python -m speakersleuth.judges.check.make_calibration``: write ``calibration.json`` from a build."""
     parser = argparse.ArgumentParser(
-        prog="python -m judges.check.make_calibration", description=__doc__.split("\n")[0]
+        prog="python -m speakersleuth.judges.check.make_calibration", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--dataset", required=True, help="a built dataset folder with validation splits")
     parser.add_argument(
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)  # as the judges' command: the embeddings do not depend on the thread count run
-    command = "python -m judges.check.make_calibration " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = "python -m speakersleuth.judges.check.make_calibration " + shlex.join(argv if argv is not None else sys.argv[1:])
     data = make_calibration(
         args.dataset,
         variants=args.variant.split(",") if args.variant else None,

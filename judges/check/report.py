@@ -2,7 +2,7 @@
 ``--report-out``) and a picture (``--plot-out``: per speaker, a strip of per-turn scores with τ
 drawn and the flagged turns marked).
 
->>> from judges.check.results import CheckReport, SpeakerResult, TurnResult
+>>> from speakersleuth.judges.check.results import CheckReport, SpeakerResult, TurnResult
 >>> turns = [TurnResult("1", "A", 1, 0.82, False, "a1.wav"), TurnResult("3", "A", 2, 0.31, True, "a3.wav")]
 >>> report = CheckReport("campplus", "pairwise", 0.5, "given (--threshold)", [SpeakerResult("d", "A", "pairwise", 0.5, turns, 0.69)])
 >>> print(format_table(report))  # doctest: +NORMALIZE_WHITESPACE
@@ -23,9 +23,9 @@ import json
 import os
 from pathlib import Path
 
-from judges.check.results import SCORE_NAMES, CheckReport, SpeakerResult, flag_rule
-from judges.embedding import HIGHER_IS_CONSISTENT
-from speech.files import write_text_atomic
+from speakersleuth.judges.check.results import SCORE_NAMES, CheckReport, SpeakerResult, flag_rule
+from speakersleuth.judges.embedding import HIGHER_IS_CONSISTENT
+from speakersleuth.speech.files import write_text_atomic
 
 TEXT_WIDTH = 32
 

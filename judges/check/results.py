@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from judges.embedding import HIGHER_IS_CONSISTENT
+from speakersleuth.judges.embedding import HIGHER_IS_CONSISTENT
 
 #: What each method's per-turn score is, in words.
 SCORE_NAMES = {

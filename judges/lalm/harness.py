@@ -50,12 +50,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-import speakersleuth_dataset as ssd
-from judges.embedding import parse_tasks
-from judges.lalm.backends import make_backend
-from judges.lalm.backends.base import Backend, Completion, RequestError
-from judges.lalm.parsing import Parsed, parse_answer
-from judges.lalm.prompts import (
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.embedding import parse_tasks
+from speakersleuth.judges.lalm.backends import make_backend
+from speakersleuth.judges.lalm.backends.base import Backend, Completion, RequestError
+from speakersleuth.judges.lalm.parsing import Parsed, parse_answer
+from speakersleuth.judges.lalm.prompts import (
     PROMPT_VERSION,
     DiscriminationInstance,
     Query,
@@ -267,7 +267,7 @@ class LALMJudge:
 
     Example
     -------
-    >>> from judges.lalm.backends import make_backend
+    >>> from speakersleuth.judges.lalm.backends import make_backend
     >>> backend = make_backend("vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B")
     >>> judge = LALMJudge(backend, "per_turn", progress=False)
     >>> judge.name, judge.setting, judge.read_chunk

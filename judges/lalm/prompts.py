@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judges.lalm.backends.base import Audio, Prompt, Text
+from speakersleuth.judges.lalm.backends.base import Audio, Prompt, Text
 
 PROMPT_VERSION = "1"
 SETTINGS = ("main", "context", "no_reference", "per_turn")

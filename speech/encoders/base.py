@@ -13,8 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE, check_waveform, resample
-from speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
+from speakersleuth.speech.audio import SAMPLING_RATE, check_waveform, resample
+from speakersleuth.speech.model_dirs import ModelFolder, ModelFolderError, check_model_folders, model_dir
 
 _REGISTRY: dict[str, type[SpeakerEncoder]] = {}
 
@@ -48,7 +48,7 @@ class SpeakerEncoder(ABC):
     clip's shape counts once ``encode`` has normalised it:
 
     >>> import numpy as np
-    >>> from speech.encoders import SpeakerEncoder
+    >>> from speakersleuth.speech.encoders import SpeakerEncoder
     >>> class Level(SpeakerEncoder):
     ...     name, dim = "level", 2
     ...     def _encode_batch(self, clips):
@@ -108,7 +108,7 @@ class SpeakerEncoder(ABC):
         Example
         -------
         >>> import numpy as np
-        >>> from speech.encoders import get_encoder
+        >>> from speakersleuth.speech.encoders import get_encoder
         >>> t = np.arange(16000) / 16000
         >>> clips = [0.3 * np.sin(2 * np.pi * 220 * t), 0.3 * np.sin(2 * np.pi * 110 * t)]
         >>> encoder = get_encoder("campplus")
@@ -179,7 +179,7 @@ class SpeakerEncoder(ABC):
 
         Example
         -------
-        >>> from speech.encoders.resemblyzer import ResemblyzerEncoder
+        >>> from speakersleuth.speech.encoders.resemblyzer import ResemblyzerEncoder
         >>> ResemblyzerEncoder.from_spec("", "cpu")
         ResemblyzerEncoder(name='resemblyzer', dim=256)
         """
@@ -202,7 +202,7 @@ class SpeakerEncoder(ABC):
         Example
         -------
         >>> from pathlib import Path
-        >>> from speech.encoders.ecapa import EcapaEncoder
+        >>> from speakersleuth.speech.encoders.ecapa import EcapaEncoder
         >>> needed = EcapaEncoder.model_folder(Path("/no/such/folder"))
         >>> needed.name, needed.files[:2], needed.missing() == list(needed.files)
         ('ecapa', ('hyperparams.yaml', 'embedding_model.ckpt'), True)
@@ -221,8 +221,8 @@ class SpeakerEncoder(ABC):
 
         Example
         -------
-        >>> from speech.encoders.campplus import CampplusEncoder
-        >>> from speech.encoders.ecapa import EcapaEncoder
+        >>> from speakersleuth.speech.encoders.campplus import CampplusEncoder
+        >>> from speakersleuth.speech.encoders.ecapa import EcapaEncoder
         >>> CampplusEncoder.spec_help(), EcapaEncoder.spec_help()
         ('campplus[:<weights.pt>]', 'ecapa:<folder>')
         """
@@ -328,7 +328,7 @@ def check_encoder(spec: str) -> None:
     >>> check_encoder("ecapa:/no/such/folder")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    speech.model_dirs.ModelFolderError: ecapa: '/no/such/folder' is neither a local folder nor a model in the ...
+    speakersleuth.speech.model_dirs.ModelFolderError: ecapa: '/no/such/folder' is neither a local folder nor a model in the ...
     """
     cls, source = _resolve(spec)
     if cls.staging is not None:

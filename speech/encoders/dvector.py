@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE
-from speech.model_dirs import ModelFolderError
+from speakersleuth.speech.audio import SAMPLING_RATE
+from speakersleuth.speech.model_dirs import ModelFolderError
 
 from .base import SpeakerEncoder, package_file, register_encoder
 

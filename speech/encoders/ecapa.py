@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE
-from speech.model_dirs import ModelFolder
+from speakersleuth.speech.audio import SAMPLING_RATE
+from speakersleuth.speech.model_dirs import ModelFolder
 
 from .base import SpeakerEncoder, checked_model_dir, register_encoder
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE
+from speakersleuth.speech.audio import SAMPLING_RATE
 
 from .base import SpeakerEncoder, register_encoder
 

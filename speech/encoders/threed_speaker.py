@@ -17,8 +17,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from speech.audio import SAMPLING_RATE
-from speech.model_dirs import ModelFolderError
+from speakersleuth.speech.audio import SAMPLING_RATE
+from speakersleuth.speech.model_dirs import ModelFolderError
 
 from .base import SpeakerEncoder, package_file
 
@@ -55,7 +55,7 @@ class ThreeDSpeakerEncoder(SpeakerEncoder):
     -------
     The class is abstract; ``CampplusEncoder`` and ``ERes2NetEncoder`` are its encoders:
 
-    >>> from speech.encoders.campplus import CampplusEncoder
+    >>> from speakersleuth.speech.encoders.campplus import CampplusEncoder
     >>> isinstance(CampplusEncoder(), ThreeDSpeakerEncoder), CampplusEncoder.pad_batches
     (True, False)
     """

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from builder_scripts.final_stage import finish
+from speakersleuth.builder_scripts.final_stage import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_shortcuts as bench  # noqa: E402
@@ -171,7 +171,7 @@ def test_print_swaps_sets_each_draw_of_the_converted_turns_beside_the_same_draw_
 def test_the_swap_comparison_reads_discrimination_on_each_part_of_the_rows():
     """Under the tasks, one row per reading of discrimination: the converted turns' reading, the
     swaps', and their paired difference, each as the audits give them."""
-    from builder_scripts.shortcuts import ShortcutAudit
+    from speakersleuth.builder_scripts.shortcuts import ShortcutAudit
     from tests.builder_scripts.test_shortcuts import LEAK, unit
 
     rng = np.random.default_rng(6)

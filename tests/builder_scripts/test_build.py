@@ -24,14 +24,14 @@ from datasets import Audio, List, load_dataset
 from huggingface_hub import DatasetCard
 from torch.utils.data import DataLoader
 
-import speakersleuth_dataset as ssd
-from builder_scripts import card, pipeline
-from builder_scripts.pipeline import BuildOptions
-from builder_scripts.sources.ami import AMI
-from builder_scripts.sources.bazinga import Bazinga
-from builder_scripts.sources.dailytalk import DailyTalk
-from builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
-from speech.encoders import encoder_label, offline_encoders
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts import card, pipeline
+from speakersleuth.builder_scripts.pipeline import BuildOptions
+from speakersleuth.builder_scripts.sources.ami import AMI
+from speakersleuth.builder_scripts.sources.bazinga import Bazinga
+from speakersleuth.builder_scripts.sources.dailytalk import DailyTalk
+from speakersleuth.builder_scripts.verification import GENDER_F0_BOUNDARY, median_f0, read_review_decisions
+from speakersleuth.speech.encoders import encoder_label, offline_encoders
 from tests.support.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,7 +189,7 @@ def test_s2_and_s3_hold_on_every_instance(built):
 def test_main_segments_nest_in_the_10turn_ones(built):
     """Dialogues with a 10-turn segment come first for main, its window inside that one: the two
     variants share the 10turn dialogues and their voiced turns."""
-    from builder_scripts.scenarios import Unit
+    from speakersleuth.builder_scripts.scenarios import Unit
 
     tmp, _ = built
     units = {
@@ -233,7 +233,7 @@ def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpu
     """Same seed => same ids, labels and audio, whether built in one go or in shards, one of
     which was killed midway and rerun."""
     tmp, _ = built
-    from builder_scripts.vc.world import WorldConverter
+    from speakersleuth.builder_scripts.vc.world import WorldConverter
 
     calls = {"n": 0}
     original = WorldConverter.convert
@@ -265,7 +265,7 @@ def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpu
 def test_a_change_to_the_unit_code_makes_new_units(built, tmp_path, corpus, monkeypatch):
     """A warm cache made by other conversion code is not reused: a fix to the conversion reaches
     the next build instead of mixing with units made before it."""
-    from builder_scripts import units
+    from speakersleuth.builder_scripts import units
 
     tmp, _ = built
     shutil.copytree(tmp / "cache", tmp_path / "cache")
@@ -278,10 +278,10 @@ def test_a_change_to_the_unit_code_makes_new_units(built, tmp_path, corpus, monk
 def test_the_plan_names_replacements_and_publish_never_converts(built, tmp_path, corpus):
     """A dropped unit's replacement is the plan's decision (``missing_units``), made before
     publishing; publishing a selection with a unit not made is refused before anything is written."""
-    from builder_scripts.plan import make_plan
-    from builder_scripts.publish import publish
-    from builder_scripts.units import UnitStore, generation_key
-    from builder_scripts.verification import get_text_filter
+    from speakersleuth.builder_scripts.plan import make_plan
+    from speakersleuth.builder_scripts.publish import publish
+    from speakersleuth.builder_scripts.units import UnitStore, generation_key
+    from speakersleuth.builder_scripts.verification import get_text_filter
 
     tmp, _ = built
     opts = options(tmp, out=tmp_path / "out")
@@ -333,7 +333,7 @@ SHARDED_BUILD = """
 import sys
 from pathlib import Path
 
-from builder_scripts import pipeline
+from speakersleuth.builder_scripts import pipeline
 from tests.support.pipeline_fixtures import SPEAKERS, SpeechLikeCorpus
 
 if __name__ == "__main__":
@@ -435,7 +435,7 @@ def test_rebuild_without_changes_skips_the_work(built, corpus):
 
 def test_review_round_trip_drops_rejected_dialogues(built, tmp_path, corpus):
     tmp, _ = built
-    from builder_scripts.verification import export_review
+    from speakersleuth.builder_scripts.verification import export_review
 
     sheet = export_review(tmp / "speakersleuth", tmp_path / "review")
     rows = list(csv.DictReader(open(sheet)))

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from builder_scripts.audit_features import VOICE_FREE, net_of_voice
-from builder_scripts.card_audit import BuildAudit
+from speakersleuth.builder_scripts.audit_features import VOICE_FREE, net_of_voice
+from speakersleuth.builder_scripts.card_audit import BuildAudit
 
 #: a few random golds in each control: enough to see it at chance, cheap enough for the suite
 DRAWS = {"logistic": 4, "boosting": 2}

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from builder_scripts.sources import get_source_class
-from builder_scripts.sources.chitchat_tts import (
+from speakersleuth.builder_scripts.sources import get_source_class
+from speakersleuth.builder_scripts.sources.chitchat_tts import (
     POOL_MAX_SECONDS,
     POOL_MIN_SECONDS,
     ChitchatTTS,
@@ -21,8 +21,8 @@ from builder_scripts.sources.chitchat_tts import (
     estimate_duration,
     speaking_turns,
 )
-from builder_scripts.tts.text import is_speakable, normalize_chat
-from builder_scripts.tts.voice_bank import VOICES, Voicer, median_f0, voices_of
+from speakersleuth.builder_scripts.tts.text import is_speakable, normalize_chat
+from speakersleuth.builder_scripts.tts.voice_bank import VOICES, Voicer, median_f0, voices_of
 from tests.support.tts_voices import same_voice_failures
 
 DIALOGUES = 250  # of the real corpus, for the parsing and casting tests
@@ -139,7 +139,7 @@ def test_real_corpus_turns(dialogues, source):
 def test_module_examples():
     import doctest
 
-    from builder_scripts.tts import espeak, kokoro, text
+    from speakersleuth.builder_scripts.tts import espeak, kokoro, text
 
     for module in (text, espeak, kokoro):
         result = doctest.testmod(module)
@@ -256,7 +256,7 @@ def written(monkeypatch):
             voiced.append((voice_id, text))
         return path
 
-    monkeypatch.setattr("builder_scripts.tts.voice_bank.Voicer.synthesize", fake_synthesize)
+    monkeypatch.setattr("speakersleuth.builder_scripts.tts.voice_bank.Voicer.synthesize", fake_synthesize)
     return voiced
 
 
@@ -313,7 +313,7 @@ def bank_clips(source):
 
 
 def test_every_voice_is_closer_to_itself_than_to_any_other_voice(bank_clips):
-    from speech.encoders import get_encoder  # Resemblyzer with its shipped weights, batched
+    from speakersleuth.speech.encoders import get_encoder  # Resemblyzer with its shipped weights, batched
 
     ids = list(bank_clips)
     emb = _one_thread(get_encoder("resemblyzer").encode, [c for v in ids for c in bank_clips[v]]).reshape(
@@ -340,8 +340,8 @@ def test_world_keeps_every_bank_voice_pitch_and_reaches_the_other_gender(bank_cl
     """WORLD is the default conversion and the resynthesis every published turn goes through: a
     bank voice must keep its pitch through it (DIO once tracked the Piper voice an octave high),
     and a conversion to a voice of the other gender must land in that gender's F0 range."""
-    from builder_scripts.vc.world import WorldConverter
-    from builder_scripts.verification import GENDER_F0_BOUNDARY
+    from speakersleuth.builder_scripts.vc.world import WorldConverter
+    from speakersleuth.builder_scripts.verification import GENDER_F0_BOUNDARY
 
     world = WorldConverter()
     shifted = {}

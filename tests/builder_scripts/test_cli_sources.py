@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from builder_scripts.sources.ami import AMI_EVAL_MEETINGS
-from builder_scripts.sources.chitchat_tts import POOL_MAX_SECONDS, POOL_MIN_SECONDS
-from speech.model_dirs import use_model_dirs
+from speakersleuth.builder_scripts.sources.ami import AMI_EVAL_MEETINGS
+from speakersleuth.builder_scripts.sources.chitchat_tts import POOL_MAX_SECONDS, POOL_MIN_SECONDS
+from speakersleuth.speech.model_dirs import use_model_dirs
 from tests.support.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 from tests.support.vc_fixtures import VOICES, Voice
 
@@ -116,10 +116,10 @@ CORPORA = {"dailytalk": dailytalk, "bazinga": bazinga, "behavior_sd": behavior_s
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m builder_scripts <args>`` from the repository root, as the README types it."""
+    """``python -m speakersleuth.builder_scripts <args>`` from the repository root, as the README types it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1")
     return subprocess.run(
-        [sys.executable, "-m", "builder_scripts", *args],
+        [sys.executable, "-m", "speakersleuth.builder_scripts", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -167,7 +167,7 @@ def forget_model_dirs():
 def run_main(argv: list[str], capsys) -> tuple[int, str]:
     """The builder's ``main`` in-process (fast): its exit code and stderr; any exception other
     than the exit escapes and fails the test."""
-    from builder_scripts.__main__ import main
+    from speakersleuth.builder_scripts.__main__ import main
 
     with pytest.raises(SystemExit) as exit_:
         main(argv)
@@ -195,7 +195,7 @@ def corpora(tmp_path_factory) -> dict[str, Path]:
 def test_the_recorded_corpora_build_from_the_command_line(corpora, tmp_path):
     """One build of the four recorded corpora, each from its --source-dir (together: a DailyTalk-only
     build has two voices, too few substitutes); every corpus publishes its dialogue."""
-    import speakersleuth_dataset as ssd
+    import speakersleuth.speakersleuth_dataset as ssd
 
     ami_files = files(corpora["ami"])
     result = build(tmp_path, *corpora.items())
@@ -217,7 +217,7 @@ def test_the_recorded_corpora_build_from_the_command_line(corpora, tmp_path):
 def test_chitchat_reads_the_dataset_file_of_its_source_dir(tmp_path, capsys, monkeypatch):
     """``--source-dir chitchat_tts=DIR`` reaches the source, which reads DIR/dataset.json (the build
     itself, which voices the pool with the TTS bank, is the embedded default's tests' business)."""
-    import builder_scripts.pipeline as pipeline
+    import speakersleuth.builder_scripts.pipeline as pipeline
 
     conversation = {"messages": [[{"sender": s, "text": text(i), "timestamp": ""}] for i, s in enumerate("abab")]}
     (tmp_path / "chat").mkdir()
@@ -497,7 +497,7 @@ def test_the_command_line_refuses_an_empty_folder_without_a_traceback(tmp_path):
     ],
 )
 def test_a_model_folder_that_lacks_files_is_refused(backend, names, tmp_path, capsys):
-    import builder_scripts.vc as vc
+    import speakersleuth.builder_scripts.vc as vc
 
     flags = []
     for name in names:
@@ -545,7 +545,7 @@ def test_an_encoder_folder_that_lacks_files_is_refused(encoder, lacks, tmp_path,
 @pytest.fixture()
 def no_build(monkeypatch):
     """Options that pass the checks end the command with 0 instead of building."""
-    import builder_scripts.__main__ as cli_main
+    import speakersleuth.builder_scripts.__main__ as cli_main
 
     monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: 0)
 
@@ -584,7 +584,7 @@ def test_a_model_folder_the_build_does_not_use_is_refused(flags, named, user, tm
 )
 def test_the_build_has_a_validation_split_by_default(flags, validation, tmp_path, monkeypatch):
     """A fifth of --dialogues (12 of the default 60) go to validation unless told otherwise."""
-    import builder_scripts.__main__ as cli_main
+    import speakersleuth.builder_scripts.__main__ as cli_main
 
     seen = []
     monkeypatch.setattr(cli_main, "_build", lambda opts, jobs: seen.append(opts) or 0)
@@ -634,7 +634,7 @@ def test_a_process_count_below_one_is_refused(flags, message, tmp_path, capsys, 
 
 def test_a_count_of_a_variant_not_built_is_not_checked(tmp_path, no_build):
     """--dialogues 0 with only 10turn built is fine: main and 4vc are left out by --variant."""
-    from builder_scripts.__main__ import main
+    from speakersleuth.builder_scripts.__main__ import main
 
     assert main(["build", "--variant", "10turn", "--dialogues", "0", "--dataset-out", str(tmp_path / "out")]) == 0
 

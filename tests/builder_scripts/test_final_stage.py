@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.signal import butter, sosfiltfilt, welch
 
-from builder_scripts.final_stage import finish, finished
-from builder_scripts.scenarios import TARGET_RMS_DBFS
+from speakersleuth.builder_scripts.final_stage import finish, finished
+from speakersleuth.builder_scripts.scenarios import TARGET_RMS_DBFS
 from tests.support.unit_fixtures import make_unit
 
 SR = 16000
@@ -216,7 +216,7 @@ def test_another_draw_changes_the_floor_and_the_dither_only(pair):
     floor and dither alone (their difference is two independent floors: 3 dB above one)."""
     import hashlib
 
-    from builder_scripts.final_stage import NOISE_DBFS, _rng
+    from speakersleuth.builder_scripts.final_stage import NOISE_DBFS, _rng
 
     reference = pair[0]
     published, other = finish(reference), finish(reference, 1)

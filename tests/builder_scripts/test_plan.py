@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from builder_scripts.plan import seeded_order
+from speakersleuth.builder_scripts.plan import seeded_order
 
 
 def _source(ids: list[str]):
@@ -29,7 +29,7 @@ def test_the_dialogue_order_depends_on_the_builds_seed_and_nothing_else():
 def test_the_first_units_include_spares_so_that_drops_need_no_replacement_round():
     """``unit_jobs`` makes the first ``wanted`` candidates and 15 % more (rounded down): 20 wanted
     make 23, and three drops among them leave nothing missing; one wanted makes no spare."""
-    from builder_scripts.plan import MISSING, Plan
+    from speakersleuth.builder_scripts.plan import MISSING, Plan
 
     plan = Plan()
     for variant, wanted in (("10turn", 20), ("main", 1)):

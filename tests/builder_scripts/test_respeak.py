@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from builder_scripts.scenarios import choose
-from builder_scripts.segments import Segment
-from builder_scripts.speaker_bank import BankSpeaker, SpeakerBank
-from builder_scripts.tts.voice_bank import Voicer
-from builder_scripts.vc import get_converter
-from builder_scripts.vc.respeak import voice_engine
+from speakersleuth.builder_scripts.scenarios import choose
+from speakersleuth.builder_scripts.segments import Segment
+from speakersleuth.builder_scripts.speaker_bank import BankSpeaker, SpeakerBank
+from speakersleuth.builder_scripts.tts.voice_bank import Voicer
+from speakersleuth.builder_scripts.vc import get_converter
+from speakersleuth.builder_scripts.vc.respeak import voice_engine
 
 TEXT = "What kind of music do you usually listen to when you study?"
 
@@ -52,8 +52,8 @@ def test_what_cannot_be_respoken_is_refused(voicer, speaker, text, refused):
 
 
 def test_the_generation_method_of_a_unit_respeaks_only_a_source_the_bank_voices():
-    from builder_scripts.pipeline import BuildOptions
-    from builder_scripts.plan import backend_for
+    from speakersleuth.builder_scripts.pipeline import BuildOptions
+    from speakersleuth.builder_scripts.plan import backend_for
 
     def segment(source: str, dialogue: str) -> Segment:
         return Segment(dialogue, source, "t", "female", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
@@ -172,7 +172,7 @@ def _axes_bank() -> SpeakerBank:
 def test_a_respoken_turn_must_sound_like_its_voice_by_the_banks_threshold(monkeypatch, s2, s3, dropped):
     from types import SimpleNamespace
 
-    from builder_scripts import units
+    from speakersleuth.builder_scripts import units
 
     class Encoder:  # what the bank's encoder hears in the two re-spoken turns
         def encode(self, clips):

@@ -7,10 +7,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from builder_scripts.scenarios import choose
-from builder_scripts.segments import Segment
-from builder_scripts.speaker_bank import SpeakerBank
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.scenarios import choose
+from speakersleuth.builder_scripts.segments import Segment
+from speakersleuth.builder_scripts.speaker_bank import SpeakerBank
 from tests.support.unit_fixtures import make_unit
 
 

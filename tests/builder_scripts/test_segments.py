@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from builder_scripts.segments import (
+from speakersleuth.builder_scripts.segments import (
     EPSILON,
     SKIP_REASONS,
     Segment,
@@ -23,7 +23,7 @@ from builder_scripts.segments import (
     widen_reference,
     write_manifest,
 )
-from builder_scripts.sources.base import AudioSpan, Dialogue, Turn
+from speakersleuth.builder_scripts.sources.base import AudioSpan, Dialogue, Turn
 
 GENDER = {"a": "female", "b": "male", "c": "female", "d": "male"}
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.signal import butter, sosfiltfilt
 
-from builder_scripts.audit_features import FAMILIES, FEATURES
-from builder_scripts.shortcut_fits import paired_difference, score_cell
-from builder_scripts.shortcuts import TASKS, ShortcutAudit
+from speakersleuth.builder_scripts.audit_features import FAMILIES, FEATURES
+from speakersleuth.builder_scripts.shortcut_fits import paired_difference, score_cell
+from speakersleuth.builder_scripts.shortcuts import TASKS, ShortcutAudit
 
 SR = 16000
 LOW = butter(8, 6000, fs=SR, output="sos")
@@ -286,9 +286,9 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
     """Each reading is the cross-validated cell of the rows' own block of columns, sliced here by
     hand from ``task_tables`` (the candidate and its deviation from the context: the first two
     copies of the features; its deviation from the candidates' mean: the third)."""
-    from builder_scripts.audit_features import feature_vector
-    from builder_scripts.shortcut_fits import cross_validated
-    from builder_scripts.shortcuts import READINGS, _columns, task_tables
+    from speakersleuth.builder_scripts.audit_features import feature_vector
+    from speakersleuth.builder_scripts.shortcut_fits import cross_validated
+    from speakersleuth.builder_scripts.shortcuts import READINGS, _columns, task_tables
 
     n = len(FEATURES)
     assert _columns("discrimination", FEATURES, None, READINGS["against the context"]).tolist() == list(range(2 * n))
@@ -323,7 +323,7 @@ def test_the_discrimination_readings_fit_each_part_of_the_candidates_rows():
 
 
 def test_a_discrimination_above_chance_names_its_readings(leaking):
-    from builder_scripts.shortcuts import cell_text
+    from speakersleuth.builder_scripts.shortcuts import cell_text
 
     readings = leaking.readings()
     (line,) = [w for w in leaking.warnings() if "discrimination" in w]
@@ -340,7 +340,7 @@ def test_a_discrimination_above_chance_names_its_readings(leaking):
 def test_the_discrimination_rows_are_the_candidates_against_the_context_and_each_other():
     """Rows by hand: the candidates (turn k, S2, S3), their deviation from the other turns' median,
     their deviation from the three candidates' mean; the original first."""
-    from builder_scripts.shortcuts import task_tables
+    from speakersleuth.builder_scripts.shortcuts import task_tables
 
     rng = np.random.default_rng(7)
     turns, s2, s3 = rng.normal(size=(5, 4)), rng.normal(size=4), rng.normal(size=4)
@@ -368,7 +368,7 @@ def test_a_split_needs_two_named_backends():
 
 
 def test_the_card_shows_each_backends_cells_and_the_readings_only_for_discrimination(two_backends):
-    from builder_scripts.shortcuts import cell_text
+    from speakersleuth.builder_scripts.shortcuts import cell_text
 
     audit = two_backends
     located = audit.with_model("logistic", families=False, tasks=("localization_S3",))

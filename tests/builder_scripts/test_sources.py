@@ -8,12 +8,12 @@ import pytest
 import soundfile as sf
 from pytest import approx
 
-from builder_scripts.sources import SOURCES, CorpusLayoutError, dailytalk, get_source_class
-from builder_scripts.sources.ami import AMI, AMI_EVAL_MEETINGS
-from builder_scripts.sources.base import lhotse_bars
-from builder_scripts.sources.bazinga import Bazinga
-from builder_scripts.sources.behavior_sd import BehaviorSD
-from builder_scripts.sources.dailytalk import DailyTalk
+from speakersleuth.builder_scripts.sources import SOURCES, CorpusLayoutError, dailytalk, get_source_class
+from speakersleuth.builder_scripts.sources.ami import AMI, AMI_EVAL_MEETINGS
+from speakersleuth.builder_scripts.sources.base import lhotse_bars
+from speakersleuth.builder_scripts.sources.bazinga import Bazinga
+from speakersleuth.builder_scripts.sources.behavior_sd import BehaviorSD
+from speakersleuth.builder_scripts.sources.dailytalk import DailyTalk
 from tests.support.corpus_fixtures import behavior_sd_record, write_ami, write_bazinga, write_dailytalk, write_table
 
 #: License identifiers of the Hub's table (https://huggingface.co/docs/hub/repositories-licenses),
@@ -394,7 +394,7 @@ def test_chitchat_without_a_two_party_conversation_is_refused(tmp_path):
     """Read with ``max_dialogues`` (no normalised cache), a file of one-sender chats is refused too."""
     import json
 
-    from builder_scripts.sources.chitchat_tts import ChitchatTTS
+    from speakersleuth.builder_scripts.sources.chitchat_tts import ChitchatTTS
 
     (tmp_path / "dataset.json").write_text(
         json.dumps({"c1": {"messages": [[{"sender": "a", "text": "hello there"}]]}})

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from builder_scripts.audio import load_span
-from builder_scripts.sources.base import AudioSpan
-from builder_scripts.speaker_bank import SpeakerBank
-from speech.encoders import SpeakerEncoder
+from speakersleuth.builder_scripts.audio import load_span
+from speakersleuth.builder_scripts.sources.base import AudioSpan
+from speakersleuth.builder_scripts.speaker_bank import SpeakerBank
+from speakersleuth.speech.encoders import SpeakerEncoder
 
 SR = 16_000
 
@@ -198,7 +198,7 @@ def test_load_span_errors(tmp_path):
 
 
 def _clip_bank(clips: dict[str, list[list[float]]]) -> SpeakerBank:
-    from builder_scripts.speaker_bank import BankSpeaker, _unit
+    from speakersleuth.builder_scripts.speaker_bank import BankSpeaker, _unit
 
     return SpeakerBank(
         [
@@ -209,7 +209,7 @@ def _clip_bank(clips: dict[str, list[list[float]]]) -> SpeakerBank:
 
 
 def test_equal_error_rate():
-    from builder_scripts.speaker_bank import equal_error_rate
+    from speakersleuth.builder_scripts.speaker_bank import equal_error_rate
 
     assert equal_error_rate([0.8, 0.9], [0.1, 0.2, 0.3]) == 0.0
     assert equal_error_rate([0.1, 0.2], [0.8, 0.9]) == 100.0

@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from builder_scripts.pipeline import BuildOptions, substitute_bank
-from builder_scripts.pipeline import build as run_build
-from builder_scripts.scenarios import SubstitutePoolError, check_pool, choose
-from builder_scripts.segments import Segment
-from builder_scripts.sources.ami import AMI
-from builder_scripts.sources.dailytalk import DailyTalk
-from builder_scripts.speaker_bank import SpeakerBank
-from builder_scripts.units import Clock
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.pipeline import BuildOptions, substitute_bank
+from speakersleuth.builder_scripts.pipeline import build as run_build
+from speakersleuth.builder_scripts.scenarios import SubstitutePoolError, check_pool, choose
+from speakersleuth.builder_scripts.segments import Segment
+from speakersleuth.builder_scripts.sources.ami import AMI
+from speakersleuth.builder_scripts.sources.dailytalk import DailyTalk
+from speakersleuth.builder_scripts.speaker_bank import SpeakerBank
+from speakersleuth.builder_scripts.units import Clock
 from tests.support.pipeline_fixtures import (
     AMI_SPEAKERS,
     SpeechLikeCorpus,
@@ -99,7 +99,7 @@ def test_dailytalk_alone_is_refused_before_any_work(corpora, tmp_path):
 
 
 def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
-    from builder_scripts.__main__ import main
+    from speakersleuth.builder_scripts.__main__ import main
 
     args = [
         "build",
@@ -123,7 +123,7 @@ def test_cli_refuses_dailytalk_alone_in_one_line(corpora, tmp_path, capsys):
     assert exited.value.code == 2 and "Traceback" not in err
     last = err.strip().splitlines()[-1]  # after lhotse's progress while it reads the corpus
     assert last.startswith(
-        "python -m builder_scripts build: error: the substitute speaker pool is too small (dailytalk: 2 speakers"
+        "python -m speakersleuth.builder_scripts build: error: the substitute speaker pool is too small (dailytalk: 2 speakers"
     )
     assert "--substitute-pool embedded" in last
 
@@ -155,7 +155,7 @@ def test_cli_with_jobs_refuses_dailytalk_alone_once_with_exit_2(corpora, tmp_pat
     ]
     env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     done = subprocess.run(
-        [sys.executable, "-m", "builder_scripts", *args],
+        [sys.executable, "-m", "speakersleuth.builder_scripts", *args],
         cwd=root,
         env=env,
         capture_output=True,
@@ -167,7 +167,7 @@ def test_cli_with_jobs_refuses_dailytalk_alone_once_with_exit_2(corpora, tmp_pat
     assert (
         done.stderr.strip()
         .splitlines()[-1]
-        .startswith("python -m builder_scripts build: error: the substitute speaker pool is too small")
+        .startswith("python -m speakersleuth.builder_scripts build: error: the substitute speaker pool is too small")
     )
 
 

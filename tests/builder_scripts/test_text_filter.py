@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from builder_scripts.verification import PROFANITY, HeuristicTextFilter, LLMTextFilter, get_text_filter, profane_words
+from speakersleuth.builder_scripts.verification import PROFANITY, HeuristicTextFilter, LLMTextFilter, get_text_filter, profane_words
 from tests.support.lalm_http_double import serve
 
 QUESTION = {"speaker": "A", "text": "How did the football game go last night?", "is_target": False}

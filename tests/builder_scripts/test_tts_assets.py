@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from builder_scripts.tts.kokoro import MODEL_NAME
-from builder_scripts.tts.runtime import onnx_session
+from speakersleuth.builder_scripts.tts.kokoro import MODEL_NAME
+from speakersleuth.builder_scripts.tts.runtime import onnx_session
 from tests.support.fresh_machine import ROOT, fresh_env
 
 PROCESSES = 3
@@ -22,7 +22,7 @@ PROCESSES = 3
 _FIRST_USE = """
 import sys, time
 from pathlib import Path
-from builder_scripts.tts.kokoro import model_path
+from speakersleuth.builder_scripts.tts.kokoro import model_path
 Path(sys.argv[1]).touch()
 while not Path(sys.argv[2]).exists():
     time.sleep(0.005)
@@ -34,7 +34,7 @@ print(model_path())
 _KILLED_RUN = """
 import sys, time
 from pathlib import Path
-from builder_scripts.tts.runtime import file_lock
+from speakersleuth.builder_scripts.tts.runtime import file_lock
 asset = Path(sys.argv[1])
 with file_lock(asset):
     asset.with_suffix(".tmp").write_bytes(b"half a model")

@@ -18,10 +18,10 @@ import numpy as np
 import parselmouth
 import pytest
 
-import builder_scripts.vc as vc
-from builder_scripts.vc import base, cosyvoice, world, yourtts
-from builder_scripts.vc.base import SAMPLING_RATE, rms
-from speech.model_dirs import ModelFolderError, use_model_dirs
+import speakersleuth.builder_scripts.vc as vc
+from speakersleuth.builder_scripts.vc import base, cosyvoice, world, yourtts
+from speakersleuth.builder_scripts.vc.base import SAMPLING_RATE, rms
+from speakersleuth.speech.model_dirs import ModelFolderError, use_model_dirs
 from tests.support.vc_fixtures import VOICES, Voice, clips, speech_like
 
 DSP = ("world", "praat")
@@ -69,7 +69,7 @@ def converters():
 
 @pytest.fixture(scope="module")
 def encoder():
-    from speech.encoders import get_encoder
+    from speakersleuth.speech.encoders import get_encoder
 
     return get_encoder("resemblyzer")
 
@@ -530,7 +530,7 @@ def test_yourtts_adapter_runs_coqui_end_to_end(tiny_yourtts, speakers):
 def test_dsp_outputs_share_one_bandwidth(name, converted, converters, speakers):
     """Formant shifts change the top of the band; converted and resynthesised clips are band-limited
     alike, so the top band does not tell which turn was converted."""
-    from builder_scripts.vc.world import BANDWIDTH_HZ
+    from speakersleuth.builder_scripts.vc.world import BANDWIDTH_HZ
 
     def top_share(clip: np.ndarray) -> float:
         spectrum = np.abs(np.fft.rfft(clip)) ** 2

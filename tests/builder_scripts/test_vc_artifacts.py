@@ -9,10 +9,10 @@ import doctest
 import numpy as np
 import pytest
 
-from builder_scripts import artifacts
-from builder_scripts.artifacts import harmonicity, impulse_windows, zero_runs
-from builder_scripts.audit_features import dc_offset
-from builder_scripts.vc import praat, world
+from speakersleuth.builder_scripts import artifacts
+from speakersleuth.builder_scripts.artifacts import harmonicity, impulse_windows, zero_runs
+from speakersleuth.builder_scripts.audit_features import dc_offset
+from speakersleuth.builder_scripts.vc import praat, world
 from tests.support.vc_fixtures import Voice, clips, speech_like
 
 SR = 16000

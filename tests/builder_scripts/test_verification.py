@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from builder_scripts.scenarios import Substitute
-from builder_scripts.verification import GENDER_F0_BOUNDARY, SILENCE_DBFS, audio_checks, clip_problem
+from speakersleuth.builder_scripts.scenarios import Substitute
+from speakersleuth.builder_scripts.verification import GENDER_F0_BOUNDARY, SILENCE_DBFS, audio_checks, clip_problem
 from tests.support.unit_fixtures import make_unit
 
 FEMALE_S2 = Substitute("f2", "female", 0.2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from builder_scripts.tts.voice_bank import (
+from speakersleuth.builder_scripts.tts.voice_bank import (
     BANK,
     ENGINE_SECONDS_PER_SECOND,
     ENGINES,
@@ -112,7 +112,7 @@ def test_unknown_engine_is_named(tmp_path):
 
 
 def test_hibari_speaks_deterministically():
-    from builder_scripts.tts.hibari import HibariEngine
+    from speakersleuth.builder_scripts.tts.hibari import HibariEngine
 
     engine = HibariEngine(threads=1)
     audio = engine.synthesize("Hello there, how was your day?")

@@ -20,8 +20,8 @@ import soundfile as sf
 from datasets import load_dataset
 from torchcodec.decoders import AudioDecoder
 
-import speakersleuth_dataset as ssd
-import speakersleuth_format.audio as ssd_audio
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_format.audio as ssd_audio
 from tests.support import FIXTURES
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 

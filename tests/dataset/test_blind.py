@@ -1,4 +1,4 @@
-"""The blind copy (issue 17): ``python -m speakersleuth_dataset blind`` writes a public copy whose
+"""The blind copy (issue 17): ``python -m speakersleuth.speakersleuth_dataset blind`` writes a public copy whose
 test split has no gold, provenance or dialogue column, ids that only a secret makes and rows in
 their order; the scorer with ``--gold`` gives exactly the full folder's scores; a stock
 ``load_dataset`` reads the public copy; the Space scores it from the private gold and its Viewer
@@ -21,15 +21,15 @@ import pyarrow.parquet as pq
 import pytest
 from datasets import load_dataset
 
-import speakersleuth_dataset as ssd
-import speakersleuth_format.blind as ssd_blind
-from builder_scripts import card
-from metrics.report import main as score_main
-from metrics.submission import load_gold
-from space import viewer
-from space.config import SpaceConfig
-from space.store import SqliteStore
-from space.submitter import Submitter, gold_folder
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_format.blind as ssd_blind
+from speakersleuth.builder_scripts import card
+from speakersleuth.metrics.report import main as score_main
+from speakersleuth.metrics.submission import load_gold
+from speakersleuth.space import viewer
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.store import SqliteStore
+from speakersleuth.space.submitter import Submitter, gold_folder
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 DIALOGUES = 6
@@ -515,8 +515,8 @@ def test_the_viewer_offers_no_scenario_filter_on_a_blind_copy(built):
 
 
 def test_app_and_seed_take_the_gold_from_a_private_folder(built, tmp_path, capsys):
-    from space import seed
-    from space.app import build_app
+    from speakersleuth.space import seed
+    from speakersleuth.space.app import build_app
 
     full, public, gold = built
     with pytest.raises(ValueError, match="blind copy without test gold"):

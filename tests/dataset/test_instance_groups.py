@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 from tests.support.synthetic import build_synthetic_dataset
 
 

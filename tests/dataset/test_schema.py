@@ -16,8 +16,8 @@ import soundfile as sf
 from datasets import load_dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 
-import speakersleuth_dataset as ssd
-import speakersleuth_format.audio as ssd_audio
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_format.audio as ssd_audio
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,7 +202,7 @@ def test_valid_folder_passes_validator_and_cli(folder):
     counts = ssd.validate_folder(folder)
     assert counts["detection/test"] == 9 and counts["discrimination-10turn/test"] == 3
     proc = subprocess.run(
-        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder)],
+        [sys.executable, "-m", "speakersleuth.speakersleuth_dataset", "validate", "--dataset", str(folder)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -323,7 +323,7 @@ def test_validator_catches_missing_file_and_id_mismatch(corruptible):
     assert "config 'localization-4vc' split 'test': no file matches '4vc/localization/test-*.parquet'" in message
     assert "main/test: detection and localization ids differ" in message
     proc = subprocess.run(
-        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(corruptible)],
+        [sys.executable, "-m", "speakersleuth.speakersleuth_dataset", "validate", "--dataset", str(corruptible)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -10,13 +10,13 @@ import json
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from judges.cache import EmbeddingCache
-from judges.check import load_calibration
-from judges.check.benchmark import benchmark_predictions
-from judges.run import run_judge
-from metrics.score import leaderboard_row, score_predictions
-from speech.encoders import get_encoder
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.check import load_calibration
+from speakersleuth.judges.check.benchmark import benchmark_predictions
+from speakersleuth.judges.run import run_judge
+from speakersleuth.metrics.score import leaderboard_row, score_predictions
+from speakersleuth.speech.encoders import get_encoder
 from tests.support.synthetic import build_synthetic_dataset
 
 VARIANTS = ("main", "4vc", "10turn")
@@ -60,7 +60,7 @@ def _compare(folder, tmp_path, encoder, spec: str, method: str, tau: float, vari
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_default_judge_through_the_check_equals_run_judge(folder, tmp_path, default, variant, monkeypatch):
     settings, encoder = default
-    monkeypatch.setattr("speech.encoders.get_encoder", lambda spec, device="cpu": encoder)
+    monkeypatch.setattr("speakersleuth.speech.encoders.get_encoder", lambda spec, device="cpu": encoder)
     spec, method = settings["encoder"], settings["method"]
     checked = _compare(folder, tmp_path, encoder, spec, method, settings["threshold"], variant)
     # at a τ in the middle of this build's scores both answers occur, so the equality is not vacuous
@@ -73,7 +73,7 @@ def test_default_judge_through_the_check_equals_run_judge(folder, tmp_path, defa
 
 def test_reference_method_through_the_check_equals_run_judge(folder, tmp_path, campplus, monkeypatch):
     """The reference method reads each row's reference clip: the same through both paths."""
-    monkeypatch.setattr("speech.encoders.get_encoder", lambda spec, device="cpu": campplus)
+    monkeypatch.setattr("speakersleuth.speech.encoders.get_encoder", lambda spec, device="cpu": campplus)
     checked = _compare(folder, tmp_path, campplus, "campplus", "reference", 0.6, "main")
     det = [line for line in checked if line["task"] == "detection"]
     assert len(det) == 6 and all("score" in line for line in det)

@@ -12,14 +12,14 @@ import re
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-import speech.encoders
-from judges.check import load_calibration, resolve_settings
-from judges.check import make_calibration as mk
-from judges.embedding import DEFAULT_THRESHOLDS
-from judges.names import METHODS
-from judges.sweep import THRESHOLDS
-from speech.encoders import offline_encoders
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speech.encoders as encoders
+from speakersleuth.judges.check import load_calibration, resolve_settings
+from speakersleuth.judges.check import make_calibration as mk
+from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS
+from speakersleuth.judges.names import METHODS
+from speakersleuth.judges.sweep import THRESHOLDS
+from speakersleuth.speech.encoders import offline_encoders
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 
@@ -37,7 +37,7 @@ def test_the_shipped_file_follows_its_own_rule():
         per_variant = [entry["validation"]["per_variant"][v]["det_bal_acc"] for v in source["variants"]]
         assert entry["validation"]["det_bal_acc"] == pytest.approx(np.mean(per_variant), abs=0.01)
     assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["command"].startswith(
-        "python -m judges.check.make_calibration --dataset "
+        "python -m speakersleuth.judges.check.make_calibration --dataset "
     )
 
 
@@ -75,7 +75,7 @@ def small_build(tmp_path_factory):
 
 def test_make_calibration_pools_the_variants_validation_sweeps(small_build, tmp_path, campplus, monkeypatch):
     monkeypatch.setattr(mk, "offline_encoders", lambda: ["campplus"])
-    monkeypatch.setattr(speech.encoders, "get_encoder", lambda spec, device="cpu": campplus)
+    monkeypatch.setattr(encoders, "get_encoder", lambda spec, device="cpu": campplus)
     data = mk.make_calibration(small_build, sweep_out=tmp_path, progress=False, command="python -m x")
     assert data["source"]["variants"] == ["main", "4vc"] and data["source"]["validation_instances"] == {
         "main": 9,

@@ -1,4 +1,4 @@
-"""``python -m judges check`` run as the README types it, in a subprocess, on dialogues as people
+"""``python -m speakersleuth.judges check`` run as the README types it, in a subprocess, on dialogues as people
 have them: a small build's turns exported as wav/flac/mp3 files at 8 to 48 kHz, mono and stereo,
 with a manifest; DailyTalk in its real layout (its metadata as the manifest); an AMI meeting's
 Mix-Headset recording with an RTTM made from its NXT segments; a long recording of concatenated
@@ -18,8 +18,8 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from judges.check import load_calibration
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.check import load_calibration
 from tests.support.check_inputs import build_rows, decode_16k, export_row, write_audio, write_recording
 from tests.support.corpus_fixtures import write_ami
 from tests.support.fresh_machine import ROOT
@@ -29,10 +29,10 @@ from tests.support.vc_fixtures import VOICES, Voice, speech_like
 
 
 def judges_check(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    """``python -m judges check ARGS`` in ``cwd`` (this checkout's modules first)."""
+    """``python -m speakersleuth.judges check ARGS`` in ``cwd`` (this checkout's modules first)."""
     environ = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", **env}
     return subprocess.run(
-        [sys.executable, "-m", "judges", "check", *args],
+        [sys.executable, "-m", "speakersleuth.judges", "check", *args],
         cwd=cwd,
         env=environ,
         capture_output=True,
@@ -337,7 +337,7 @@ def test_a_missing_extra_is_named_in_one_line(exported):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert (
         done.stderr
-        == "python -m judges check: needs torch, which the 'check' extra installs: pip install 'speakersleuth[check]'\n"
+        == "python -m speakersleuth.judges check: needs torch, which the 'check' extra installs: pip install 'speakersleuth[check]'\n"
     )
 
 

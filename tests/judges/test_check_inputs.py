@@ -13,9 +13,9 @@ import pytest
 import soundfile as sf
 from scipy.signal import resample_poly
 
-from judges.check import CheckInputError, Clip, Dialogue, Turn, read_manifest, read_rttm, validate
-from judges.check.audio import audio_info, decode
-from judges.check.inputs import add_candidates, add_references
+from speakersleuth.judges.check import CheckInputError, Clip, Dialogue, Turn, read_manifest, read_rttm, validate
+from speakersleuth.judges.check.audio import audio_info, decode
+from speakersleuth.judges.check.inputs import add_candidates, add_references
 
 SR = 16000
 

@@ -13,13 +13,13 @@ import pytest
 import soundfile as sf
 import torch
 
-import speakersleuth_dataset as ssd
-from judges import embedding as emb
-from judges.cache import EmbeddingCache
-from judges.sweep import THRESHOLDS, calibrate, pick_threshold, run_sweep, threshold_metrics
-from metrics.score import score_submission
-from metrics.submission import load_gold, parse_submission
-from speech.encoders import get_encoder
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges import embedding as emb
+from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.sweep import THRESHOLDS, calibrate, pick_threshold, run_sweep, threshold_metrics
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import load_gold, parse_submission
+from speakersleuth.speech.encoders import get_encoder
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 TASKS = ["detection", "localization", "discrimination"]

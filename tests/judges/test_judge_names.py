@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from judges.names import (
+from speakersleuth.judges.names import (
     EmbeddingJudgeName,
     LALMJudgeName,
     embedding_judge_name,

@@ -20,16 +20,16 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
-from judges.lalm import make_lalm_judge
-from judges.lalm.backends import make_backend
-from judges.lalm.backends.base import Audio, Backend, FatalBackendError, Prompt, RequestError, Text
-from judges.lalm.backends.openai_backend import chat_messages
-from judges.lalm.harness import RAW_SUFFIX, TURN_COLUMNS, LALMJudge, turn_instance
-from judges.lalm.parsing import parse_answer
-from judges.lalm.prompts import SYSTEM, TurnInstance, turn_queries
-from metrics.score import score_submission
-from metrics.submission import load_gold, parse_submission
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.lalm import make_lalm_judge
+from speakersleuth.judges.lalm.backends import make_backend
+from speakersleuth.judges.lalm.backends.base import Audio, Backend, FatalBackendError, Prompt, RequestError, Text
+from speakersleuth.judges.lalm.backends.openai_backend import chat_messages
+from speakersleuth.judges.lalm.harness import RAW_SUFFIX, TURN_COLUMNS, LALMJudge, turn_instance
+from speakersleuth.judges.lalm.parsing import parse_answer
+from speakersleuth.judges.lalm.prompts import SYSTEM, TurnInstance, turn_queries
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import load_gold, parse_submission
 from tests.support.lalm_http_double import canned_answer, serve
 from tests.support.lalm_tiny_models import TINY_BUILDERS
 from tests.support.synthetic import build_synthetic_dataset

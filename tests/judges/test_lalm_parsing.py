@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-import judges.lalm.parsing as parsing
-from judges.lalm.parsing import json_values, parse_answer, strip_reasoning
+import speakersleuth.judges.lalm.parsing as parsing
+from speakersleuth.judges.lalm.parsing import json_values, parse_answer, strip_reasoning
 
 # (kind, raw answer, expected value); None means it must be unparseable
 CORPUS = [

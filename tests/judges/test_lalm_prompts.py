@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from judges.lalm.backends.base import Audio, Prompt, Text
-from judges.lalm.harness import DISCRIMINATION_COLUMNS, TURN_COLUMNS, discrimination_instance, turn_instance
-from judges.lalm.prompts import (
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.lalm.backends.base import Audio, Prompt, Text
+from speakersleuth.judges.lalm.harness import DISCRIMINATION_COLUMNS, TURN_COLUMNS, discrimination_instance, turn_instance
+from speakersleuth.judges.lalm.prompts import (
     ANSWER_FORMATS,
     SETTINGS,
     SYSTEM,

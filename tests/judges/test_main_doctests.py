@@ -7,7 +7,7 @@ import doctest
 
 import pytest
 
-import judges.__main__ as judges_main
+import speakersleuth.judges.__main__ as judges_main
 
 
 @pytest.mark.parametrize("module", [judges_main], ids=lambda m: m.__name__)

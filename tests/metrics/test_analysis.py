@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from metrics import analysis
-from metrics.analysis import Provenance, analyse, read_provenance, setting_deltas
-from metrics.submission import Gold, load_gold, parse_submission
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics import analysis
+from speakersleuth.metrics.analysis import Provenance, analyse, read_provenance, setting_deltas
+from speakersleuth.metrics.submission import Gold, load_gold, parse_submission
 
 DIALOGUES = 8
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metrics import core
+from speakersleuth.metrics import core
 from tests.support.scoring_fixtures import sklearn_ndcg
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics import core
-from metrics.report import format_report, main
-from metrics.score import INTERVAL_KEYS, TABLE2_KEYS, average_ranks, leaderboard_row, score_submission
-from metrics.submission import Gold, load_gold, parse_submission
+from speakersleuth.metrics import core
+from speakersleuth.metrics.report import format_report, main
+from speakersleuth.metrics.score import INTERVAL_KEYS, TABLE2_KEYS, average_ranks, leaderboard_row, score_submission
+from speakersleuth.metrics.submission import Gold, load_gold, parse_submission
 from tests.support.scoring_fixtures import synthetic_gold
 from tests.support.synthetic import build_synthetic_dataset
 
@@ -510,7 +510,7 @@ def test_module_entry_point(folder, tmp_path):
         [
             sys.executable,
             "-m",
-            "metrics.score",
+            "speakersleuth.metrics.score",
             "--predictions",
             str(path),
             "--dataset",

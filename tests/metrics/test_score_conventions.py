@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics import core
-from metrics.score import score_submission
-from metrics.submission import parse_submission
+from speakersleuth.metrics import core
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import parse_submission
 from tests.support.scoring_fixtures import synthetic_gold
 
 

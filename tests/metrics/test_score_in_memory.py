@@ -10,10 +10,10 @@ import random
 import pandas as pd
 import pytest
 
-import speakersleuth_dataset as ssd
-from metrics.report import main
-from metrics.score import leaderboard_row, score_predictions
-from metrics.submission import SubmissionError, load_gold
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.report import main
+from speakersleuth.metrics.score import leaderboard_row, score_predictions
+from speakersleuth.metrics.submission import SubmissionError, load_gold
 from tests.support.synthetic import build_synthetic_dataset, dialogue_records
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from metrics.score import score_submission
-from metrics.submission import parse_submission
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import parse_submission
 from publishing.closure import pins
 from tests.support.hub_envs import hub_env
 from tests.support.scoring_fixtures import sklearn_ndcg, synthetic_gold

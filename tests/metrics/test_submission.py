@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics.submission import Gold, SubmissionError, load_gold, parse_submission
+from speakersleuth.metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 from tests.support.synthetic import build_synthetic_dataset
 
 

@@ -20,7 +20,7 @@ PACKAGES = ("builder_scripts", "judges", "metrics", "publishing", "space", "spea
 ALIASES = {
     "ssd": "speakersleuth_dataset",
     "gr": "gradio",
-    "opts": "builder_scripts.pipeline.BuildOptions",
+    "opts": "speakersleuth.builder_scripts.pipeline.BuildOptions",
     "HfApi": "huggingface_hub.HfApi",
 }
 #: Names the text mentions as gone on purpose, with why.
@@ -103,7 +103,7 @@ def resolves(name: str) -> bool:
 
 
 def test_the_text_names_dotted_symbols():
-    assert {"speakersleuth_dataset.VariantSpec", "metrics.score.score_predictions", "trees.SPACE_UNREACHED"} <= set(
+    assert {"speakersleuth.speakersleuth_dataset.VariantSpec", "speakersleuth.metrics.score.score_predictions", "trees.SPACE_UNREACHED"} <= set(
         documented_names()
     )
 
@@ -114,5 +114,5 @@ def test_every_backticked_symbol_of_architecture_md_exists(name):
 
 
 def test_a_name_that_is_not_there_does_not_resolve():
-    assert not resolves("metrics.core.MetricModule") and not resolves("RetryPolicy.no_such_field")
-    assert resolves("metrics.core.grouped_mean") and resolves("RetryPolicy.unreachable_after")
+    assert not resolves("speakersleuth.metrics.core.MetricModule") and not resolves("RetryPolicy.no_such_field")
+    assert resolves("speakersleuth.metrics.core.grouped_mean") and resolves("RetryPolicy.unreachable_after")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import speakersleuth_dataset as ssd
-from builder_scripts.tts.kokoro import MODEL_NAME
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.tts.kokoro import MODEL_NAME
 from tests.support.fresh_machine import ROOT, fresh_env
 from tests.support.readme_blocks import blocks
 
@@ -66,12 +66,12 @@ def _run(args: list[str], cwd: Path, env: dict, timeout: float) -> subprocess.Co
 
 @pytest.fixture(scope="module")
 def user(tmp_path_factory) -> dict:
-    """A fresh machine's user after ``python -m builder_scripts build ... --jobs 2`` (tiny)."""
+    """A fresh machine's user after ``python -m speakersleuth.builder_scripts build ... --jobs 2`` (tiny)."""
     tmp = tmp_path_factory.mktemp("outside_in")
     env, out, cache = fresh_env(tmp / "home"), tmp / "speakersleuth", tmp / "cache"
     build = ["build", "--dataset-out", str(out), "--cache", str(cache), "--jobs", "2", *TINY, "--no-progress"]
     done = subprocess.run(
-        [sys.executable, "-m", "builder_scripts", *build],
+        [sys.executable, "-m", "speakersleuth.builder_scripts", *build],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -124,7 +124,7 @@ def test_every_clip_of_every_config_decodes_with_stock_datasets(user):
 def _plain_headline_scores(preds: Path, folder: Path) -> dict[str, tuple[str, float]]:
     """The headline scores (percent) of a predictions file by plain loops over the gold, outside the
     scorer: balanced accuracy, balanced F1 (F1 1 when both sets are empty) and discrimination accuracy."""
-    from metrics.submission import load_gold
+    from speakersleuth.metrics.submission import load_gold
 
     gold = load_gold(folder, "main").tasks
     lines = [json.loads(text) for text in preds.read_text().splitlines() if text.strip()]
@@ -157,7 +157,7 @@ def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
         [
             sys.executable,
             "-m",
-            "judges",
+            "speakersleuth.judges",
             "run",
             "--judge",
             "centroid-campplus",
@@ -179,7 +179,7 @@ def test_the_scorer_cli_scores_what_the_judges_cli_wrote(user):
         row["threshold"] for row in sweep if abs(row["det_bal_acc"] - best) < 1e-9
     ]  # ... its best τ
     done = _run(
-        [sys.executable, "-m", "metrics.score", "--predictions", str(preds), *dataset, "--json"],
+        [sys.executable, "-m", "speakersleuth.metrics.score", "--predictions", str(preds), *dataset, "--json"],
         ROOT,
         user["env"],
         300,
@@ -399,7 +399,7 @@ def test_the_respoken_build_gives_the_same_bytes_on_one_shard_process(user):
         ignore=lambda folder, names: [n for n in names if n in ("units", "build_report.json", "logs")],
     )
     build = ["build", "--dataset-out", str(out), "--cache", str(again), "--jobs", "1", *TINY, "--no-progress"]
-    _run([sys.executable, "-m", "builder_scripts", *build], ROOT, user["env"], 1800)
+    _run([sys.executable, "-m", "speakersleuth.builder_scripts", *build], ROOT, user["env"], 1800)
     assert (again / "units").is_dir()
     shards = sorted(p.relative_to(user["out"]) for p in user["out"].glob("*/*/*.parquet"))
     assert shards and shards == sorted(p.relative_to(out) for p in out.glob("*/*/*.parquet"))

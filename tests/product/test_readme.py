@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 from tests.support.check_inputs import build_rows, export_row
 from tests.support.fresh_machine import ROOT, build_wheel
 from tests.support.readme_blocks import blocks, commands
@@ -39,20 +39,20 @@ RULES = [
     (r"^\./run\.sh (demo|test)$", "skip", "the whole demo (~20 min) or the whole suite, which is what CI runs"),
     (r"^pip install ", "skip", "this test's own install: a wheel of the checkout, into a new environment"),
     (
-        r"^python -m builder_scripts build ",
+        r"^python -m speakersleuth.builder_scripts build ",
         "parse",
         "a build: ~9 min embedded, hours with corpora and models (tests/product/test_outside_in.py runs a tiny one)",
     ),
-    (r"^python -m judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/judges/test_cli.py)"),
+    (r"^python -m speakersleuth.judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/judges/test_cli.py)"),
     (
-        r"^python -m judges baselines ",
+        r"^python -m speakersleuth.judges baselines ",
         "narrow --encoder campplus",
         "every method x four encoders: minutes on 2 cores; one encoder here",
     ),
-    (r"^python -m judges sweep ", "narrow --judge centroid-campplus", "twelve judges: minutes on 2 cores; one here"),
-    (r"^python -m space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
+    (r"^python -m speakersleuth.judges sweep ", "narrow --judge centroid-campplus", "twelve judges: minutes on 2 cores; one here"),
+    (r"^python -m speakersleuth.space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
     (
-        r"^python -m judges check .*(--candidates|--rttm|--calibrate) ",
+        r"^python -m speakersleuth.judges check .*(--candidates|--rttm|--calibrate) ",
         "parse",
         "regenerations, a recording or labels of your own (tests/judges/test_check_cli.py runs each form as typed)",
     ),

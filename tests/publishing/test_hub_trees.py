@@ -5,7 +5,7 @@ no repository on the path and empty caches.
 
 - the leaderboard Space: ``python space/app.py`` with Spaces' variables (``SYSTEM=spaces``,
   ``SPACE_ID``, the OAuth client, the dataset and gold given as variables), a file written by
-  ``python -m judges run`` submitted through ``gradio_client`` by a signed-in user, then ranked;
+  ``python -m speakersleuth.judges run`` submitted through ``gradio_client`` by a signed-in user, then ranked;
   torch is not importable there;
 - each metric Space: ``evaluate.load(<tree>)`` computes the scorer's values with only the tree's
   requirements, and its ``app.py`` builds its widget on the card's Gradio, which computes the same;
@@ -33,13 +33,13 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import RepoCard
 
-import speakersleuth_dataset as ssd
-from metrics.score import score_submission
-from metrics.submission import load_gold, parse_submission
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.score import score_submission
+from speakersleuth.metrics.submission import load_gold, parse_submission
 from publishing.__main__ import main as publish_main
 from publishing.closure import closure, pins
 from publishing.trees import METRICS, SPACE_APP, SPACE_UNREACHED, gradio_version
-from space.leaderboard_table import GROUPS
+from speakersleuth.space.leaderboard_table import GROUPS
 from tests.metrics.test_standalone import _module_inputs, _scorer_values, _submission
 from tests.support.hub_envs import UV, hub_env
 from tests.support.scoring_fixtures import synthetic_gold
@@ -357,13 +357,13 @@ def session_cookie(username: str) -> str:
 
 
 def judged(public: Path, out: Path) -> Path:
-    """Predictions of the centroid Resemblyzer judge on the public copy, written by ``python -m judges run``."""
+    """Predictions of the centroid Resemblyzer judge on the public copy, written by ``python -m speakersleuth.judges run``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [
             sys.executable,
             "-m",
-            "judges",
+            "speakersleuth.judges",
             "run",
             "--dataset",
             str(public),

@@ -35,12 +35,12 @@ import pytest
 from gradio_client import Client, handle_file
 from scipy.stats import binom
 
-import speakersleuth_dataset as ssd
-from metrics.submission import load_gold, parse_submission
-from space.config import SpaceConfig
-from space.disclosure import BlindRound, Disclosure
-from space.leaderboard_table import GROUPS
-from space.store import Metadata, StoredResult
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.submission import load_gold, parse_submission
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.disclosure import BlindRound, Disclosure
+from speakersleuth.space.leaderboard_table import GROUPS
+from speakersleuth.space.store import Metadata, StoredResult
 from tests.support.space_support import free_port, running_app
 from tests.support.synthetic import build_synthetic_dataset
 

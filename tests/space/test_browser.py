@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from metrics.submission import load_gold
+from speakersleuth.metrics.submission import load_gold
 from tests.support.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
 
 XSS = "<img src=x onerror=alert(1)>"

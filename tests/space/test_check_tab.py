@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-import space.check_tab as tab
+import speakersleuth.space.check_tab as tab
 from tests.support.check_audio import as_uploads, write_check_dialogue
 
 pytest.importorskip("torch")
@@ -28,8 +28,8 @@ def dialogue(tmp_path_factory, one_torch_thread):
 @pytest.fixture(scope="module")
 def expected(dialogue):
     """What ``judges.check.check`` itself returns for the turn files and for the recording."""
-    from judges.cache import EmbeddingCache
-    from judges.check import check, resolve_settings
+    from speakersleuth.judges.cache import EmbeddingCache
+    from speakersleuth.judges.check import check, resolve_settings
 
     settings = resolve_settings()
 
@@ -176,8 +176,8 @@ def test_a_reference_named_for_no_speaker_is_refused(dialogue, tmp_path):
 
 def no_decoding(monkeypatch, *, headers_allowed: bool) -> None:
     """Fail the test if any audio is decoded (or, unless ``headers_allowed``, any header read)."""
-    import judges.check.audio as audio
-    from judges.check.dialogue import Clip
+    import speakersleuth.judges.check.audio as audio
+    from speakersleuth.judges.check.dialogue import Clip
 
     monkeypatch.setattr(audio, "decode", lambda *a, **k: pytest.fail("decoded before the limits"))
     monkeypatch.setattr(Clip, "load", lambda self: pytest.fail("decoded before the limits"))
@@ -240,8 +240,8 @@ def tree(folder: Path) -> dict[str, tuple[int, int]]:
 def test_a_check_writes_nothing_to_the_data_dir_the_store_or_temp(dialogue, dataset, tmp_path, monkeypatch):
     """The Space's data folder (its store inside) and the temporary folder are as they were: the
     uploads are deleted, the picture drawn in memory, embeddings never on disk."""
-    from space.config import SpaceConfig
-    from space.store import open_store
+    from speakersleuth.space.config import SpaceConfig
+    from speakersleuth.space.store import open_store
 
     config = replace(SpaceConfig.from_env({}, dataset=str(dataset)), data_dir=tmp_path / "data")
     store = open_store(config)
@@ -281,13 +281,13 @@ def test_the_space_imports_judges_only_inside_functions():
     }
     assert not top_level
     inside = [n for n in ast.walk(ast.parse(Path(tab.__file__).read_text())) if isinstance(n, ast.ImportFrom)]
-    assert {n.module for n in inside if n.module.startswith("judges")} >= {"judges.check", "judges.cache"}
+    assert {n.module for n in inside if n.module.startswith("judges")} >= {"speakersleuth.judges.check", "speakersleuth.judges.cache"}
 
 
 def test_any_other_failure_while_decoding_is_one_general_line(dialogue, tmp_path, monkeypatch, caplog):
     """An exception of a decoding library (not a ``CheckInputError``) shows no traceback, no path
     and no library message on the page; the server's log keeps it."""
-    from judges.check.dialogue import Clip
+    from speakersleuth.judges.check.dialogue import Clip
 
     def explode(self):
         raise RuntimeError(f"libsndfile: internal error in {self.path}")

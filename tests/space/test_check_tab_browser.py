@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-import space.check_tab as tab
+import speakersleuth.space.check_tab as tab
 from tests.support.check_audio import write_check_dialogue
 from tests.support.space_support import CHROMIUM, build_dataset, new_page, running_app, served_config
 
@@ -26,8 +26,8 @@ def served(tmp_path_factory, one_torch_thread):
 
 
 def expected_report(dialogue):
-    from judges.cache import EmbeddingCache
-    from judges.check import check, resolve_settings
+    from speakersleuth.judges.cache import EmbeddingCache
+    from speakersleuth.judges.check import check, resolve_settings
 
     settings = resolve_settings()
     return check(dialogue.manifest, cache=EmbeddingCache(tab.shared_encoder(settings.encoder)))

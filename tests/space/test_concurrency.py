@@ -13,8 +13,8 @@ import pytest
 from gradio.utils import get_upload_folder
 from gradio_client import Client, handle_file
 
-from metrics.submission import load_gold, parse_submission
-from space.config import SpaceConfig
+from speakersleuth.metrics.submission import load_gold, parse_submission
+from speakersleuth.space.config import SpaceConfig
 from tests.support.space_support import build_dataset, free_port, predictions, running_app
 
 N = 50
@@ -74,7 +74,7 @@ def test_parallel_submissions_lose_nothing(served):
 
 def test_view_instance_api_shows_an_instance_of_any_config(served):
     """The viewer's API took ids of the first config only (Gradio checked them against its choices)."""
-    import speakersleuth_dataset as ssd
+    import speakersleuth.speakersleuth_dataset as ssd
 
     app, url, gold, root = served
     client = Client(url, verbose=False, httpx_kwargs={"timeout": 120}, download_files=False, analytics_enabled=False)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from gradio_client import Client
 
-from space.config import SpaceConfig
+from speakersleuth.space.config import SpaceConfig
 from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {
@@ -52,7 +52,7 @@ def _scoring_raises(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("scoring crashed")
 
-    for name in ("space.submitter", "space.disclosure"):
+    for name in ("speakersleuth.space.submitter", "speakersleuth.space.disclosure"):
         try:
             module = importlib.import_module(name)
         except ImportError:
@@ -85,7 +85,7 @@ def test_two_concurrent_submissions_of_one_identity_do_not_both_pass_the_limit(m
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from space import store as store_module
+    from speakersleuth.space import store as store_module
 
     submitter = make(rate_limit=1, rate_window_s=3600)
     both_checked = threading.Barrier(2, timeout=60)
@@ -111,7 +111,7 @@ def test_two_concurrent_submissions_of_one_identity_do_not_both_pass_the_limit(m
 def _entry(i: int) -> dict:
     import hashlib
 
-    from space.store import Metadata
+    from speakersleuth.space.store import Metadata
 
     data = f'{{"task": "detection", "id": "x{i}", "prediction": "consistent"}}\n'.encode()
     return dict(
@@ -129,7 +129,7 @@ def _entry(i: int) -> dict:
 def test_add_logs_the_attempt_with_the_submission_and_refuses_past_the_limit(tmp_path, kind):
     import json
 
-    from space.store import RateLimited, SqliteStore, result_id
+    from speakersleuth.space.store import RateLimited, SqliteStore, result_id
     from tests.space.test_store import hub_store
 
     def open_it(name: str, remote=None):
@@ -175,9 +175,9 @@ class _Request:
 
 
 def _review_desk(dataset, data_dir):
-    from space.review import ReviewDesk
-    from space.store import SqliteStore
-    from space.submitter import Submitter
+    from speakersleuth.space.review import ReviewDesk
+    from speakersleuth.space.store import SqliteStore
+    from speakersleuth.space.submitter import Submitter
 
     config = SpaceConfig.from_env(
         {"SPEAKERSLEUTH_REVIEWERS": "alice, ip:10.0.0.1"}, dataset=str(dataset), data_dir=data_dir
@@ -206,7 +206,7 @@ def test_opening_the_review_tab_enables_the_decision_controls_for_a_reviewer_onl
 
 def test_the_review_controls_are_disabled_until_the_tab_says_who_may_review(dataset, tmp_path):
     """In the page as served, before any event: a visitor sees no enabled Record decision button."""
-    from space.app import build_app
+    from speakersleuth.space.app import build_app
     from tests.support.space_support import served_config
 
     app = build_app(served_config(dataset, tmp_path / "data", reviewers=("ip:127.0.0.1",)), n_bootstrap=20)
@@ -249,7 +249,7 @@ def test_in_a_browser_a_visitor_cannot_record_and_a_reviewer_can(dataset, tmp_pa
 
 
 def test_the_app_comes_up_and_serves_its_page_on_a_saturated_machine(dataset, tmp_path):
-    """``python -m space.app`` while busy loops hold every core, and the app's threads lowered to
+    """``python -m speakersleuth.space.app`` while busy loops hold every core, and the app's threads lowered to
     nice 10 from the moment its server listens (about 1/40 of the CPU for Blocks.launch's check
     that ``HEAD /`` is served, whose first render then takes well over Gradio's 3 s): it still
     comes up and serves the page. Without ``space.app.served`` it exits with Gradio's "When
@@ -278,7 +278,7 @@ def test_the_app_comes_up_and_serves_its_page_on_a_saturated_machine(dataset, tm
             [
                 sys.executable,
                 "-m",
-                "space.app",
+                "speakersleuth.space.app",
                 "--dataset",
                 str(dataset),
                 "--data-dir",

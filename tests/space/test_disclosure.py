@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from scipy.stats import kstest
 
-import speakersleuth_dataset as ssd
-from metrics.submission import Gold, load_gold, parse_submission
-from space.config import SpaceConfig
-from space.disclosure import RELEASED, BlindRound, grid_level, grid_offset, split_parts
-from space.leaderboard import LeaderboardViews
-from space.store import Metadata, SqliteStore, StoredResult
-from space.submission_page import SubmissionPage
-from space.submitter import Submitter
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.submission import Gold, load_gold, parse_submission
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.disclosure import RELEASED, BlindRound, grid_level, grid_offset, split_parts
+from speakersleuth.space.leaderboard import LeaderboardViews
+from speakersleuth.space.store import Metadata, SqliteStore, StoredResult
+from speakersleuth.space.submission_page import SubmissionPage
+from speakersleuth.space.submitter import Submitter
 from tests.support.space_support import predictions
 from tests.support.synthetic import build_synthetic_dataset
 

@@ -14,13 +14,13 @@ import pyarrow as pa
 import pytest
 import soundfile as sf
 
-import speakersleuth_dataset as ssd
-from metrics.score import leaderboard_row, score_submission
-from metrics.submission import parse_submission
-from space import bias_chart, disclosure, leaderboard_table, seed, submission_form, submit, text, viewer
-from space.config import SpaceConfig
-from space.submission_form import FormError, clean_metadata
-from space.submitter import breakdown_frame, example_file
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.metrics.score import leaderboard_row, score_submission
+from speakersleuth.metrics.submission import parse_submission
+from speakersleuth.space import bias_chart, disclosure, leaderboard_table, seed, submission_form, submit, text, viewer
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.submission_form import FormError, clean_metadata
+from speakersleuth.space.submitter import breakdown_frame, example_file
 from tests.support.space_support import predictions
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -362,7 +362,7 @@ def test_config_from_env():
 def test_gradios_monitoring_summary_is_not_made_after_every_event(dataset, tmp_path, monkeypatch):
     """Gradio's queue makes its monitoring summary (a pandas groupby over its last 10,000 events)
     after every event by default; the Space's queue makes it once per ANALYTICS_SUMMARY_EVERY."""
-    from space.app import ANALYTICS_SUMMARY_EVERY, build_app
+    from speakersleuth.space.app import ANALYTICS_SUMMARY_EVERY, build_app
     from tests.support.space_support import served_config
 
     monkeypatch.setenv(
@@ -382,8 +382,8 @@ def test_leaderboard_refreshes_are_not_queued_behind_each_other(dataset, tmp_pat
     """Every leaderboard refresh (the button's API, after a submission, on page load, after a
     withdrawal, a column toggle) shares one limit wider than the submissions' (a refresh that waits
     out the coalescing must not hold one of their few slots) and below Gradio's 40 worker threads."""
-    from space.app import build_app
-    from space.leaderboard import REFRESH_CONCURRENCY
+    from speakersleuth.space.app import build_app
+    from speakersleuth.space.leaderboard import REFRESH_CONCURRENCY
     from tests.support.space_support import served_config
 
     config = served_config(dataset, tmp_path / "data")

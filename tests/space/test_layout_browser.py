@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 
-from judges.names import METHODS, parse_judge_name
-from metrics.submission import load_gold
-from space.store import BASELINE_SUBMITTER, SqliteStore
+from speakersleuth.judges.names import METHODS, parse_judge_name
+from speakersleuth.metrics.submission import load_gold
+from speakersleuth.space.store import BASELINE_SUBMITTER, SqliteStore
 from tests.support.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
 
 playwright_api = pytest.importorskip("playwright.sync_api")

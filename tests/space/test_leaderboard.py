@@ -12,11 +12,11 @@ import time
 import altair as alt
 import pytest
 
-from metrics.score import TABLE2_KEYS
-from metrics.submission import load_gold
-from space import bias_chart, leaderboard, leaderboard_table
-from space.disclosure import Disclosure
-from space.store import BASELINE_SUBMITTER, SqliteStore
+from speakersleuth.metrics.score import TABLE2_KEYS
+from speakersleuth.metrics.submission import load_gold
+from speakersleuth.space import bias_chart, leaderboard, leaderboard_table
+from speakersleuth.space.disclosure import Disclosure
+from speakersleuth.space.store import BASELINE_SUBMITTER, SqliteStore
 from tests.support.space_support import add_result, build_dataset
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -245,7 +245,7 @@ def test_the_chart_writes_every_baseline_name_whole():
     with Pillow's DejaVu Sans at the label size, an independent stand-in for the browser's font."""
     from PIL import ImageFont
 
-    from judges.__main__ import OFFLINE_JUDGES
+    from speakersleuth.judges.__main__ import OFFLINE_JUDGES
 
     font = ImageFont.load_default(size=bias_chart.LABEL_FONT_PX)
     for judge in OFFLINE_JUDGES.split(","):

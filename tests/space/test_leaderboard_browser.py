@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from metrics.submission import load_gold
-from space.store import BASELINE_SUBMITTER, SqliteStore
+from speakersleuth.metrics.submission import load_gold
+from speakersleuth.space.store import BASELINE_SUBMITTER, SqliteStore
 from tests.space.test_browser import assert_no_dialog_once_rendered
 from tests.support.space_support import CHROMIUM, add_result, build_dataset, new_page, running_app, served_config
 

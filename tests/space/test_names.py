@@ -15,10 +15,10 @@ import gradio as gr
 import pytest
 from gradio_client import Client, handle_file
 
-from space import disclosure, names, submit
-from space.config import SpaceConfig
-from space.store import BASELINE_SUBMITTER, Metadata
-from space.submitter import NAME_REFUSED
+from speakersleuth.space import disclosure, names, submit
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.store import BASELINE_SUBMITTER, Metadata
+from speakersleuth.space.submitter import NAME_REFUSED
 from tests.support.space_support import free_port, predictions, running_app
 
 BASELINE = {

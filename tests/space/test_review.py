@@ -11,12 +11,12 @@ from fnmatch import fnmatch
 import gradio as gr
 import pytest
 
-import speakersleuth_dataset as ssd
-from builder_scripts.verification import read_review_decisions
-from space.config import SpaceConfig, parse_reviewers
-from space.review import ReviewDesk, export_review_sheet, review_sheet
-from space.store import HubStore, ReviewDecision, SqliteStore
-from space.submitter import Submitter
+import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.builder_scripts.verification import read_review_decisions
+from speakersleuth.space.config import SpaceConfig, parse_reviewers
+from speakersleuth.space.review import ReviewDesk, export_review_sheet, review_sheet
+from speakersleuth.space.store import HubStore, ReviewDecision, SqliteStore
+from speakersleuth.space.submitter import Submitter
 from tests.space.test_store import hub_store
 
 

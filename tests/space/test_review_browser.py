@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 from tests.builder_scripts.test_build import build, options, recorded
 from tests.space.test_browser import open_tab
 from tests.support.space_support import CHROMIUM, new_page, running_app, served_config

@@ -32,13 +32,13 @@ import pytest
 from gradio_client import Client
 from scipy.stats import binom
 
-import speakersleuth_dataset as ssd
-import speakersleuth_format.blind as ssd_blind
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_format.blind as ssd_blind
 import tests.support.synthetic as synthetic
-from metrics.submission import load_gold
-from space.config import SpaceConfig
-from space.disclosure import BlindRound
-from space.leaderboard_table import GROUPS
+from speakersleuth.metrics.submission import load_gold
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.disclosure import BlindRound
+from speakersleuth.space.leaderboard_table import GROUPS
 from tests.support.space_support import free_port, running_app
 
 pytestmark = pytest.mark.filterwarnings("ignore")

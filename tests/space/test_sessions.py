@@ -8,7 +8,7 @@ import pytest
 from gradio.blocks import BlocksConfig
 from gradio.state_holder import SessionState
 
-from space.sessions import LazyBlockConfigs, lazy_block_configs
+from speakersleuth.space.sessions import LazyBlockConfigs, lazy_block_configs
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from space.config import SpaceConfig
-from space.store import (
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.store import (
     BASELINE_SUBMITTER,
     HubStore,
     Metadata,
@@ -109,7 +109,7 @@ def test_crash_mid_write_leaves_no_partial_row(tmp_path):
     code = textwrap.dedent(f"""
         import os, hashlib, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from space.store import SqliteStore, Metadata
+        from speakersleuth.space.store import SqliteStore, Metadata
         store = SqliteStore({str(tmp_path)!r})
         def add(i, predictions):
             store.add(variant="main", sha256=hashlib.sha256(str(i).encode()).hexdigest(), predictions=predictions,

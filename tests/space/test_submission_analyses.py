@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from gradio_client import Client, handle_file
 
-from metrics.score import leaderboard_row
-from space import leaderboard_table
-from space.config import SpaceConfig
-from space.disclosure import Disclosure
-from space.submission_form import FormError, clean_metadata
-from space.submission_page import SubmissionPage
+from speakersleuth.metrics.score import leaderboard_row
+from speakersleuth.space import leaderboard_table
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.disclosure import Disclosure
+from speakersleuth.space.submission_form import FormError, clean_metadata
+from speakersleuth.space.submission_page import SubmissionPage
 from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {

@@ -14,11 +14,11 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from space import submission_page
-from space.config import SpaceConfig
-from space.store import BASELINE_SUBMITTER, Metadata
-from space.submission_page import SubmissionPage, parse_id
-from space.submitter import breakdown_frame
+from speakersleuth.space import submission_page
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.store import BASELINE_SUBMITTER, Metadata
+from speakersleuth.space.submission_page import SubmissionPage, parse_id
+from speakersleuth.space.submitter import breakdown_frame
 from tests.support.space_support import free_port, predictions, running_app
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics.submission import load_gold
+from speakersleuth.metrics.submission import load_gold
 from tests.space.test_browser import XSS, open_tab, wait_for_row
 from tests.support.space_support import CHROMIUM, build_dataset, new_page, predictions, running_app, served_config
 

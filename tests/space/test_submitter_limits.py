@@ -14,8 +14,8 @@ import gradio as gr
 import httpx
 from gradio_client import Client, handle_file
 
-from metrics.submission import parse_submission
-from space.config import SpaceConfig
+from speakersleuth.metrics.submission import parse_submission
+from speakersleuth.space.config import SpaceConfig
 from tests.support.space_support import free_port, predictions, running_app
 
 FORM = {

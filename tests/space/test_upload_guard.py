@@ -18,10 +18,10 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from metrics.submission import load_gold
-from space import uploads
-from space.config import SpaceConfig
-from space.uploads import UPLOAD_PATH, UploadGuard
+from speakersleuth.metrics.submission import load_gold
+from speakersleuth.space import uploads
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.uploads import UPLOAD_PATH, UploadGuard
 from tests.support.space_support import TIMEOUT_MS, build_dataset, free_port, predictions, running_app
 
 

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from space.config import SpaceConfig
-from space.store import SqliteStore
-from space.submitter import Submitter
+from speakersleuth.space.config import SpaceConfig
+from speakersleuth.space.store import SqliteStore
+from speakersleuth.space.submitter import Submitter
 
 FORM = {
     "model_name": "judge A",

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from speech.encoders import get_encoder
-from speech.encoders.base import package_file
-from speech.encoders.campplus import CampplusEncoder, load_model_module
+from speakersleuth.speech.encoders import get_encoder
+from speakersleuth.speech.encoders.base import package_file
+from speakersleuth.speech.encoders.campplus import CampplusEncoder, load_model_module
 from tests.speech.test_encoders import CLIPS, SR
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)

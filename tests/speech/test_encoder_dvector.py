@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from speech.encoders import get_encoder
-from speech.encoders.dvector import DVectorEncoder
+from speakersleuth.speech.encoders import get_encoder
+from speakersleuth.speech.encoders.dvector import DVectorEncoder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from speech.encoders import eres2net as mod
-from speech.encoders import get_encoder
-from speech.encoders.base import package_file
-from speech.encoders.threed_speaker import fbank
+from speakersleuth.speech.encoders import eres2net as mod
+from speakersleuth.speech.encoders import get_encoder
+from speakersleuth.speech.encoders.base import package_file
+from speakersleuth.speech.encoders.threed_speaker import fbank
 from tests.speech.test_encoders import CLIPS, SR
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)

@@ -22,16 +22,16 @@ import pytest
 import torch
 from scipy.signal import lfilter, resample_poly, sawtooth
 
-from speech.audio import resample
-from speech.encoders import check_encoder, get_encoder
-from speech.encoders.base import package_file
-from speech.encoders.campplus import CampplusEncoder
-from speech.encoders.dvector import bundled_model
-from speech.encoders.ecapa import EcapaEncoder
-from speech.encoders.eres2net import ERes2NetEncoder
-from speech.encoders.resemblyzer import ResemblyzerEncoder
-from speech.encoders.wavlm import WavLMEncoder
-from speech.model_dirs import ModelFolderError, use_model_dirs
+from speakersleuth.speech.audio import resample
+from speakersleuth.speech.encoders import check_encoder, get_encoder
+from speakersleuth.speech.encoders.base import package_file
+from speakersleuth.speech.encoders.campplus import CampplusEncoder
+from speakersleuth.speech.encoders.dvector import bundled_model
+from speakersleuth.speech.encoders.ecapa import EcapaEncoder
+from speakersleuth.speech.encoders.eres2net import ERes2NetEncoder
+from speakersleuth.speech.encoders.resemblyzer import ResemblyzerEncoder
+from speakersleuth.speech.encoders.wavlm import WavLMEncoder
+from speakersleuth.speech.model_dirs import ModelFolderError, use_model_dirs
 from tests.support.tts_voices import same_voice_failures
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # every model on one torch thread (tests/conftest.py)
@@ -308,7 +308,7 @@ def test_missing_wheel_is_named(kind, monkeypatch):
 
 @pytest.mark.parametrize("kind", WHEELS)
 def test_centroid_judge_runs(kind, judge_dataset, tmp_path, capsys):
-    from judges.__main__ import main
+    from speakersleuth.judges.__main__ import main
 
     out = tmp_path / "p.jsonl"
     run = [
@@ -443,7 +443,7 @@ def test_get_encoder_builds(ecapa_folder, wavlm_folder, resemblyzer):
 
 
 def test_judges_cli_loads_an_encoder_from_its_model_dir(ecapa_folder, judge_dataset, tmp_path, capsys):
-    from judges.__main__ import main
+    from speakersleuth.judges.__main__ import main
 
     run = [
         "run",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import auc, roc_auc_score, roc_curve
 
-from speech.verification import equal_error_rate, roc_summaries, roc_summary
+from speakersleuth.speech.verification import equal_error_rate, roc_summaries, roc_summary
 
 
 def reference(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
@@ -116,8 +116,8 @@ def test_equal_error_rate_of_speaker_trials():
 
 
 def test_the_scorer_and_the_speaker_bank_use_this_one_definition():
-    import builder_scripts.speaker_bank as bank
-    import metrics.score as score
+    import speakersleuth.builder_scripts.speaker_bank as bank
+    import speakersleuth.metrics.score as score
 
     assert bank.equal_error_rate is equal_error_rate
     assert score.roc_summary is roc_summary and score.roc_summaries is roc_summaries

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.signal import resample_poly
 
-from speech.audio import SAMPLING_RATE, check_waveform, resample
-from speech.encoders import (
+from speakersleuth.speech.audio import SAMPLING_RATE, check_waveform, resample
+from speakersleuth.speech.encoders import (
     SpeakerEncoder,
     available_encoders,
     base,
@@ -20,8 +20,8 @@ from speech.encoders import (
     get_encoder,
     register_encoder,
 )
-from speech.files import atomic_path, write_bytes_atomic, write_text_atomic
-from speech.model_dirs import ModelFolderError
+from speakersleuth.speech.files import atomic_path, write_bytes_atomic, write_text_atomic
+from speakersleuth.speech.model_dirs import ModelFolderError
 
 # ------------------------------------------------------------------------------------ audio
 

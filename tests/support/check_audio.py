@@ -41,7 +41,7 @@ def _halves(clip: np.ndarray) -> list[np.ndarray]:
 
 def write_check_dialogue(folder: Path, tts_cache: Path) -> CheckDialogue:
     """Render the voices (cached in ``tts_cache``) and write the dialogue under ``folder``."""
-    from builder_scripts.tts.voice_bank import Voicer
+    from speakersleuth.builder_scripts.tts.voice_bank import Voicer
 
     voicer = Voicer(tts_cache, threads=1)
     clips = {v: [sf.read(voicer.synthesize(v, t), dtype="float32")[0] for t in TEXTS] for v in (HOST, GUEST, INTRUDER)}

@@ -1,4 +1,4 @@
-"""Dialogues on disk as a user of ``python -m judges check`` has them, for its tests: turns of a
+"""Dialogues on disk as a user of ``python -m speakersleuth.judges check`` has them, for its tests: turns of a
 small build exported as audio files in several formats, rates and channel counts with a manifest;
 a long recording made of turns with its RTTM. Test data only."""
 
@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import soundfile as sf
 from scipy.signal import resample_poly
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 #: (suffix, sampling rate, channels) of the exported turns, in turn order, cycling
 FORMATS = [("wav", 8000, 1), ("flac", 22050, 1), ("mp3", 44100, 2), ("wav", 48000, 2), ("flac", 16000, 1)]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from builder_scripts.sources.base import AudioSpan, Dialogue, DialogueSource, Turn
+from speakersleuth.builder_scripts.sources.base import AudioSpan, Dialogue, DialogueSource, Turn
 from tests.support.corpus_fixtures import write_ami, write_dailytalk
 from tests.support.vc_fixtures import VOICES, Voice, speech_like
 
@@ -160,8 +160,8 @@ def _seed(*parts: str) -> int:
 def speechlike_voicing(monkeypatch) -> None:
     """Make the TTS voice bank speak speech-like clips: each bank voice gets a voice of its gender
     (F0 and vocal tract drawn from its id), a text its estimated duration."""
-    from builder_scripts.sources.chitchat_tts import estimate_duration
-    from builder_scripts.tts.voice_bank import Voicer
+    from speakersleuth.builder_scripts.sources.chitchat_tts import estimate_duration
+    from speakersleuth.builder_scripts.tts.voice_bank import Voicer
 
     def synthesize(self, voice_id: str, text: str) -> Path:
         path = self.path(voice_id, text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from metrics.submission import Gold
+from speakersleuth.metrics.submission import Gold
 
 SOURCES = ("bazinga", "ami", "behavior_sd", "dailytalk")
 N_TURNS = 5

@@ -15,8 +15,8 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from metrics.submission import Gold  # noqa: E402
-from space.config import SpaceConfig  # noqa: E402
+from speakersleuth.metrics.submission import Gold  # noqa: E402
+from speakersleuth.space.config import SpaceConfig  # noqa: E402
 from tests.support.synthetic import build_synthetic_dataset  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -70,9 +70,9 @@ def add_result(
     name, so the same predictions can stand under several names. Returns the record."""
     import hashlib
 
-    from metrics.score import score_submission
-    from metrics.submission import parse_submission
-    from space.store import Metadata
+    from speakersleuth.metrics.score import score_submission
+    from speakersleuth.metrics.submission import parse_submission
+    from speakersleuth.space.store import Metadata
 
     data = predictions(gold, pattern)
     submission = parse_submission(data, gold)
@@ -140,7 +140,7 @@ def new_page(browser, width: int = 1400, **options):
 def running_app(config, **build_kwargs):
     """Build and serve the app for ``config`` (host 127.0.0.1, a free port); yields
     ``(app, url)`` and closes the server afterwards."""
-    from space.app import build_app
+    from speakersleuth.space.app import build_app
 
     app = build_app(config, **build_kwargs)
     _, url, _ = app.launch(prevent_thread_lock=True, quiet=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-import speakersleuth_dataset as ssd
+import speakersleuth.speakersleuth_dataset as ssd
 
 SPEAKERS = {  # name: (gender, F0 in Hz)
     "f1": ("female", 220.0),

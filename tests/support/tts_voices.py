@@ -23,7 +23,7 @@ TEXTS = (
 
 def render_voices(cache: Path) -> dict[str, list[np.ndarray]]:
     """Every voice of ``VOICE_IDS`` reading ``TEXTS``: 16 kHz float32 clips, as the cache holds them."""
-    from builder_scripts.tts.voice_bank import Voicer
+    from speakersleuth.builder_scripts.tts.voice_bank import Voicer
 
     voicer = Voicer(cache, threads=1)
     return {v: [sf.read(voicer.synthesize(v, t), dtype="float32")[0] for t in TEXTS] for v in VOICE_IDS}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from builder_scripts.scenarios import Substitute, Unit
-from builder_scripts.segments import Segment
+from speakersleuth.builder_scripts.scenarios import Substitute, Unit
+from speakersleuth.builder_scripts.segments import Segment
 from tests.support.synthetic import tone
 
 

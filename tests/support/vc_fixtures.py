@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import lfilter
 
-from speakersleuth_dataset import SAMPLING_RATE
+from speakersleuth.speakersleuth_dataset import SAMPLING_RATE
 
 #: Adult male formant frequencies (Hz) of a few vowels (Peterson & Barney 1952, rounded).
 VOWELS = {

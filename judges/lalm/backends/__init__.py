@@ -9,8 +9,8 @@ parsed by ``judges.names``):
 
 from __future__ import annotations
 
-from judges.lalm.backends.base import Backend, RetryPolicy
-from judges.names import lalm_judge_name
+from speakersleuth.judges.lalm.backends.base import Backend, RetryPolicy
+from speakersleuth.judges.names import lalm_judge_name
 
 
 def make_backend(name: str, **opts) -> Backend:
@@ -42,7 +42,7 @@ def make_backend(name: str, **opts) -> Backend:
     """
     kind, base_url, model = lalm_judge_name(name)
     if kind == "transformers":
-        from judges.lalm.backends.transformers_backend import TransformersBackend
+        from speakersleuth.judges.lalm.backends.transformers_backend import TransformersBackend
 
         return TransformersBackend(model, **opts)
     fields = {"max_retries": "max_retries", "retry_base_delay": "base_delay", "retry_max_delay": "max_delay"}
@@ -51,9 +51,9 @@ def make_backend(name: str, **opts) -> Backend:
     override = opts.pop("base_url", None)
     base_url = base_url or override
     if kind == "gemini":
-        from judges.lalm.backends.gemini_backend import GeminiBackend
+        from speakersleuth.judges.lalm.backends.gemini_backend import GeminiBackend
 
         return GeminiBackend(model, base_url=base_url, retry=retry, **opts)
-    from judges.lalm.backends.openai_backend import OpenAIBackend
+    from speakersleuth.judges.lalm.backends.openai_backend import OpenAIBackend
 
     return OpenAIBackend(model, kind=kind, base_url=base_url, retry=retry, **opts)

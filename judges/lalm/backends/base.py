@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from speakersleuth_dataset import SAMPLING_RATE
+from speakersleuth.speakersleuth_dataset import SAMPLING_RATE
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judges.lalm.backends.base import (
+from speakersleuth.judges.lalm.backends.base import (
     APIBackend,
     BackendError,
     Prompt,

@@ -22,7 +22,7 @@ import base64
 import os
 from typing import Any
 
-from judges.lalm.backends.base import (
+from speakersleuth.judges.lalm.backends.base import (
     APIBackend,
     BackendError,
     Prompt,

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judges.lalm.backends.base import Audio, Backend, FatalBackendError, Prompt
+from speakersleuth.judges.lalm.backends.base import Audio, Backend, FatalBackendError, Prompt
 
 #: model_type -> (model class name, whether text comes from ``model.thinker``, extra load kwargs)
 FAMILIES: dict[str, tuple[str, bool, dict[str, Any]]] = {
