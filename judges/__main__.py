@@ -1,4 +1,4 @@
-"""``python -m speakersleuth.judges``: run a judge, sweep embedding thresholds, run all embedding baselines.
+"""``python -m speakersleuth.judges``: run a judge, sweep embedding thresholds, run all embedding baselines, check your own dialogue.
 
     python -m speakersleuth.judges run --judge centroid-resemblyzer --dataset speakersleuth --variant main \\
         --task detection,localization,discrimination --predictions-out preds.jsonl [--threshold T] [--calibrate]
@@ -7,6 +7,10 @@
     python -m speakersleuth.judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
         [--judge pairwise-resemblyzer,centroid-campplus]
     python -m speakersleuth.judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
+    python -m speakersleuth.judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
+    python -m speakersleuth.judges check --rttm talk.rttm --recording talk.mp3 [--reference SPEAKER=clip.wav]
+
+``check`` judges your own dialogue's audio (``judges.check``; its ``--help`` says where its τ comes from).
 
 Without ``--judge`` (sweep) / ``--encoder`` (baselines), sweep and baselines run every encoder whose weights ship in an
 installed package (``speech.encoders.offline_encoders``: CAM++, the d-vector, ERes2Net, Resemblyzer)
@@ -29,6 +33,7 @@ import re
 import sys
 from pathlib import Path
 
+from speakersleuth.judges.check.cli import add_check_parser, run_check
 from speakersleuth.judges.lalm.backends.base import BackendError
 from speakersleuth.judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
 from speakersleuth.judges.run import run_baselines, run_judge
@@ -70,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub, common)
     _add_sweep(sub, common)
     _add_baselines(sub, common)
+    add_check_parser(sub)
     return parser
 
 
@@ -206,8 +212,9 @@ def default_predictions_path(judge: str, variant: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line ``python -m speakersleuth.judges`` (console script ``speakersleuth-judges``): ``run`` one
-    judge (``judges.run.run_judge``), ``sweep`` embedding judges' τ (``judges.sweep.run_sweep``) or
-    run the embedding ``baselines`` (``judges.run.run_baselines``); the module docstring shows each.
+    judge (``judges.run.run_judge``), ``sweep`` embedding judges' τ (``judges.sweep.run_sweep``),
+    run the embedding ``baselines`` (``judges.run.run_baselines``) or ``check`` your own dialogue
+    (``judges.check.cli.run_check``); the module docstring shows each.
 
     ``--dataset`` may be a Hub dataset id, downloaded first. Embedding judges run torch on one
     thread unless ``--threads`` says otherwise. What a command made is printed on stdout: ``run``'s
@@ -239,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     0
     """
     args = build_parser().parse_args(argv)
+    if args.command == "check":  # its own inputs, no --dataset (judges.check.cli)
+        return run_check(args)
     shared = {"cache_dir": args.cache, "batch_size": args.batch_size, "progress": not args.no_progress}
     try:
         _register_model_dirs(args)

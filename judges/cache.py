@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -66,9 +66,26 @@ class EmbeddingCache:
         if not clips:
             raise ValueError("embed() needs at least one clip")
         names = list(names) if names is not None else [f"clip {i}" for i in range(len(clips))]
-        keys = [clip_key(c) for c in clips]
-        missing: dict[str, tuple[bytes, str]] = {}
-        for key, data, name in zip(keys, clips, names):
+        return self.embed_keyed([clip_key(c) for c in clips], lambda i: load_waveform(clips[i], where=names[i]))
+
+    def embed_keyed(
+        self,
+        keys: Sequence[str],
+        load: Callable[[int], np.ndarray],
+        on_batch: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """Embeddings ``(len(keys), D)`` of clips named by content keys, in order (``embed`` with
+        the keys and the decoding given by the caller: ``judges.check`` keys a file by its bytes).
+
+        ``load(i)`` returns clip ``i`` as a 16 kHz mono waveform; it is called only for clips whose
+        key is neither in memory nor on disk, once per key, in order of first appearance; those
+        clips go to the encoder in batches of at most ``batch_size``. ``on_batch(done, total)``,
+        when given, is called after each batch with the clips encoded so far and to encode in all.
+        """
+        if not keys:
+            raise ValueError("embed_keyed() needs at least one clip")
+        missing: dict[str, int] = {}
+        for i, key in enumerate(keys):
             if key in self._memory or key in missing:
                 self.hits += 1
             elif (vector := self._read_disk(key)) is not None:
@@ -76,11 +93,11 @@ class EmbeddingCache:
                 self.hits += 1
                 self.disk_hits += 1
             else:
-                missing[key] = (data, name)
+                missing[key] = i
         pending = list(missing.items())
         for start in range(0, len(pending), self.batch_size):
             chunk = pending[start : start + self.batch_size]
-            waves = [load_waveform(data, where=name) for _, (data, name) in chunk]
+            waves = [load(i) for _, i in chunk]
             vectors = np.asarray(self.encoder.encode(waves, batch_size=self.batch_size), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(chunk):
                 raise ValueError(
@@ -90,6 +107,8 @@ class EmbeddingCache:
             for (key, _), vector in zip(chunk, vectors):
                 self._memory[key] = vector
                 self._write_disk(key, vector)
+            if on_batch is not None:
+                on_batch(start + len(chunk), len(pending))
         return np.stack([self._memory[k] for k in keys])
 
     def _path(self, key: str) -> Path:

@@ -72,9 +72,11 @@ def _imported_names(root: Path, path: Path) -> set[str]:
     return {name.strip(".") for name in names if name and name.strip(".")}
 
 
-def closure(entry: Path, root: Path = ROOT) -> Closure:
+def closure(entry: Path, root: Path = ROOT, leave_out: tuple[str, ...] = ()) -> Closure:
     """The project files ``entry`` needs (itself, what it imports, their packages' ``__init__.py``,
-    transitively) and the third-party modules they import."""
+    transitively) and the third-party modules they import; project modules named in ``leave_out`` by
+    their path (``speech.encoders``, with or without ``speakersleuth.`` before it) or under a package
+    in it are neither carried nor followed."""
     seen: set[Path] = set()
     third_party: set[str] = set()
     todo = [entry.resolve() if entry.is_absolute() else (root / entry).resolve()]
@@ -87,6 +89,9 @@ def closure(entry: Path, root: Path = ROOT) -> Closure:
         for i in range(1, len(package) + 1):  # every package above a module is imported first
             todo.append(root.joinpath(*package[:i], "__init__.py"))
         for name in _imported_names(root, path):
+            bare = name.removeprefix(f"{NAMESPACE}.")
+            if any(bare == out or bare.startswith(out + ".") for out in leave_out):
+                continue
             found = _module_file(root, name)
             if found is not None:
                 todo.append(found)

@@ -11,7 +11,9 @@
 - the leaderboard Space: the modules ``space/app.py`` imports and its assets under ``speakersleuth/``
   (their import name), a root ``app.py`` that starts it, the card of
   ``space/README.md`` as the root ``README.md``, and ``requirements.txt`` with only what the app
-  imports; it starts with no arguments, from the Space's variables.
+  imports; it starts with no arguments, from the Space's variables. Its Check your audio tab
+  needs the speaker encoders (torch), which the tree leaves out (``SPACE_LEFT_OUT``): there the
+  tab says in one line which extra checking audio needs.
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ SPACE_ASSETS = (Path("space/leaderboard_table.js"), Path("space/data/paper"))
 SPACE_UNREACHED = {
     "parselmouth": "speech.audio.seeded_praat, the builder's Praat conversion",
     "torch": "speakersleuth_format.readers.collate, batches for a torch DataLoader",
+}
+#: Project packages the app imports only inside the Check your audio tab's handler, once it has
+#: found torch (``space.check_tab.unavailable``): the Hub tree, torch-free, neither carries them
+#: nor installs what they import (torch, torchcodec, the encoders' wheels); its tab says in one
+#: line which extra checking audio needs.
+SPACE_LEFT_OUT = {
+    "judges": "judges.check, the check itself (speaker encoders on torch)",
+    "speech.encoders": "the speaker encoders (torch and their wheels)",
 }
 #: The Python every Space of the release runs on (its card's ``python_version``; Spaces default to
 #: 3.10, older than the pinned numpy allows). ``tests/publishing/test_hub_trees.py`` installs each tree under it.
@@ -218,6 +228,11 @@ if __name__ == "__main__":
 '''
 
 
+def space_closure():
+    """``space/app.py``'s import closure, the packages of ``SPACE_LEFT_OUT`` not followed."""
+    return closure(SPACE_APP, leave_out=tuple(SPACE_LEFT_OUT))
+
+
 def space_files() -> tuple[str, ...]:
     """The project files the leaderboard needs: ``space/app.py``'s import closure and its assets."""
     assets = {
@@ -226,7 +241,7 @@ def space_files() -> tuple[str, ...]:
         for p in ([ROOT / asset] if (ROOT / asset).is_file() else (ROOT / asset).rglob("*"))
         if p.is_file()
     }
-    return tuple(sorted({str(p) for p in closure(SPACE_APP).files} | {str(p.relative_to(ROOT)) for p in assets}))
+    return tuple(sorted({str(p) for p in space_closure().files} | {str(p.relative_to(ROOT)) for p in assets}))
 
 
 def write_space_tree(out: Path) -> Path:
@@ -237,7 +252,7 @@ def write_space_tree(out: Path) -> Path:
     copy_files(ROOT, space_files(), out / NAMESPACE)
     (out / "app.py").write_text(SPACE_ENTRY, encoding="utf-8")
     shutil.copyfile(ROOT / "LICENSE", out / "LICENSE")
-    modules = tuple(m for m in closure(SPACE_APP).modules if m not in SPACE_UNREACHED)
+    modules = tuple(m for m in space_closure().modules if m not in SPACE_UNREACHED)
     write_lines(out / "requirements.txt", requirements(modules))
     write_space_card(ROOT / "space" / "README.md", out, app_file="app.py", required=SPACE_CARD_KEYS)
     return out

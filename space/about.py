@@ -4,6 +4,7 @@ submission format, citation)."""
 from __future__ import annotations
 
 from speakersleuth.metrics.core import CITATION
+from speakersleuth.space.check_tab import MAX_AUDIO_SECONDS, MAX_FILES, MAX_UPLOAD_BYTES
 from speakersleuth.space.disclosure import STEPS_PER_ANSWER
 
 TITLE = "SpeakerSleuth leaderboard"
@@ -103,6 +104,19 @@ blind dataset has no gold: score its validation split with `--split validation`)
 
 The example below answers every instance of the variant with a constant ("consistent", no turns,
 candidate A, ranking A > B > C). It shows the format only; it is not a baseline result.
+"""
+
+CHECK_AUDIO = f"""\
+## Check your audio
+
+The **Check your audio** tab runs the benchmark's best embedding judge on a dialogue of your own
+(`judges.check`, as `python -m speakersleuth.judges check` does): turn files with a speaker per file, or one
+recording with its RTTM, optionally a reference clip per speaker. Per speaker, each turn's score
+is drawn as a strip and the turns past τ are flagged. τ is calibrated on this benchmark's TTS
+voices, where inconsistent turns are re-spoken or DSP-converted: on other speech it is a starting
+point. At most {MAX_FILES} files, {MAX_UPLOAD_BYTES // 1_000_000} MB and {MAX_AUDIO_SECONDS / 60:g} minutes
+of audio per check; the files are deleted after it and nothing is stored. It needs the speaker
+encoders (the `builder` extra); a Space without them says so on the tab.
 """
 
 PAPER_NOTE = """\

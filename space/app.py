@@ -1,4 +1,4 @@
-"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer, Review and About tabs.
+"""The SpeakerSleuth leaderboard Space: Leaderboard, Submit, Submission, Viewer, Review, Check your audio and About tabs.
 
 Run locally (listens on 127.0.0.1 unless told otherwise)::
 
@@ -25,6 +25,7 @@ from gradio import networking
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.space import about
+from speakersleuth.space.check_tab import build_check_tab
 from speakersleuth.space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from speakersleuth.space.disclosure import Disclosure
 from speakersleuth.space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
@@ -142,10 +143,11 @@ def _write_examples(submitter: Submitter, out: Path) -> dict[str, Path]:
 
 
 def _build_about_tab(submitter: Submitter, examples: dict[str, Path]) -> None:
-    """The tasks, metrics, file format, disclosure policy, example files and citation."""
+    """The tasks, metrics, file format, Check your audio, disclosure policy, example files and citation."""
     gr.Markdown(about.TASKS)
     gr.Markdown(about.METRICS)
     gr.Markdown(about.SUBMISSION_FORMAT)
+    gr.Markdown(about.CHECK_AUDIO)
     gr.Markdown(about.disclosure_text(submitter.policy, submitter.rate))
     with gr.Row():
         for variant, path in examples.items():
@@ -187,7 +189,6 @@ def build_app(
         submitter.policy.check(submitter.gold(variant))
     submitter.policy.check_copy(dataset, [submitter.gold(v) for v in variants])  # and a paired one, unless allowed
     examples = _write_examples(submitter, public_dir(config) / "examples")
-    index = InstanceIndex(dataset)
     review = ReviewDesk(config, store, dataset, submitter.identity)
 
     # uploads never submitted (and cached outputs) are deleted once older than the TTL
@@ -206,9 +207,10 @@ def build_app(
             with gr.Tab("Submission", id=SUBMISSION_TAB) as submission_tab:
                 submission = build_submission_tab(submitter, public_dir(config) / "predictions")
             with gr.Tab("Viewer", id="viewer") as viewer_tab:
-                show, viewer_inputs, viewer_outputs = build_viewer_tab(index)
+                show, viewer_inputs, viewer_outputs = build_viewer_tab(InstanceIndex(dataset))
             with gr.Tab("Review", id="review") as review_tab:
                 build_review_tab(review, review_tab)
+            build_check_tab()  # its own gr.Tab, "Check your audio"
             with gr.Tab("About", id="about"):
                 _build_about_tab(submitter, examples)
 

@@ -20,7 +20,7 @@ ALLOWED = {
     "metrics": {"speakersleuth_dataset", "speech"},
     "builder_scripts": {"speech", "speakersleuth_dataset"},
     "judges": {"speech", "speakersleuth_dataset", "metrics"},
-    "space": {"speech", "speakersleuth_dataset", "metrics"},
+    "space": {"speech", "speakersleuth_dataset", "metrics", "judges"},
     "publishing": {"speakersleuth_dataset"},
 }
 MAX_FUNCTION_LINES = 60

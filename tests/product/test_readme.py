@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import speakersleuth.speakersleuth_dataset as ssd
+from tests.support.check_inputs import build_rows, export_row
 from tests.support.fresh_machine import ROOT, build_wheel
 from tests.support.readme_blocks import blocks, commands
 from tests.support.synthetic import build_synthetic_dataset
@@ -42,22 +43,19 @@ RULES = [
         "parse",
         "a build: ~9 min embedded, hours with corpora and models (tests/product/test_outside_in.py runs a tiny one)",
     ),
-    (
-        r"^python -m speakersleuth.judges run --judge vllm:",
-        "parse",
-        "needs a vllm server (without one: tests/judges/test_cli.py)",
-    ),
+    (r"^python -m speakersleuth.judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/judges/test_cli.py)"),
     (
         r"^python -m speakersleuth.judges baselines ",
         "narrow --encoder campplus",
         "every method x four encoders: minutes on 2 cores; one encoder here",
     ),
-    (
-        r"^python -m speakersleuth.judges sweep ",
-        "narrow --judge centroid-campplus",
-        "twelve judges: minutes on 2 cores; one here",
-    ),
+    (r"^python -m speakersleuth.judges sweep ", "narrow --judge centroid-campplus", "twelve judges: minutes on 2 cores; one here"),
     (r"^python -m speakersleuth.space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
+    (
+        r"^python -m speakersleuth.judges check .*(--candidates|--rttm|--calibrate) ",
+        "parse",
+        "regenerations, a recording or labels of your own (tests/judges/test_check_cli.py runs each form as typed)",
+    ),
     (
         r"^python -m publishing .*--trees-out ",
         "parse in the checkout",
@@ -145,10 +143,13 @@ def installed(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def datasets_here(tmp_path_factory) -> Path:
-    """The folders the README's examples name: ``speakersleuth`` (a small build) and
-    ``leaderboard-build`` (one with a secret seed), synthetic and quick to make."""
+    """The folders the README's examples name: ``speakersleuth`` (a small build),
+    ``leaderboard-build`` (one with a secret seed), synthetic and quick to make, and ``podcast``
+    (two speakers' turns of the small build as wav/flac/mp3 files with a manifest)."""
     root = tmp_path_factory.mktemp("readme-data")
     build_synthetic_dataset(root / "speakersleuth", dialogues=2)
+    rows = build_rows(root / "speakersleuth", "detection")
+    export_row(rows[0], root / "podcast", other=next(r for r in rows if r["dialogue_id"] != rows[0]["dialogue_id"]))
     board = build_synthetic_dataset(root / "leaderboard-build", dialogues=6)
     ssd.write_card(
         board, "# SpeakerSleuth (synthetic leaderboard build)\n\nFor tests only.", build_seed=secrets.randbits(63)

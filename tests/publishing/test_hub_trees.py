@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -173,7 +174,9 @@ def test_dry_run_writes_every_tree_and_the_plan(release):
     assert not {
         f
         for f in modules
-        if f.startswith(("judges/", "builder_scripts/", "tests/", "space/seed.py", "metrics/report.py"))
+        if f.startswith(
+            ("judges/", "speech/encoders/", "builder_scripts/", "tests/", "space/seed.py", "metrics/report.py")
+        )
     }
     imported = closure(
         SPACE_APP
@@ -373,6 +376,9 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
         rows = [dict(zip(table["headers"], row)) for row in table["data"]]
         ours = [row for row in rows if "centroid-judge" in str(row.get("Model"))]
         assert len(ours) == 1 and str(ours[0]["Rank"]) == "1", rows
+        # the Check your audio tab, without the encoders (judges and torch left out), says so in one line
+        page = httpx.get(f"http://127.0.0.1:{port}/config", timeout=60).text
+        assert "This Space cannot check audio." in page and "speakersleuth[builder]" in page
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -29,7 +29,7 @@ BASELINES = [
     for method, encoder, suffix in itertools.product(METHODS, ENCODERS, ("", "-calibrated"))
 ] + ["centroid-campplus-cos0.30", "centroid-campplus-cos0.45"]
 SUBMITTED = "lab-model"
-TABS = ["Leaderboard", "Submit", "Submission", "Viewer", "Review", "About"]
+TABS = ["Leaderboard", "Submit", "Submission", "Viewer", "Review", "Check your audio", "About"]
 TABLE = "#ss-leaderboard-main"
 DESKTOP, PHONE = 1280, 390
 #: A submission's page at 390 px: 5,800 px tall when its metadata wrapped two characters a line

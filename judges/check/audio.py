@@ -1,0 +1,148 @@
+"""A dialogue's audio as people have it, decoded to what the encoders take: 16 kHz mono float32.
+
+Any container that soundfile (libsndfile) reads: WAV, FLAC, MP3, OGG/Vorbis and more; anything
+else FFmpeg reads (M4A/AAC, Opus, WebM) through torchcodec, when it is installed. Any sampling
+rate (8 to 48 kHz and beyond) is resampled with the project's one resampler
+(``speech.audio.resample``); channels are averaged. A clip may be a span of a longer file (an
+RTTM segment), read without decoding the rest. Problems raise ``CheckInputError`` naming the file.
+
+>>> import tempfile, numpy as np, soundfile as sf
+>>> path = tempfile.mkdtemp() + "/turn.wav"
+>>> sf.write(path, np.zeros((44100, 2), np.float32) + 0.1, 44100)  # 1 s, stereo, 44.1 kHz
+>>> audio_info(path)
+AudioInfo(seconds=1.0, sampling_rate=44100, channels=2)
+>>> decode(path, 0.25, 0.75).shape  # half a second at 16 kHz
+(8000,)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.speech.audio import SAMPLING_RATE, resample
+
+
+@dataclass(frozen=True)
+class AudioInfo:
+    """What a file's header says: its length, sampling rate and channel count."""
+
+    seconds: float
+    sampling_rate: int
+    channels: int
+
+
+def _existing(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckInputError(f"{path}: no such audio file")
+    return path
+
+
+def audio_info(path: str | os.PathLike) -> AudioInfo:
+    """The length, rate and channels of an audio file, from soundfile or else FFmpeg (torchcodec).
+
+    Arguments
+    ---------
+    path : str or os.PathLike
+        The audio file.
+
+    Returns
+    -------
+    AudioInfo
+        ``seconds``, ``sampling_rate``, ``channels``.
+
+    Raises ``CheckInputError`` when the file is missing or neither decoder reads it.
+    """
+    path = _existing(path)
+    try:
+        info = sf.info(str(path))
+        return AudioInfo(info.frames / info.samplerate, int(info.samplerate), int(info.channels))
+    except Exception as sf_error:  # noqa: BLE001 - libsndfile's errors vary by format; try FFmpeg
+        decoder = _ffmpeg_decoder(path, sf_error)
+        meta = decoder.metadata
+        seconds = meta.duration_seconds_from_header
+        if seconds is None:  # some streams carry no duration: decode once to measure it
+            seconds = decoder.get_all_samples().data.shape[-1] / meta.sample_rate
+        return AudioInfo(float(seconds), int(meta.sample_rate), int(meta.num_channels))
+
+
+def decode(path: str | os.PathLike, start: float | None = None, end: float | None = None) -> np.ndarray:
+    """The file (or its span ``start``..``end``, in seconds) as a 16 kHz mono float32 waveform.
+
+    Arguments
+    ---------
+    path : str or os.PathLike
+        The audio file.
+    start, end : float, optional
+        The span to read (default: the whole file).
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D float32 at 16 kHz, the channels averaged.
+
+    Raises ``CheckInputError`` when the file is missing or cannot be decoded.
+    """
+    path = _existing(path)
+    try:
+        with sf.SoundFile(str(path)) as handle:
+            rate = handle.samplerate
+            first = 0 if start is None else int(round(start * rate))
+            handle.seek(first)
+            frames = -1 if end is None else max(int(round(end * rate)) - first, 0)
+            array = handle.read(frames, dtype="float32", always_2d=True).mean(axis=1)
+    except Exception as sf_error:  # noqa: BLE001 - not a format libsndfile reads: FFmpeg
+        samples = _ffmpeg_decoder(path, sf_error).get_samples_played_in_range(start or 0.0, end)
+        array, rate = samples.data.numpy().mean(axis=0), samples.sample_rate
+    if array.size == 0:
+        raise CheckInputError(f"{path}: no samples between {start or 0:.3f} s and {end} s")
+    return resample(np.ascontiguousarray(array, dtype=np.float32), rate)
+
+
+def _ffmpeg_decoder(path: Path, sf_error: Exception):
+    """torchcodec's decoder of ``path``; ``CheckInputError`` when FFmpeg cannot read it either."""
+    try:
+        from torchcodec.decoders import AudioDecoder
+    except ImportError:  # the core install: soundfile's formats only
+        raise CheckInputError(f"{path}: cannot read audio ({_short(sf_error)})") from None
+    try:
+        return AudioDecoder(str(path))
+    except Exception as err:  # noqa: BLE001 - torchcodec raises RuntimeError/ValueError variants
+        raise CheckInputError(f"{path}: cannot read audio ({_short(sf_error)}; FFmpeg: {_short(err)})") from None
+
+
+def _short(err: Exception) -> str:
+    return " ".join(str(err).split())[:160] or type(err).__name__
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """sha256 of the file's bytes (remembered per path, size and modification time)."""
+    path = Path(path)
+    stat = path.stat()
+    memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if memo not in _DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[memo] = digest.hexdigest()
+    return _DIGESTS[memo]
+
+
+def span_key(path: str | os.PathLike, start: float | None, end: float | None) -> str:
+    """The embedding cache's key of a file or of a span of it: its bytes' digest and the span."""
+    span = "" if start is None and end is None else f"@{start or 0:.4f}-{end if end is not None else 'end'}"
+    return hashlib.sha256(f"check-file:{file_digest(path)}{span}".encode()).hexdigest()
+
+
+__all__ = ["SAMPLING_RATE", "AudioInfo", "audio_info", "decode", "file_digest", "span_key"]

@@ -1,0 +1,111 @@
+"""Where the check's τ comes from (``judges.check.calibration``, ``.make_calibration``): the file
+shipped with the package is what its own rule picks from its own figures; ``make_calibration`` on
+a small build pools the variants' validation sweeps as the sweep CSVs it writes say it should; the
+settings resolve from what is given and the file."""
+
+from __future__ import annotations
+
+import csv
+import random
+import re
+
+import numpy as np
+import pytest
+
+import speakersleuth.speakersleuth_dataset as ssd
+import speakersleuth.speech.encoders as encoders
+from speakersleuth.judges.check import load_calibration, resolve_settings
+from speakersleuth.judges.check import make_calibration as mk
+from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS
+from speakersleuth.judges.names import METHODS
+from speakersleuth.judges.sweep import THRESHOLDS
+from speakersleuth.speech.encoders import offline_encoders
+from tests.support.synthetic import build_synthetic_dataset, dialogue_records
+
+
+def test_the_shipped_file_follows_its_own_rule():
+    calibration = load_calibration()
+    data = calibration.data
+    judges = {(j["encoder"], j["method"]): j for j in data["judges"]}
+    assert set(judges) == {(e, m) for e in offline_encoders() for m in METHODS}
+    best = max(data["judges"], key=lambda j: (j["validation"]["det_bal_acc"], j["validation"]["auroc"], j["judge"]))
+    assert data["default"] == {"encoder": best["encoder"], "method": best["method"], "threshold": best["threshold"]}
+    source = data["source"]
+    assert source["variants"] == ["main", "4vc", "10turn"] and "validation" in data["selection"]
+    for entry in data["judges"]:
+        assert entry["threshold"] in THRESHOLDS
+        per_variant = [entry["validation"]["per_variant"][v]["det_bal_acc"] for v in source["variants"]]
+        assert entry["validation"]["det_bal_acc"] == pytest.approx(np.mean(per_variant), abs=0.01)
+    assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["command"].startswith(
+        "python -m speakersleuth.judges.check.make_calibration --dataset "
+    )
+
+
+def test_settings_resolve_from_what_is_given_and_the_file():
+    calibration = load_calibration()
+    default = resolve_settings()
+    assert (default.encoder, default.method, default.threshold) == tuple(calibration.default.values())
+    assert default.source.startswith("calibrated on the validation split of the SpeakerSleuth demo build")
+    entries = [j for j in calibration.data["judges"] if j["encoder"] == "dvector"]
+    best = max(entries, key=lambda j: (j["validation"]["det_bal_acc"], j["validation"]["auroc"]))
+    chosen = resolve_settings("dvector")
+    assert (chosen.method, chosen.threshold) == (best["method"], best["threshold"])
+    assert chosen.reference_threshold == calibration.entry("dvector", "reference")["threshold"]
+    given = resolve_settings("campplus", "centroid", 0.42)
+    assert (given.threshold, given.source) == (0.42, "given (--threshold)")
+    folder = resolve_settings("ecapa:/models/ecapa")
+    assert (folder.method, folder.threshold, folder.reference_threshold) == ("centroid", 0.3, 0.4)
+    with pytest.raises(ValueError, match="unknown method 'median'"):
+        resolve_settings(method="median")
+
+
+@pytest.fixture(scope="module")
+def small_build(tmp_path_factory):
+    """main and 4vc, 2 test dialogues each and 3 validation dialogues each."""
+    root = build_synthetic_dataset(
+        tmp_path_factory.mktemp("ds") / "speakersleuth", dialogues=2, variants=("main", "4vc")
+    )
+    for variant in ("main", "4vc"):
+        made = [dialogue_records(variant, 30 + i, random.Random(i)) for i in range(3)]
+        for task in ("detection", "localization"):
+            with ssd.DatasetWriter(root, ssd.config_name(task, variant), split="validation") as writer:
+                writer.write_all(r for recs, _ in made for r in recs)
+    return root
+
+
+def test_make_calibration_pools_the_variants_validation_sweeps(small_build, tmp_path, campplus, monkeypatch):
+    monkeypatch.setattr(mk, "offline_encoders", lambda: ["campplus"])
+    monkeypatch.setattr(encoders, "get_encoder", lambda spec, device="cpu": campplus)
+    data = mk.make_calibration(small_build, sweep_out=tmp_path, progress=False, command="python -m x")
+    assert data["source"]["variants"] == ["main", "4vc"] and data["source"]["validation_instances"] == {
+        "main": 9,
+        "4vc": 9,
+    }
+    rows = [r for v in ("main", "4vc") for r in csv.DictReader((tmp_path / v / "sweep.csv").open())]
+    for method in METHODS:  # τ: the best mean over the variants, by hand from the CSVs
+        judge = f"{method}-campplus"
+        mean = {
+            t: np.mean(
+                [
+                    float(r["det_bal_acc"])
+                    for r in rows
+                    if (r["judge"], r["split"], float(r["threshold"])) == (judge, "validation", t)
+                ]
+            )
+            for t in THRESHOLDS
+        }
+        top = max(mean.values())
+        tied = [t for t, m in mean.items() if abs(m - top) < 1e-9]
+        tau = min(tied, key=lambda t: (abs(t - DEFAULT_THRESHOLDS[method]), t))
+        entry = next(j for j in data["judges"] if j["judge"] == judge)
+        assert entry["threshold"] == tau and entry["validation"]["det_bal_acc"] == pytest.approx(top, abs=0.01)
+        test_mean = np.mean(
+            [
+                float(r["det_bal_acc"])
+                for r in rows
+                if (r["judge"], r["split"], float(r["threshold"])) == (judge, "test", tau)
+            ]
+        )
+        assert entry["test"]["det_bal_acc"] == pytest.approx(test_mean, abs=0.01)
+    best = max(data["judges"], key=lambda j: (j["validation"]["det_bal_acc"], j["validation"]["auroc"], j["judge"]))
+    assert data["default"]["method"] == best["method"] and data["source"]["command"] == "python -m x"
