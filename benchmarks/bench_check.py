@@ -136,7 +136,9 @@ def main() -> int:
             print(f"in process, {name}: {value:.2f} s{scale}")
         for name in ("cold", "warm"):
             value = command(tmp / "manifest.csv", args.encoder, tmp / "cache-cli")
-            print(f"python -m speakersleuth.judges check, {name}: {value:.2f} s = {value * per_minute:.2f} s per minute of audio")
+            print(
+                f"python -m speakersleuth.judges check, {name}: {value:.2f} s = {value * per_minute:.2f} s per minute of audio"
+            )
     return 0
 
 

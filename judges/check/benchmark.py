@@ -205,7 +205,9 @@ def compare_with_judge(folder, out_dir, *, split: str = "test", encoder=None, me
 def main(argv: list[str] | None = None) -> int:
     """``python -m speakersleuth.judges.check.benchmark``: a built folder's rows through the check, as predictions
     (``--compare``: beside ``python -m speakersleuth.judges run``'s with the same settings, both scored)."""
-    parser = argparse.ArgumentParser(prog="python -m speakersleuth.judges.check.benchmark", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m speakersleuth.judges.check.benchmark", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--dataset", required=True, help="a built dataset folder")
     parser.add_argument("--split", default="test")
     parser.add_argument("--variant", default=None, help="the variant (default: main); not with --compare")

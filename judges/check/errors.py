@@ -6,7 +6,7 @@ command line prints it as it is, without a traceback.
 >>> raise CheckInputError("dialogue/manifest.csv: no column 'speaker' (columns: turn, path)")
 Traceback (most recent call last):
 ...
-judges.check.errors.CheckInputError: dialogue/manifest.csv: no column 'speaker' (columns: turn, path)
+speakersleuth.judges.check.errors.CheckInputError: dialogue/manifest.csv: no column 'speaker' (columns: turn, path)
 """
 
 from __future__ import annotations

@@ -226,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)  # as the judges' command: the embeddings do not depend on the thread count run
-    command = "python -m speakersleuth.judges.check.make_calibration " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = "python -m speakersleuth.judges.check.make_calibration " + shlex.join(
+        argv if argv is not None else sys.argv[1:]
+    )
     data = make_calibration(
         args.dataset,
         variants=args.variant.split(",") if args.variant else None,

@@ -13,7 +13,15 @@ import soundfile as sf
 from scipy.signal import resample_poly
 
 from speakersleuth.judges.cache import EmbeddingCache
-from speakersleuth.judges.check import CheckInputError, Clip, Dialogue, Turn, check_dialogues, load_calibration, recalibrate_on
+from speakersleuth.judges.check import (
+    CheckInputError,
+    Clip,
+    Dialogue,
+    Turn,
+    check_dialogues,
+    load_calibration,
+    recalibrate_on,
+)
 from speakersleuth.judges.check.calibration import recalibrate
 from tests.support.check_inputs import write_audio
 from tests.support.vc_fixtures import VOICES, speech_like

@@ -7,7 +7,15 @@ import json
 
 import matplotlib.image
 
-from speakersleuth.judges.check import CandidateResult, CheckReport, SpeakerResult, TurnResult, format_table, plot_report, write_json
+from speakersleuth.judges.check import (
+    CandidateResult,
+    CheckReport,
+    SpeakerResult,
+    TurnResult,
+    format_table,
+    plot_report,
+    write_json,
+)
 
 
 def report(dialogues=("talk",)) -> CheckReport:

@@ -201,3 +201,15 @@ def test_the_dataset_format_stays_light_and_short(path):
     }
     assert not {name.split(".")[0] for name in names} & HEAVY, f"{path.name} imports {sorted(names)} at module level"
     assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_FORMAT_MODULE_LINES
+
+
+def test_the_wheel_lists_every_package_of_the_shipped_folders():
+    """pyproject.toml names the packages one by one (the root maps to ``speakersleuth``): each folder
+    with an ``__init__.py`` under a shipped part is listed, and nothing else is."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    shipped = [part for part in ALLOWED if (ROOT / part).is_dir() and part != "publishing"]
+    on_disk = {module_name(init) for part in shipped for init in (ROOT / part).rglob("__init__.py")}
+    assert config["package-dir"] == {NAMESPACE: "."}
+    assert set(config["packages"]) == on_disk | {NAMESPACE}

@@ -43,13 +43,21 @@ RULES = [
         "parse",
         "a build: ~9 min embedded, hours with corpora and models (tests/product/test_outside_in.py runs a tiny one)",
     ),
-    (r"^python -m speakersleuth.judges run --judge vllm:", "parse", "needs a vllm server (without one: tests/judges/test_cli.py)"),
+    (
+        r"^python -m speakersleuth.judges run --judge vllm:",
+        "parse",
+        "needs a vllm server (without one: tests/judges/test_cli.py)",
+    ),
     (
         r"^python -m speakersleuth.judges baselines ",
         "narrow --encoder campplus",
         "every method x four encoders: minutes on 2 cores; one encoder here",
     ),
-    (r"^python -m speakersleuth.judges sweep ", "narrow --judge centroid-campplus", "twelve judges: minutes on 2 cores; one here"),
+    (
+        r"^python -m speakersleuth.judges sweep ",
+        "narrow --judge centroid-campplus",
+        "twelve judges: minutes on 2 cores; one here",
+    ),
     (r"^python -m speakersleuth.space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
     (
         r"^python -m speakersleuth.judges check .*(--candidates|--rttm|--calibrate) ",

@@ -281,7 +281,10 @@ def test_the_space_imports_judges_only_inside_functions():
     }
     assert not top_level
     inside = [n for n in ast.walk(ast.parse(Path(tab.__file__).read_text())) if isinstance(n, ast.ImportFrom)]
-    assert {n.module for n in inside if n.module.startswith("judges")} >= {"speakersleuth.judges.check", "speakersleuth.judges.cache"}
+    assert {n.module for n in inside if n.module.startswith("judges")} >= {
+        "speakersleuth.judges.check",
+        "speakersleuth.judges.cache",
+    }
 
 
 def test_any_other_failure_while_decoding_is_one_general_line(dialogue, tmp_path, monkeypatch, caplog):
