@@ -277,11 +277,11 @@ def test_the_space_imports_judges_only_inside_functions():
         for node in ast.parse(path.read_text(encoding="utf-8")).body
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
-        if name.split(".")[0] == "judges"
+        if name.removeprefix("speakersleuth.").split(".")[0] == "judges"
     }
     assert not top_level
     inside = [n for n in ast.walk(ast.parse(Path(tab.__file__).read_text())) if isinstance(n, ast.ImportFrom)]
-    assert {n.module for n in inside if n.module.startswith("judges")} >= {
+    assert {n.module for n in inside if n.module.startswith("speakersleuth.judges")} >= {
         "speakersleuth.judges.check",
         "speakersleuth.judges.cache",
     }
