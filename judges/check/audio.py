@@ -99,8 +99,7 @@ def decode(path: str | os.PathLike, start: float | None = None, end: float | Non
             frames = -1 if end is None else max(int(round(end * rate)) - first, 0)
             array = handle.read(frames, dtype="float32", always_2d=True).mean(axis=1)
     except Exception as sf_error:  # noqa: BLE001 - not a format libsndfile reads: FFmpeg
-        samples = _ffmpeg_decoder(path, sf_error).get_samples_played_in_range(start or 0.0, end)
-        array, rate = samples.data.numpy().mean(axis=0), samples.sample_rate
+        array, rate = _ffmpeg_samples(path, sf_error, start, end)
     if array.size == 0:
         raise CheckInputError(f"{path}: no samples between {start or 0:.3f} s and {end} s")
     return resample(np.ascontiguousarray(array, dtype=np.float32), rate)
@@ -116,6 +115,17 @@ def _ffmpeg_decoder(path: Path, sf_error: Exception):
         return AudioDecoder(str(path))
     except Exception as err:  # noqa: BLE001 - torchcodec raises RuntimeError/ValueError variants
         raise CheckInputError(f"{path}: cannot read audio ({_short(sf_error)}; FFmpeg: {_short(err)})") from None
+
+
+def _ffmpeg_samples(path: Path, sf_error: Exception, start: float | None, end: float | None) -> tuple[np.ndarray, int]:
+    """The span decoded by FFmpeg, channels averaged, and its rate; ``CheckInputError`` when the
+    stream breaks off while decoding (a file cut short after a readable header)."""
+    decoder = _ffmpeg_decoder(path, sf_error)
+    try:
+        samples = decoder.get_samples_played_in_range(start or 0.0, end)
+    except Exception as err:  # noqa: BLE001 - torchcodec raises RuntimeError when a frame cannot be decoded
+        raise CheckInputError(f"{path}: cannot decode audio ({_short(sf_error)}; FFmpeg: {_short(err)})") from None
+    return samples.data.numpy().mean(axis=0), samples.sample_rate
 
 
 def _short(err: Exception) -> str:

@@ -101,6 +101,17 @@ def test_missing_and_unreadable_audio_name_the_file(tmp_path):
         decode(bad)
 
 
+def test_a_flac_cut_short_after_its_header_is_refused_in_one_line(tmp_path):
+    """The header reads (the length check passes), the frames break off: libsndfile loses sync and
+    FFmpeg cannot receive a frame; the check names the file, it does not crash (the audit's case)."""
+    whole = write(tmp_path / "whole.flac", seconds=20.0, rate=44100).read_bytes()
+    cut = tmp_path / "cut.flac"
+    cut.write_bytes(whole[:20000])
+    assert audio_info(cut).seconds > 19  # the header still promises the whole file
+    with pytest.raises(CheckInputError, match=r"cut\.flac: cannot decode audio \(.*FFmpeg: "):
+        decode(cut)
+
+
 @pytest.fixture
 def turns(tmp_path):
     """Four 1 s turn files in a subfolder, two speakers, and one short (0.3 s) file."""
