@@ -131,8 +131,22 @@ def check_dialogues(
     vectors = _embed(plans, cache, progress)
     speakers = [_judge(plan, vectors) for plan in plans]
     notes = [CAVEAT] if settings.source.startswith("calibrated on") else []
+    notes += [_unused_reference(plan) for plan in plans if plan.method != "reference" and _has_reference(plan)]
     return CheckReport(
         cache.encoder.name, settings.method, settings.threshold, settings.source, speakers, notes, seconds
+    )
+
+
+def _has_reference(plan: _Plan) -> bool:
+    return plan.speaker in plan.dialogue.references
+
+
+def _unused_reference(plan: _Plan) -> str:
+    """The note for a reference clip the speaker's method does not read (it compares turns)."""
+    clip = plan.dialogue.references[plan.speaker].describe()
+    return (
+        f"{plan.speaker}'s reference clip {clip} is not used: the {plan.method} method compares the speaker's "
+        "turns with each other (--method reference judges every turn against the reference clip)"
     )
 
 

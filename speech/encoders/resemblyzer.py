@@ -48,6 +48,8 @@ class ResemblyzerEncoder(SpeakerEncoder):
     """
 
     dim = 256
+    #: installed without its dependencies (it asks for webrtcvad, whose sdist no longer builds)
+    wheel, wheel_package = "resemblyzer==0.1.4", "resemblyzer"
     MIN_VOICED_SECONDS = 0.25
 
     def __init__(

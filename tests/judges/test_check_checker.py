@@ -136,6 +136,10 @@ def test_a_one_turn_speaker_is_judged_against_its_reference(files, campplus, emb
     assert b.turns[0].score == pytest.approx(float(embedded["2"] @ embedded["4"]), abs=2e-5)
     assert report.speaker("A").method == "pairwise"
     assert report.speaker("A").threshold == calibration.entry("campplus", "pairwise")["threshold"]
+    assert not [n for n in report.notes if "is not used" in n]  # B's reference is read
+    talk.references["A"] = Clip.from_file(files["refA"])  # A's is not: pairwise compares A's turns
+    noted = check_dialogues(talk, encoder="campplus", method="pairwise", cache=EmbeddingCache(campplus)).notes
+    assert [n.split(" is not used")[0] for n in noted if "is not used" in n] == [f"A's reference clip {files['refA']}"]
     with pytest.raises(CheckInputError, match="speaker 'B' has only one turn"):
         talk.references = {}
         check_dialogues(talk, encoder="campplus", cache=EmbeddingCache(campplus))
