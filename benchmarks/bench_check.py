@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import soundfile as sf
 
@@ -30,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
 from speakersleuth.speech.audio import resample  # noqa: E402
+from tests.support.check_inputs import write_samples  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def write_dialogue(folder: str, out: Path, minutes: float, fmt: str, rate: int) 
             for clip in row["target_audio"]:
                 wave, _ = sf.read(io.BytesIO(clip["bytes"]), dtype="float32")
                 name = f"t{len(rows):04d}.{fmt}"
-                _write(out / name, resample(wave, ssd.SAMPLING_RATE, rate), rate)
+                write_samples(out / name, resample(wave, ssd.SAMPLING_RATE, rate), rate)
                 rows.append((str(len(rows) + 1), speaker, name))
                 total += len(wave) / ssd.SAMPLING_RATE
                 if total >= 60 * minutes:
@@ -58,15 +58,6 @@ def write_dialogue(folder: str, out: Path, minutes: float, fmt: str, rate: int) 
     with (out / "manifest.csv").open("w", newline="") as handle:
         csv.writer(handle).writerows([("turn", "speaker", "path"), *rows])
     return total
-
-
-def _write(path: Path, wave: np.ndarray, rate: int) -> None:
-    if path.suffix == ".mp3":
-        sf.write(path.with_suffix(".wav"), wave, rate, subtype="PCM_16")
-        subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", path.with_suffix(".wav"), path], check=True)
-        path.with_suffix(".wav").unlink()
-    else:
-        sf.write(path, wave, rate, subtype="PCM_16")
 
 
 def in_process(manifest: Path, encoder: str | None, cache_dir: Path) -> dict[str, float]:

@@ -167,7 +167,7 @@ def parse_tasks(tasks: str | Sequence[str]) -> list[str]:
     return names
 
 
-def _iter_rows(folder, config: str, split: str, columns: list[str], chunk_rows: int) -> Iterator[list[dict]]:
+def iter_rows(folder, config: str, split: str, columns: list[str], chunk_rows: int) -> Iterator[list[dict]]:
     """Rows of a config in chunks, streamed shard by shard and row group by row group."""
     for path in ssd.shard_paths(folder, config, split):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=columns):
@@ -213,7 +213,7 @@ def embed_variant(
         bar = tqdm(
             total=total, desc=f"embed {config}/{split} [{cache.encoder.name}]", unit="inst", disable=not progress
         )
-        for rows in _iter_rows(folder, config, split, columns, chunk_rows):
+        for rows in iter_rows(folder, config, split, columns, chunk_rows):
             if len(items) >= total:
                 break
             rows = rows[: total - len(items)]

@@ -18,16 +18,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pyarrow.parquet as pq
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.judges.cache import EmbeddingCache
 from speakersleuth.judges.check.checker import check_dialogues
 from speakersleuth.judges.check.dialogue import Clip, Dialogue, Turn
-from speakersleuth.judges.embedding import DISCRIMINATION_COLUMNS, TURN_COLUMNS, parse_tasks, write_jsonl
+from speakersleuth.judges.embedding import DISCRIMINATION_COLUMNS, TURN_COLUMNS, iter_rows, parse_tasks, write_jsonl
 
 #: Rows per check, as ``judges.embedding.embed_variant`` reads them per cache call.
 CHUNK_ROWS = 16
@@ -58,12 +55,6 @@ def row_dialogue(row: dict, config: str, with_reference: bool) -> Dialogue:
             Turn(str(i), SPEAKER, clip(v, f"target_audio[{i - 1}]")) for i, v in enumerate(row["target_audio"], 1)
         ]
     return Dialogue(turns, references, str(row["id"]), config)
-
-
-def _chunks(folder, config: str, split: str, columns: list[str]) -> Iterator[list[dict]]:
-    for path in ssd.shard_paths(folder, config, split):
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS, columns=columns):
-            yield batch.to_pylist()
 
 
 def benchmark_predictions(
@@ -121,7 +112,7 @@ def benchmark_predictions(
         config = ssd.config_name(task, variant)
         is_disc = task == "discrimination"
         columns = list(DISCRIMINATION_COLUMNS if is_disc else TURN_COLUMNS)
-        chunks = _chunks(folder, config, split, columns)
+        chunks = iter_rows(folder, config, split, columns, CHUNK_ROWS)
         for rows in chunks if not progress else _bar(chunks, config):
             report = check_dialogues([row_dialogue(r, config, _with_reference(options)) for r in rows], **options)
             options.update(method=report.method, threshold=report.threshold)

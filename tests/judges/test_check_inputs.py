@@ -16,6 +16,7 @@ from scipy.signal import resample_poly
 from speakersleuth.judges.check import CheckInputError, Clip, Dialogue, Turn, read_manifest, read_rttm, validate
 from speakersleuth.judges.check.audio import audio_info, decode
 from speakersleuth.judges.check.inputs import add_candidates, add_references
+from tests.support.check_inputs import write_samples
 
 SR = 16000
 
@@ -30,14 +31,7 @@ def write(path, seconds: float = 1.2, rate: int = SR, channels: int = 1):
     """A chord file; channel c is the chord times (1 - 0.3 c). mp3 through the ffmpeg CLI."""
     wave = chord(seconds, rate)
     data = np.stack([wave * (1 - 0.3 * c) for c in range(channels)], axis=1) if channels > 1 else wave
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".mp3":
-        sf.write(path.with_suffix(".wav"), data, rate, subtype="PCM_16")
-        subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", path.with_suffix(".wav"), path], check=True)
-        path.with_suffix(".wav").unlink()
-    else:
-        sf.write(path, data, rate, subtype="PCM_16")
-    return path
+    return write_samples(path, data, rate)
 
 
 def peaks(wave: np.ndarray, rate: int = SR) -> list[float]:

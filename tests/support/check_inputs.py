@@ -39,6 +39,12 @@ def write_audio(path: Path, wave16k: np.ndarray, rate: int, channels: int) -> Pa
     g = gcd(rate, ssd.SAMPLING_RATE)
     wave = resample_poly(wave16k.astype(np.float64), rate // g, ssd.SAMPLING_RATE // g)
     data = np.stack([wave * (1 - 0.2 * c) for c in range(channels)], axis=1) if channels > 1 else wave
+    return write_samples(path, data, rate)
+
+
+def write_samples(path: Path, data: np.ndarray, rate: int) -> Path:
+    """``data`` (samples, or samples x channels) as a 16-bit file at ``rate``, in the format its
+    suffix names: mp3 through the ffmpeg command line (192 kb/s), the rest with soundfile."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".mp3":
         raw = path.with_suffix(".tmp.wav")
