@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -58,18 +59,35 @@ def audio_info(path: str | os.PathLike) -> AudioInfo:
     AudioInfo
         ``seconds``, ``sampling_rate``, ``channels``.
 
-    Raises ``CheckInputError`` when the file is missing or neither decoder reads it.
+    Raises ``CheckInputError`` when the file is missing or neither decoder reads it. Read once per
+    file version (path, size, modification time): the check validates before its model loads and
+    again inside ``check_dialogues``.
     """
-    path = _existing(path)
+    return _audio_info(*_version(_existing(path)))
+
+
+def _version(path: Path) -> tuple[str, int, int]:
+    """What names one version of a file in the memos below: its resolved path, size and mtime."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+
+
+@lru_cache(maxsize=4096)
+def _audio_info(path: str, size: int, mtime_ns: int) -> AudioInfo:
     try:
-        info = sf.info(str(path))
+        info = sf.info(path)
         return AudioInfo(info.frames / info.samplerate, int(info.samplerate), int(info.channels))
     except Exception as sf_error:  # noqa: BLE001 - libsndfile's errors vary by format; try FFmpeg
-        decoder = _ffmpeg_decoder(path, sf_error)
+        decoder = _ffmpeg_decoder(Path(path), sf_error)
         meta = decoder.metadata
         seconds = meta.duration_seconds_from_header
         if seconds is None:  # some streams carry no duration: decode once to measure it
-            seconds = decoder.get_all_samples().data.shape[-1] / meta.sample_rate
+            try:
+                seconds = decoder.get_all_samples().data.shape[-1] / meta.sample_rate
+            except Exception as err:  # noqa: BLE001 - torchcodec raises RuntimeError on a broken frame
+                raise CheckInputError(
+                    f"{path}: cannot decode audio ({_short(sf_error)}; FFmpeg: {_short(err)})"
+                ) from None
         return AudioInfo(float(seconds), int(meta.sample_rate), int(meta.num_channels))
 
 
@@ -132,21 +150,18 @@ def _short(err: Exception) -> str:
     return " ".join(str(err).split())[:160] or type(err).__name__
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
 def file_digest(path: str | os.PathLike) -> str:
     """sha256 of the file's bytes (remembered per path, size and modification time)."""
-    path = Path(path)
-    stat = path.stat()
-    memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if memo not in _DIGESTS:
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _DIGESTS[memo] = digest.hexdigest()
-    return _DIGESTS[memo]
+    return _file_digest(*_version(Path(path)))
+
+
+@lru_cache(maxsize=4096)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def span_key(path: str | os.PathLike, start: float | None, end: float | None) -> str:

@@ -5,6 +5,7 @@ files, and the one-line refusal of each kind of bad input, naming the file."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from math import gcd
 
@@ -104,6 +105,21 @@ def test_a_flac_cut_short_after_its_header_is_refused_in_one_line(tmp_path):
     assert audio_info(cut).seconds > 19  # the header still promises the whole file
     with pytest.raises(CheckInputError, match=r"cut\.flac: cannot decode audio \(.*FFmpeg: "):
         decode(cut)
+
+
+def test_a_files_header_is_read_once_per_version(tmp_path, monkeypatch):
+    """The check validates before its model loads and again inside ``check_dialogues``: the second
+    read of the same file is remembered; a file written anew is read again."""
+    import speakersleuth.judges.check.audio as audio
+
+    reads = []
+    real = audio.sf.info
+    monkeypatch.setattr(audio.sf, "info", lambda path: reads.append(path) or real(path))
+    path = write(tmp_path / "once.wav", seconds=1.0)
+    assert audio_info(path) == audio_info(tmp_path / "." / "once.wav")  # the same file by another name
+    assert len(reads) == 1
+    os.utime(path, ns=(0, 12345))  # a new version: another modification time
+    assert audio_info(path).seconds == pytest.approx(1.0) and len(reads) == 2
 
 
 @pytest.fixture
