@@ -336,3 +336,18 @@ def test_sweep_writes_table_plot_and_calibration(folder, counted, tmp_path):
         assert calibrate(method, cache, folder, "main", progress=False)["threshold"] == tau
     assert cache.unique_clips == 48  # test + validation, each clip encoded once
     assert len(set(counting.waves)) == cache.encoded
+
+
+def test_embed_keyed_reports_progress_from_before_the_first_batch(encoder):
+    """Five clips, one of them twice, one already cached, batches of two: the bar starts at 0 of
+    the 3 to encode, moves per batch, and is not called when everything is cached."""
+    rng = np.random.default_rng(0)
+    waves = [rng.normal(0, 0.1, 16000).astype(np.float32) for _ in range(4)]
+    cache = EmbeddingCache(CountingEncoder(encoder), batch_size=2)
+    cache.embed_keyed(["w0"], lambda i: waves[0])
+    calls = []
+    cache.embed_keyed(["w0", "w1", "w2", "w1", "w3"], lambda i: waves[[0, 1, 2, 1, 3][i]], lambda *c: calls.append(c))
+    assert calls == [(0, 3), (2, 3), (3, 3)]
+    calls.clear()
+    cache.embed_keyed(["w3", "w1"], lambda i: waves[[3, 1][i]], lambda *c: calls.append(c))
+    assert calls == []
