@@ -80,8 +80,8 @@ class EmbeddingCache:
         ``load(i)`` returns clip ``i`` as a 16 kHz mono waveform; it is called only for clips whose
         key is neither in memory nor on disk, once per key, in order of first appearance; those
         clips go to the encoder in batches of at most ``batch_size``. ``on_batch(done, total)``,
-        when given, is called before the first batch (``done`` 0) and after each, with the clips
-        encoded so far and to encode in all; not at all when every clip is cached.
+        when given, is called once the first batch is decoded (``done`` 0) and after each batch,
+        with the clips encoded so far and to encode in all; not at all when every clip is cached.
         """
         if not keys:
             raise ValueError("embed_keyed() needs at least one clip")
@@ -96,11 +96,11 @@ class EmbeddingCache:
             else:
                 missing[key] = i
         pending = list(missing.items())
-        if on_batch is not None and pending:
-            on_batch(0, len(pending))
         for start in range(0, len(pending), self.batch_size):
             chunk = pending[start : start + self.batch_size]
             waves = [load(i) for _, i in chunk]
+            if on_batch is not None and start == 0:  # once the first clips decode: a bad file speaks first
+                on_batch(0, len(pending))
             vectors = np.asarray(self.encoder.encode(waves, batch_size=self.batch_size), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(chunk):
                 raise ValueError(
