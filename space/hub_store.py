@@ -21,9 +21,7 @@ from speakersleuth.space.records import (
     ReviewDecision,
     StoredResult,
     Withdrawal,
-    check_admission,
     check_withdrawal,
-    result_id,
 )
 from speakersleuth.space.sqlite_store import SqliteStore
 from speakersleuth.speech.files import write_bytes_atomic
@@ -96,16 +94,7 @@ class HubStore(ResultsStore):
             data = self._predictions_path(record.variant, record.id)
             if not data.is_file():
                 continue
-            index.add(
-                variant=record.variant,
-                sha256=record.sha256,
-                predictions=data.read_bytes(),
-                scores=record.scores,
-                metadata=record.metadata,
-                submitter=record.submitter,
-                num_lines=record.num_lines,
-                now=record.created_at,
-            )
+            index.store_record(record, data.read_bytes())
         for path in sorted(self.folder.glob("withdrawals/*/*.json")):
             withdrawal = Withdrawal(**json.loads(path.read_text(encoding="utf-8")))
             with contextlib.suppress(KeyError, ValueError):  # a withdrawal of a record that did not complete
@@ -124,58 +113,16 @@ class HubStore(ResultsStore):
     def _predictions_path(self, variant: str, rid: str) -> Path:
         return self.folder / "predictions" / variant / f"{rid}.jsonl"
 
-    def add(
-        self,
-        *,
-        variant,
-        sha256,
-        predictions,
-        scores,
-        metadata,
-        submitter,
-        num_lines,
-        now=None,
-        budget_bytes=None,
-        admit=None,
-        rate_limit=None,
-    ):
-        now = time.time() if now is None else now
+    def store_record(self, record, predictions, limits=None):
+        """``ResultsStore.store_record``: the index admits the record and, inside its write
+        transaction, the files are written (so a failed write leaves the index as it was)."""
+        log_attempt = limits is not None and limits.rate_limit is not None
         with self._lock:
-            existing = self.index.find(variant, sha256)
-            if existing is not None:
-                return existing, False
-            check_admission(
-                predictions=predictions,
-                stored_bytes=self.index.stored_bytes(),
-                budget_bytes=budget_bytes,
-                admit=admit,
-                every_result=lambda: self.index.results(include_withdrawn=True),
-                rate_limit=rate_limit,
-                submitter=submitter,
-                attempts_since=lambda since: self.index.attempts(submitter, since),
-                now=now,
-            )
-            record = StoredResult(
-                id=result_id(variant, sha256),
-                variant=variant,
-                sha256=sha256,
-                metadata=metadata,
-                submitter=submitter,
-                created_at=now,
-                num_lines=num_lines,
-                scores=scores,
-            )
-            self._write_submission_files(record, predictions, log_attempt=rate_limit is not None)
-            return self.index.add(
-                variant=variant,
-                sha256=sha256,
-                predictions=predictions,
-                scores=scores,
-                metadata=metadata,
-                submitter=submitter,
-                num_lines=num_lines,
-                now=now,
-                rate_limit=rate_limit,
+            return self.index.store_record(
+                record,
+                predictions,
+                limits,
+                on_admitted=lambda: self._write_submission_files(record, predictions, log_attempt=log_attempt),
             )
 
     def _write_submission_files(self, record: StoredResult, predictions: bytes, *, log_attempt: bool) -> None:

@@ -6,6 +6,7 @@ implement (``space.store`` describes both and opens the one a configuration asks
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -126,7 +127,6 @@ def result_id(variant: str, sha256: str) -> str:
 class ResultsStore(ABC):
     """Where accepted submissions and the submission log live."""
 
-    @abstractmethod
     def add(
         self,
         *,
@@ -150,6 +150,25 @@ class ResultsStore(ABC):
         at ``now`` in the rate-limit log (``acquire``, ``retry_at``), logged with it in the same
         transaction; nothing is written (``RateLimited``) when ``submitter`` already has ``limit``
         attempts in the last ``window_s`` seconds. Only a stored submission uses quota."""
+        record = StoredResult(
+            id=result_id(variant, sha256),
+            variant=variant,
+            sha256=sha256,
+            metadata=metadata,
+            submitter=submitter,
+            created_at=time.time() if now is None else now,
+            num_lines=num_lines,
+            scores=scores,
+        )
+        return self.store_record(record, predictions, Limits(budget_bytes, admit, rate_limit))
+
+    @abstractmethod
+    def store_record(
+        self, record: StoredResult, predictions: bytes, limits: Limits | None = None
+    ) -> tuple[StoredResult, bool]:
+        """``add`` once its record is made: store ``record`` and its ``predictions`` if
+        ``limits`` admit them (none: no check), or return the record already stored for its
+        ``(variant, sha256)``."""
 
     @abstractmethod
     def find(self, variant: str, sha256: str) -> StoredResult | None:
@@ -215,27 +234,33 @@ def check_withdrawal(record: StoredResult, submitter: str) -> None:
         raise ValueError(f"{record.id} is already withdrawn")
 
 
-def check_admission(
-    *,
-    predictions: bytes,
-    stored_bytes: int,
-    budget_bytes: int | None,
-    admit: Admit | None,
-    every_result: Callable[[], list[StoredResult]],
-    rate_limit: tuple[int, float] | None,
-    submitter: str,
-    attempts_since: Callable[[float], int],
-    now: float,
-) -> None:
-    """Refuse new ``predictions`` as ``ResultsStore.add`` does, in its order: their size over
-    ``budget_bytes`` (``StoreFull``; measured only then), refused by ``admit`` over every stored
-    result, withdrawn included (``Refused``), or past ``rate_limit`` (``RateLimited``).
-    ``every_result`` and ``attempts_since(time)`` read the store only when their check is asked for."""
-    if budget_bytes is not None and stored_bytes + len(predictions) > budget_bytes:
-        raise StoreFull(stored_bytes, len(predictions), budget_bytes)
-    if admit is not None and (errors := admit(every_result())):
-        raise Refused(errors)
-    if rate_limit is not None:
-        limit, window_s = rate_limit
-        if attempts_since(now - window_s) >= limit:
-            raise RateLimited(f"{submitter} made {limit} submissions in the last {window_s} s")
+@dataclass(frozen=True)
+class Limits:
+    """What a new submission must pass to be stored: ``ResultsStore.add``'s ``budget_bytes``,
+    ``admit`` and ``rate_limit``."""
+
+    budget_bytes: int | None = None
+    admit: Admit | None = None
+    rate_limit: tuple[int, float] | None = None
+
+    def check(
+        self,
+        record: StoredResult,
+        predictions: bytes,
+        *,
+        stored_bytes: int,
+        every_result: Callable[[], list[StoredResult]],
+        attempts_since: Callable[[float], int],
+    ) -> None:
+        """Refuse new ``predictions`` as ``ResultsStore.add`` does, in its order: their size over
+        ``budget_bytes`` (``StoreFull``; measured only then), refused by ``admit`` over every stored
+        result, withdrawn included (``Refused``), or past ``rate_limit`` (``RateLimited``).
+        ``every_result`` and ``attempts_since(time)`` read the store only when their check is asked for."""
+        if self.budget_bytes is not None and stored_bytes + len(predictions) > self.budget_bytes:
+            raise StoreFull(stored_bytes, len(predictions), self.budget_bytes)
+        if self.admit is not None and (errors := self.admit(every_result())):
+            raise Refused(errors)
+        if self.rate_limit is not None:
+            limit, window_s = self.rate_limit
+            if attempts_since(record.created_at - window_s) >= limit:
+                raise RateLimited(f"{record.submitter} made {limit} submissions in the last {window_s} s")

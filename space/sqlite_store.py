@@ -8,21 +8,20 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from speakersleuth.space.records import (
+    Limits,
     Metadata,
     ResultsStore,
     ReviewDecision,
     StoredResult,
     Withdrawal,
-    check_admission,
     check_withdrawal,
-    result_id,
 )
 
 SCHEMA_VERSION = 2  # 2: withdrawals
@@ -136,63 +135,42 @@ class SqliteStore(ResultsStore):
             raise
         con.execute("COMMIT")
 
-    def add(
-        self,
-        *,
-        variant,
-        sha256,
-        predictions,
-        scores,
-        metadata,
-        submitter,
-        num_lines,
-        now=None,
-        budget_bytes=None,
-        admit=None,
-        rate_limit=None,
-    ):
-        record = StoredResult(
-            id=result_id(variant, sha256),
-            variant=variant,
-            sha256=sha256,
-            metadata=metadata,
-            submitter=submitter,
-            created_at=time.time() if now is None else now,
-            num_lines=num_lines,
-            scores=scores,
-        )
+    def store_record(self, record, predictions, limits=None, on_admitted: Callable[[], None] | None = None):
+        """``ResultsStore.store_record``; ``on_admitted`` runs inside the write transaction once
+        the record is admitted (the Hub store writes its files there: if it raises, nothing is stored)."""
+        limits = limits or Limits()
         with self._connect() as con, self._write(con):
-            existing = self._find(con, variant, sha256)
+            existing = self._find(con, record.variant, record.sha256)
             if existing is not None:
                 return existing, False
-            check_admission(
-                predictions=predictions,
+            limits.check(
+                record,
+                predictions,
                 stored_bytes=self._stored_bytes(con),
-                budget_bytes=budget_bytes,
-                admit=admit,
                 every_result=lambda: [_row_to_result(r) for r in con.execute(_SELECT)],
-                rate_limit=rate_limit,
-                submitter=submitter,
-                attempts_since=lambda since: self._attempts(con, submitter, since),
-                now=record.created_at,
+                attempts_since=lambda since: self._attempts(con, record.submitter, since),
             )
-            if rate_limit is not None:
-                con.execute("INSERT INTO attempts (submitter, at) VALUES (?, ?)", (submitter, record.created_at))
+            if limits.rate_limit is not None:
+                con.execute(
+                    "INSERT INTO attempts (submitter, at) VALUES (?, ?)", (record.submitter, record.created_at)
+                )
             con.execute(
                 "INSERT INTO submissions (id, variant, sha256, metadata, submitter, created_at, num_lines, scores)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.id,
-                    variant,
-                    sha256,
-                    json.dumps(asdict(metadata)),
-                    submitter,
+                    record.variant,
+                    record.sha256,
+                    json.dumps(asdict(record.metadata)),
+                    record.submitter,
                     record.created_at,
-                    num_lines,
-                    json.dumps(scores),
+                    record.num_lines,
+                    json.dumps(record.scores),
                 ),
             )
             con.execute("INSERT INTO predictions (id, data) VALUES (?, ?)", (record.id, bytes(predictions)))
+            if on_admitted is not None:
+                on_admitted()
         return record, True
 
     @staticmethod
