@@ -124,6 +124,8 @@ class VoiceConverter(ABC):
         that re-speaks needs; a conversion ignores them.
         """
         source = check_waveform(source, "source")
+        if self.respeaks:
+            return self._respeak(text, speaker)
         return self._finish(self._convert(source, target_clips, source_clips), source)
 
     def resynthesize(self, audio: np.ndarray) -> np.ndarray:
@@ -138,6 +140,10 @@ class VoiceConverter(ABC):
     @abstractmethod
     def _resynthesize(self, audio: np.ndarray) -> np.ndarray:
         """The backend's analysis-resynthesis of a checked clip."""
+
+    def _respeak(self, text: str | None, speaker: str | None) -> np.ndarray:
+        """A re-speaking method's new take of ``text`` in ``speaker``'s voice (``respeaks = True``)."""
+        raise NotImplementedError(f"{self.name} converts audio; it does not re-speak")
 
     def _finish(self, audio: np.ndarray, source: np.ndarray) -> np.ndarray:
         """``audio`` band-limited to ``bandwidth_hz`` (if set), with the source's exact length, its

@@ -18,7 +18,6 @@ voice it was meant to have, against a threshold from the speaker bank's EER.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -82,18 +81,9 @@ class Respeaker(VoiceConverter):
     def __init__(self, voicer: Voicer | None = None, cache_dir: str | Path | None = None):
         self.voicer = voicer or Voicer(Path(cache_dir or "~/.cache/speakersleuth/tts").expanduser(), threads=1)
 
-    def convert(
-        self,
-        source: np.ndarray,
-        target_clips: Sequence[np.ndarray],
-        source_clips: Sequence[np.ndarray] | None = None,
-        *,
-        text: str | None = None,
-        speaker: str | None = None,
-    ) -> np.ndarray:
+    def _respeak(self, text: str | None, speaker: str | None) -> np.ndarray:
         """``text`` voiced by ``speaker``'s bank voice, as the voicing's wav holds it (its own length
         and rate; the unit normalises its loudness like every turn's)."""
-        check_waveform(source, "source")
         if not text:
             raise ValueError("respeak needs the turn's text")
         return load_span(self.voicer.synthesize(bank_voice(speaker or ""), text))
