@@ -45,10 +45,10 @@ class CampplusEncoder(ThreeDSpeakerEncoder):
     -------
     >>> import numpy as np
     >>> encoder = CampplusEncoder()
-    >>> encoder, encoder.min_samples
-    (CampplusEncoder(name='campplus', dim=192), 720)
-    >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape
-    (1, 192)
+    >>> encoder.min_samples  # the shortest clip it embeds: 45 ms
+    720
+    >>> encoder.encode([np.sin(np.arange(16000) / 7), np.sin(np.arange(720) / 5)]).shape
+    (2, 192)
     """
 
     dim = 192
