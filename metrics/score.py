@@ -95,19 +95,28 @@ TABLE2_KEYS: tuple[str, ...] = (
     "rank_coverage",
 )
 
-#: The keys that come with a 95 % interval (``<key>_ci`` in a leaderboard row).
-INTERVAL_KEYS: tuple[str, ...] = (
-    "det_bal_acc",
-    "loc_bal_f1",
-    "disc_acc_avg",
-    "ndcg_at_2",
-    "exact_match",
-    "det_paired_acc",
-    "loc_paired_acc",
-    "det_auroc",
-    "det_eer",
-)
+#: The leaderboard keys that one score of a task's output gives: key -> (task, the score's name
+#: there, whether the row also carries its 95 % interval), the keys with an interval first. ``leaderboard_row`` spells out the keys
+#: of each scenario and each source.
+_TASK_SCORES: dict[str, tuple[str, str, bool]] = {
+    "det_bal_acc": ("detection", "balanced_accuracy", True),
+    "loc_bal_f1": ("localization", "balanced_f1", True),
+    "disc_acc_avg": ("discrimination", "accuracy", True),
+    "ndcg_at_2": ("discrimination", "ndcg@2", True),
+    "exact_match": ("discrimination", "exact_match", True),
+    "det_paired_acc": ("detection", "paired_accuracy", True),
+    "loc_paired_acc": ("localization", "paired_accuracy", True),
+    "det_auroc": ("detection", "auroc", True),
+    "det_eer": ("detection", "eer", True),
+    "det_coverage": ("detection", "coverage", False),
+    "loc_coverage": ("localization", "coverage", False),
+    "ndcg_at_1": ("discrimination", "ndcg@1", False),
+    "disc_coverage": ("discrimination", "coverage", False),
+    "rank_coverage": ("discrimination", "ranking_coverage", False),
+}
 
+#: The keys that come with a 95 % interval (``<key>_ci`` in a leaderboard row).
+INTERVAL_KEYS: tuple[str, ...] = tuple(key for key, (_, _, interval) in _TASK_SCORES.items() if interval)
 
 # ------------------------------------------------------------------------------------- scoring
 
@@ -525,43 +534,22 @@ def leaderboard_row(scores: dict) -> dict:
     det, loc, disc = scores.get("detection"), scores.get("localization"), scores.get("discrimination")
     flat: dict[str, Any] = dict.fromkeys(TABLE2_KEYS)
     ci: dict[str, Any] = {}
+    for key, (task, name, interval) in _TASK_SCORES.items():
+        if scores.get(task):
+            flat[key] = scores[task].get(name)
+            if interval:
+                ci[key] = scores[task]["ci"].get(name)
     if det:
         for s in SCENARIOS:
             flat[f"det_{s.lower()}_acc"] = det["accuracy"][s]
-        flat.update(
-            det_bal_acc=det["balanced_accuracy"],
-            det_paired_acc=det["paired_accuracy"],
-            det_coverage=det["coverage"],
-            det_auroc=det.get("auroc"),
-            det_eer=det.get("eer"),
-        )
-        ci.update(
-            det_bal_acc=det["ci"]["balanced_accuracy"],
-            det_paired_acc=det["ci"]["paired_accuracy"],
-            det_auroc=det["ci"].get("auroc"),
-            det_eer=det["ci"].get("eer"),
-        )
     if loc:
         flat["loc_s1_f1"] = loc["f1"]["S1"]
         for s in SCENARIOS[1:]:
             for metric, short in (("precision", "p"), ("recall", "r"), ("f1", "f1")):
                 flat[f"loc_{s.lower()}_{short}"] = loc[metric][s]
-        flat.update(loc_bal_f1=loc["balanced_f1"], loc_paired_acc=loc["paired_accuracy"], loc_coverage=loc["coverage"])
-        ci.update(loc_bal_f1=loc["ci"]["balanced_f1"], loc_paired_acc=loc["ci"]["paired_accuracy"])
     if disc:
         for source, value in disc["accuracy_by_source"].items():
             flat[f"disc_acc_{source_key(source)}"] = value
-        flat.update(
-            disc_acc_avg=disc["accuracy"],
-            ndcg_at_1=disc["ndcg@1"],
-            ndcg_at_2=disc["ndcg@2"],
-            exact_match=disc["exact_match"],
-            disc_coverage=disc["coverage"],
-            rank_coverage=disc["ranking_coverage"],
-        )
-        ci.update(
-            disc_acc_avg=disc["ci"]["accuracy"], ndcg_at_2=disc["ci"]["ndcg@2"], exact_match=disc["ci"]["exact_match"]
-        )
     row = {key: _one_decimal(flat[key]) for key in table2_order(flat)}
     for key in INTERVAL_KEYS:
         interval = ci.get(key)
