@@ -10,7 +10,7 @@ import datasets
 import evaluate
 
 from .detection import detection_codes
-from .scenarios import CITATION, PAPER_URL, SCENARIOS, balanced, group_means, refuse_empty, scenario_codes
+from .scenarios import SCENARIOS, balanced, group_means, metric_info, refuse_empty, scenario_codes
 
 _DESCRIPTION = """\
 Balanced accuracy of a speaker-consistency detector over the three SpeakerSleuth scenarios:
@@ -68,13 +68,7 @@ def _features() -> list:
 
 class BalancedAccuracy(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=_features(),
-            citation=CITATION,
-            reference_urls=[PAPER_URL],
-        )
+        return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, _features())
 
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)

@@ -10,7 +10,7 @@ import datasets
 import evaluate
 
 from .localization import check_turn_sets, prf, set_sizes
-from .scenarios import CITATION, PAPER_URL, SCENARIOS, balanced, group_means, refuse_empty, scenario_codes
+from .scenarios import SCENARIOS, balanced, group_means, metric_info, refuse_empty, scenario_codes
 
 _DESCRIPTION = """\
 Localization scores of SpeakerSleuth: for each instance, the predicted set P of inconsistent
@@ -59,13 +59,7 @@ def _features() -> datasets.Features:
 
 class BalancedF1(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=_features(),
-            citation=CITATION,
-            reference_urls=[PAPER_URL],
-        )
+        return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, _features())
 
     def _compute(self, predictions, references, scenarios):
         codes = scenario_codes(scenarios)

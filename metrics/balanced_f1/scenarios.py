@@ -20,6 +20,13 @@ PAPER_URL = "https://aclanthology.org/2026.acl-long.944/"
 CITATION = "@inproceedings{lee2026speakersleuth, title = {SpeakerSleuth: Can Large Audio-Language Models Judge Speaker Consistency across Multi-turn Dialogues?}, author = {Lee, Jonggeun and Pyo, Junseong and Seo, Gyuhyeon and Jo, Yohan}, booktitle = {Proceedings of the 64th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)}, year = {2026}, pages = {20612--20636}, url = {https://aclanthology.org/2026.acl-long.944/}, eprint = {2601.04029}, archivePrefix = {arXiv} }"
 
 
+def metric_info(description: str, inputs_description: str, features: list):
+    """The ``evaluate.MetricInfo`` of a SpeakerSleuth metric: its own texts and features, the paper's citation and page."""
+    import evaluate
+
+    return evaluate.MetricInfo(description, CITATION, features, inputs_description, reference_urls=[PAPER_URL])
+
+
 def balanced(s1, s2, s3):
     """The scenario-balanced score ``1/2 (S1 + (S2 + S3) / 2)``; floats or arrays.
 

@@ -10,7 +10,7 @@ import evaluate
 import numpy as np
 
 from .matching import exact_match
-from .rankings import CITATION, PAPER_URL, ranking_features, ranking_scores, refuse_empty
+from .rankings import metric_info, ranking_features, ranking_scores, refuse_empty
 
 _DESCRIPTION = """\
 The share of instances whose whole predicted ranking of candidates equals the gold ranking. For
@@ -42,13 +42,7 @@ Examples:
 
 class ExactMatch(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=ranking_features(),
-            citation=CITATION,
-            reference_urls=[PAPER_URL],
-        )
+        return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ranking_features())
 
     def _compute(self, predictions, references):
         scores = ranking_scores(predictions, references, {"exact_match": exact_match})

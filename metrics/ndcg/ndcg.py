@@ -12,7 +12,7 @@ import evaluate
 import numpy as np
 
 from .discounted_gain import ndcg
-from .rankings import CITATION, PAPER_URL, ranking_features, ranking_scores, refuse_empty
+from .rankings import metric_info, ranking_features, ranking_scores, refuse_empty
 
 _DESCRIPTION = """\
 Normalised discounted cumulative gain of a predicted ranking of candidates against a gold ranking
@@ -55,13 +55,7 @@ Examples:
 
 class Ndcg(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=ranking_features(),
-            citation=CITATION,
-            reference_urls=[PAPER_URL],
-        )
+        return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ranking_features())
 
     def _compute(self, predictions, references, k=2, every_k=False):
         cut_offs = range(1, k + 1) if every_k else [k]
