@@ -880,6 +880,11 @@ def measure_duplicates(bench: Bench, count: int, pad_mb: float) -> None:
 # ------------------------------------------------------------------------------------- main
 
 
+def add_choice(parser: argparse.ArgumentParser, flag: str, choices: tuple[str, ...], text: str) -> None:
+    """Adds an option that takes one of ``choices``, the first the default."""
+    parser.add_argument(flag, choices=choices, default=choices[0], help=text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
@@ -902,11 +907,11 @@ def main() -> None:
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--alone", type=at_least(0), default=20, help="sequential submissions timed")
     parser.add_argument("--concurrent", type=at_least(0), default=50, help="submitters at once (0: skip)")
-    parser.add_argument(
+    add_choice(
+        parser,
         "--files",
-        choices=("judge", "plain"),
-        default="judge",
-        help="latency files: as `python -m speakersleuth.judges run` writes them (detection scores) or score-less",
+        ("judge", "plain"),
+        "latency files: as `python -m speakersleuth.judges run` writes them (detection scores) or score-less",
     )
     parser.add_argument(
         "--judge", help="latency files from this embedding judge's real scores (e.g. pairwise-resemblyzer)"
@@ -928,11 +933,11 @@ def main() -> None:
         default=10,
         help="latency: niceness added to the concurrent client processes, so the server is scheduled first on a shared machine (0: equal; idle: SCHED_IDLE)",
     )
-    parser.add_argument(
+    add_choice(
+        parser,
         "--clients",
-        choices=("http", "gradio"),
-        default="http",
-        help="latency, concurrent phase: raw HTTP submitters in one process, or one gradio_client process each",
+        ("http", "gradio"),
+        "latency, concurrent phase: raw HTTP submitters in one process, or one gradio_client process each",
     )
     parser.add_argument(
         "--profile-server",

@@ -25,6 +25,24 @@ from .vc import MODEL_DIRS
 
 #: ``--model-dir`` names: the neural voice-conversion backends' folders and the S3 encoders'
 MODEL_DIR_NAMES = (*MODEL_DIRS, *folder_encoders())
+#: the ``build`` options that ``BuildOptions`` takes as they are, under the same name
+_AS_GIVEN = (
+    "cache",
+    "dialogues",
+    "dialogues_10turn",
+    "validation_dialogues",
+    "max_target_seconds",
+    "seed",
+    "vc",
+    "vc_recorded",
+    "encoder",
+    "text_filter",
+    "review_decisions",
+    "margin",
+    "num_shards",
+    "shard_index",
+    "threads",
+)
 
 
 def _source_args(sources: list[str], values: list[str]) -> dict[str, dict]:
@@ -60,22 +78,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_folder(parser: argparse.ArgumentParser, flag: str, default: str, text: str) -> None:
+    """Adds a folder option (``DIR``, a Path) whose help ends with its default."""
+    parser.add_argument(flag, type=Path, default=Path(default), metavar="DIR", help=f"{text} (default: {default})")
+
+
+def _add_number(parser: argparse.ArgumentParser, flag: str, default: int | float, text: str) -> None:
+    """Adds a number option of its default's type (int or float) whose help ends with that default."""
+    parser.add_argument(flag, type=type(default), default=default, help=f"{text} (default {default:g})")
+
+
 def _add_output_options(build: argparse.ArgumentParser) -> None:
     """``build``'s folders: the dataset written and the stage cache."""
-    build.add_argument(
-        "--dataset-out",
-        type=Path,
-        default=Path("speakersleuth"),
-        metavar="DIR",
-        help="dataset folder to write (default: speakersleuth)",
-    )
-    build.add_argument(
-        "--cache",
-        type=Path,
-        default=Path("cache"),
-        metavar="DIR",
-        help="stage cache; a rerun skips finished work (default: cache)",
-    )
+    _add_folder(build, "--dataset-out", "speakersleuth", "dataset folder to write")
+    _add_folder(build, "--cache", "cache", "stage cache; a rerun skips finished work")
 
 
 def _add_content_options(build: argparse.ArgumentParser) -> None:
@@ -93,8 +109,8 @@ def _add_content_options(build: argparse.ArgumentParser) -> None:
         metavar="SOURCE=DIR",
         help="local corpus folder of a source (repeatable; needed by every source but chitchat_tts)",
     )
-    build.add_argument("--dialogues", type=int, default=60, help="dialogues per source for main and 4vc (default 60)")
-    build.add_argument("--dialogues-10turn", type=int, default=30, help="dialogues per source for 10turn (default 30)")
+    _add_number(build, "--dialogues", 60, "dialogues per source for main and 4vc")
+    _add_number(build, "--dialogues-10turn", 30, "dialogues per source for 10turn")
     build.add_argument(
         "--validation-dialogues",
         type=int,
@@ -103,12 +119,7 @@ def _add_content_options(build: argparse.ArgumentParser) -> None:
         help="the validation split (threshold calibration): N dialogues per source for main and 4vc, "
         "N/2 for 10turn, disjoint from the test split (default: a fifth of --dialogues; 0: none)",
     )
-    build.add_argument(
-        "--max-target-seconds",
-        type=float,
-        default=6.0,
-        help="longest target turn a segment may hold, in (estimated) seconds (default 6)",
-    )
+    _add_number(build, "--max-target-seconds", 6.0, "longest target turn a segment may hold, in (estimated) seconds")
     build.add_argument(
         "--seed",
         type=int,
@@ -166,12 +177,7 @@ def _add_curation_options(build: argparse.ArgumentParser) -> None:
     """``build``'s curation: the text filter, human review decisions, spare candidates."""
     build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
     build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
-    build.add_argument(
-        "--margin",
-        type=float,
-        default=0.5,
-        help="extra candidates (text only) that replace dropped dialogues (default 0.5)",
-    )
+    _add_number(build, "--margin", 0.5, "extra candidates (text only) that replace dropped dialogues")
 
 
 def _add_execution_options(build: argparse.ArgumentParser) -> None:
@@ -191,13 +197,7 @@ def _add_review_export(sub: argparse._SubParsersAction) -> None:
     """The ``review-export`` command and its options."""
     review = sub.add_parser("review-export", help="write a human-review sheet (CSV + HTML + audio) for a built folder")
     review.add_argument("--dataset", required=True, help="the dataset to review: a built folder or a Hub dataset id")
-    review.add_argument(
-        "--review-out",
-        type=Path,
-        default=Path("review"),
-        metavar="DIR",
-        help="folder for review.csv, review.html and the audio (default: review)",
-    )
+    _add_folder(review, "--review-out", "review", "folder for review.csv, review.html and the audio")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,27 +239,13 @@ def _options(args: argparse.Namespace):
     _register_model_dirs(args)
     opts = BuildOptions(
         out=args.dataset_out,
-        cache=args.cache,
         sources=tuple(sources),
         substitute_pool=tuple(args.substitute_pool),
         source_args=_source_args(sources, args.source_dir),
         variants=tuple(variants),
-        dialogues=args.dialogues,
-        dialogues_10turn=args.dialogues_10turn,
-        validation_dialogues=args.validation_dialogues,
-        max_target_seconds=args.max_target_seconds,
-        seed=args.seed,
-        vc=args.vc,
         vc_4vc=tuple(v for v in args.vc_4vc.split(",") if v),
-        vc_recorded=args.vc_recorded,
-        encoder=args.encoder,
-        text_filter=args.text_filter,
-        review_decisions=args.review_decisions,
-        margin=args.margin,
-        num_shards=args.num_shards,
-        shard_index=args.shard_index,
-        threads=args.threads,
         progress=not args.no_progress,
+        **{name: getattr(args, name) for name in _AS_GIVEN},
     )
     for backend in {opts.vc, opts.vc_recorded, *opts.vc_4vc}:
         converter_class(backend).check_files()

@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.judge import Judge
 from speakersleuth.judges.names import METHODS, embedding_judge_name
 from speakersleuth.speech.files import write_text_atomic
 
@@ -344,7 +345,7 @@ def write_jsonl(lines: Sequence[dict], out_path: str | os.PathLike) -> Path:
 # ------------------------------------------------------------------------------------ judge
 
 
-class EmbeddingJudge:
+class EmbeddingJudge(Judge):
     """One scoring method on one speaker encoder, judging a dataset folder from its audio alone.
 
     ``score`` embeds the clips of the asked tasks (through ``cache``: each distinct clip once) and
@@ -415,17 +416,8 @@ class EmbeddingJudge:
 
         Arguments
         ---------
-        dataset_folder : str or os.PathLike
-            A built dataset folder, or the public folder of a blind copy (a Hub id must be made a
-            local folder first: ``speakersleuth_dataset.local_folder``).
-        variant : str
-            ``main``, ``4vc`` or ``10turn``.
-        tasks : str or sequence of str
-            The tasks to score: ``"detection,localization"`` or a list of them.
-        split : str
-            ``"test"`` (default) or ``"validation"``.
-        limit : int, optional
-            Score only the first ``limit`` instances of each task (default None: all).
+        dataset_folder, variant, tasks, split, limit
+            The instances to score, as ``run`` takes them (``judges.judge.Judge.run``).
 
         Returns
         -------
@@ -460,18 +452,8 @@ class EmbeddingJudge:
 
         Arguments
         ---------
-        dataset_folder : str or os.PathLike
-            A built dataset folder, or the public folder of a blind copy, as ``score`` takes it.
-        variant : str
-            ``main``, ``4vc`` or ``10turn``.
-        tasks : str or sequence of str
-            The tasks to judge: ``"detection,localization,discrimination"`` or a list of them.
-        out_path : str or os.PathLike
-            The predictions file (JSON Lines) to write; it is replaced, atomically.
-        split : str
-            ``"test"`` (default) or ``"validation"``.
-        limit : int, optional
-            Judge only the first ``limit`` instances of each task (default None: all).
+        dataset_folder, variant, tasks, out_path, split, limit
+            As ``judges.judge.Judge.run`` takes them; ``out_path`` is replaced, atomically.
 
         Returns
         -------

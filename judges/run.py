@@ -127,24 +127,14 @@ def run_judge(
         and resumes, with its raw log beside it).
     split : str
         ``"test"`` (default) or ``"validation"``.
-    threshold : float, optional
-        Embedding judges: τ (default None: the paper's).
     calibrate : bool
         Embedding judges: pick τ on the dataset's validation split first, as the value of the grid
         with the best detection balanced accuracy there (``judges.sweep.calibrate``; default
         False). Not with ``threshold``.
     limit : int, optional
         Judge only the first ``limit`` instances of each task (default None: all).
-    setting : str
-        LALM judges: the prompt setting (default ``main``).
-    cache_dir : str or os.PathLike, optional
-        Embedding judges: a folder that keeps the embeddings on disk (default None: memory only).
-    batch_size : int
-        Embedding judges: the most clips per encoder call (default 32).
-    progress : bool
-        Whether to show progress bars (default True).
-    **lalm_options
-        LALM judges: the backend's options (``judges.lalm.backends.make_backend``).
+    threshold, setting, cache_dir, batch_size, progress, **lalm_options
+        The judge's options, as ``make_judge`` takes them.
 
     Returns
     -------
@@ -232,12 +222,8 @@ def run_baselines(
         Bootstrap resamples of the scores' 95 % intervals (default 1000; 0: none).
     seed : int
         Seed of the bootstrap resampling (default 0).
-    cache_dir : str or os.PathLike, optional
-        A folder that keeps the embeddings on disk (default None: memory only).
-    batch_size : int
-        The most clips per encoder call (default 32).
-    caches : dict, optional
-        Encoder spec -> ``EmbeddingCache`` to use (and fill) instead of new ones.
+    cache_dir, batch_size, caches
+        Where each encoder's embeddings are kept, as ``judges.sweep.cache_for`` takes them.
     progress : bool
         Whether to show progress bars (default True).
 

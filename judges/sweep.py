@@ -100,7 +100,25 @@ def calibrate(
 
 
 def cache_for(spec: str, caches: dict | None, cache_dir=None, batch_size: int = 32) -> EmbeddingCache:
-    """The cache of encoder ``spec``: from ``caches`` (filled in, so later calls share it) or new."""
+    """The embedding cache of encoder ``spec``: from ``caches`` (filled in, so later calls share
+    it) or new.
+
+    Arguments
+    ---------
+    spec : str
+        The encoder's spec (``speech.encoders.get_encoder``).
+    caches : dict or None
+        Encoder spec -> ``EmbeddingCache`` to use (and fill) instead of new ones (None: a new one).
+    cache_dir : str or os.PathLike, optional
+        A folder that keeps the embeddings on disk (default None: memory only).
+    batch_size : int
+        The most clips per encoder call (default 32).
+
+    Returns
+    -------
+    EmbeddingCache
+        The cache, its encoder loaded when it is new.
+    """
     if caches is not None and spec in caches:
         return caches[spec]
     from speakersleuth.speech.encoders import get_encoder
@@ -144,12 +162,8 @@ def run_sweep(
     split : str
         The split swept (default ``"test"``); where the folder has a validation split, it is
         swept too and each judge's τ calibrated there.
-    cache_dir : str or os.PathLike, optional
-        A folder that keeps the embeddings on disk (default None: memory only).
-    batch_size : int
-        The most clips per encoder call (default 32).
-    caches : dict, optional
-        Encoder spec -> ``EmbeddingCache`` to use (and fill) instead of new ones.
+    cache_dir, batch_size, caches
+        Where each encoder's embeddings are kept, as ``cache_for`` takes them.
     progress : bool
         Whether to show progress bars (default True).
 

@@ -250,14 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = SpaceConfig.from_env(
-            dataset=args.dataset,
-            gold=args.gold,
-            data_dir=args.data_dir,
-            host=args.host,
-            port=args.port,
-            allow_paired=args.allow_paired,
-        )
+        config = SpaceConfig.from_env(**vars(args))  # each option overrides the SpaceConfig field of its name
         app = build_app(config)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

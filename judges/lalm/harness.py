@@ -52,6 +52,7 @@ from tqdm.auto import tqdm
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.judges.embedding import parse_tasks
+from speakersleuth.judges.judge import Judge
 from speakersleuth.judges.lalm.backends import make_backend
 from speakersleuth.judges.lalm.backends.base import Backend, Completion, RequestError
 from speakersleuth.judges.lalm.parsing import Parsed, parse_answer
@@ -242,7 +243,7 @@ class RunLog:
 # -------------------------------------------------------------------------------------- judge
 
 
-class LALMJudge:
+class LALMJudge(Judge):
     """An LALM behind a backend, asked with the prompts of one setting; ``run`` judges a dataset
     folder and writes its predictions file and raw log, resuming where an earlier run stopped (see
     the module docstring).
@@ -369,21 +370,10 @@ class LALMJudge:
 
         Arguments
         ---------
-        dataset_folder : str or os.PathLike
-            A built dataset folder, or the public folder of a blind copy (a Hub id must be made a
-            local folder first: ``speakersleuth_dataset.local_folder``).
-        variant : str
-            ``main``, ``4vc`` or ``10turn``.
-        tasks : str or sequence of str
-            The tasks to judge: ``"detection,localization,discrimination"`` or a list of them.
-        out_path : str or os.PathLike
-            The predictions file (JSON Lines) to append to; its raw log is ``<out_path>.raw.jsonl``.
-            A file written by another judge, setting, prompt version, variant or split is refused
-            (``ValueError``).
-        split : str
-            ``"test"`` (default) or ``"validation"``.
-        limit : int, optional
-            Judge only the first ``limit`` instances of each task (default None: all).
+        dataset_folder, variant, tasks, out_path, split, limit
+            As ``judges.judge.Judge.run`` takes them; ``out_path`` is appended to, and its raw log
+            is ``<out_path>.raw.jsonl``. A file written by another judge, setting, prompt version,
+            variant or split is refused (``ValueError``).
 
         Returns
         -------

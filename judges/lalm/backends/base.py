@@ -22,7 +22,8 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -258,26 +259,46 @@ def api_key_from_env(where: str, names: list[str]) -> str:
     return key
 
 
+@dataclass(frozen=True)
+class APISettings:
+    """The settings every API backend takes (``make_backend`` says what each means); a backend's
+    ``defaults`` give the first three its own values."""
+
+    concurrency: int
+    timeout: float
+    max_tokens: int | None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    seed: int = 0
+    retry: RetryPolicy | None = None
+    sleep: Callable[[float], Any] | None = None
+
+
 class APIBackend(Backend):
     """A model behind a remote API, reached through its SDK client (``self.client``, closed by
-    ``close``): the settings every such backend shares."""
+    ``close``) and asked at temperature 0; ``settings`` (``APISettings``) override the backend's
+    ``defaults``, and a setting it does not have raises ``TypeError``."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None,
-        concurrency: int,
-        max_tokens: int | None,
-        seed: int = 0,
-        retry: RetryPolicy | None = None,
-        sleep=None,
-    ) -> None:
-        super().__init__(model, retry=retry, seed=seed, sleep=sleep or time.sleep)
-        self.base_url = base_url
-        self.max_concurrency = max(1, int(concurrency))
-        self.max_tokens = max_tokens
-        self.seed = seed
+    defaults: APISettings
+
+    def __init__(self, model: str, **settings: Any) -> None:
+        chosen = replace(self.defaults, **settings)
+        super().__init__(model, retry=chosen.retry, seed=chosen.seed, sleep=chosen.sleep or time.sleep)
+        self.base_url = chosen.base_url
+        self.api_key_env = chosen.api_key_env
+        self.timeout = chosen.timeout
+        self.max_concurrency = max(1, int(chosen.concurrency))
+        self.max_tokens = chosen.max_tokens
+        self.seed = chosen.seed
+        self._refused = http_client_errors("ConnectError")  # no connection made: the server is not there
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "base_url": self.base_url, "temperature": 0, "seed": self.seed}
+
+    def api_key(self, names: list[str]) -> str:
+        """The key from the environment variable ``api_key_env`` names, else from the first of
+        ``names`` that is set (``api_key_from_env``)."""
+        return api_key_from_env(self.spec, [self.api_key_env] if self.api_key_env else names)
 
     def http_verdict(self, status: int, detail: str, headers: Any) -> Retry | BackendError:
         """``http_status_verdict`` of an HTTP error, with the server's Retry-After from ``headers``."""

@@ -18,11 +18,10 @@ from typing import Any
 
 from speakersleuth.judges.lalm.backends.base import (
     APIBackend,
+    APISettings,
     BackendError,
     Prompt,
     Retry,
-    RetryPolicy,
-    api_key_from_env,
     http_client_errors,
 )
 
@@ -31,57 +30,28 @@ MAX_INLINE_BYTES = 20 * 1000**2
 
 class GeminiBackend(APIBackend):
     kind = "gemini"
+    defaults = APISettings(concurrency=4, timeout=300.0, max_tokens=None)
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout: float = 300.0,
-        max_tokens: int | None = None,
-        thinking_budget: int | None = None,
-        seed: int = 0,
-        retry: RetryPolicy | None = None,
-        sleep=None,
-    ) -> None:
+    def __init__(self, model: str, *, thinking_budget: int | None = None, **settings: Any) -> None:
         from google import genai
         from google.genai import types
 
-        super().__init__(
-            model,
-            base_url=base_url,
-            concurrency=concurrency,
-            max_tokens=max_tokens,
-            seed=seed,
-            retry=retry,
-            sleep=sleep,
-        )
-        key = api_key_from_env(self.spec, [api_key_env] if api_key_env else ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+        super().__init__(model, **settings)
+        key = self.api_key(["GEMINI_API_KEY", "GOOGLE_API_KEY"])
         self.types = types
         self.thinking_budget = thinking_budget
         http_options = types.HttpOptions(
-            base_url=base_url,
-            timeout=int(timeout * 1000),
+            base_url=self.base_url,
+            timeout=int(self.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),  # Backend.generate retries
         )
         self.client = genai.Client(api_key=key, http_options=http_options)
         self._transport_errors = http_client_errors(
             "TimeoutException", "TransportError"
         )  # timeouts, dropped connections
-        self._refused = http_client_errors("ConnectError")  # no connection made: the server is not there
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "backend": self.kind,
-            "model": self.model,
-            "base_url": self.base_url,
-            "temperature": 0,
-            "seed": self.seed,
-            "max_output_tokens": self.max_tokens,
-            "thinking_budget": self.thinking_budget,
-        }
+        return {**super().describe(), "max_output_tokens": self.max_tokens, "thinking_budget": self.thinking_budget}
 
     def contents(self, prompt: Prompt) -> list:
         """One user ``Content`` whose parts interleave text and inline WAV audio."""

@@ -22,15 +22,7 @@ import base64
 import os
 from typing import Any
 
-from speakersleuth.judges.lalm.backends.base import (
-    APIBackend,
-    BackendError,
-    Prompt,
-    Retry,
-    RetryPolicy,
-    api_key_from_env,
-    http_client_errors,
-)
+from speakersleuth.judges.lalm.backends.base import APIBackend, APISettings, BackendError, Prompt, Retry
 
 
 def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
@@ -49,53 +41,26 @@ def chat_messages(prompt: Prompt) -> list[dict[str, Any]]:
 class OpenAIBackend(APIBackend):
     """``kind`` is ``openai`` for the OpenAI API and ``vllm`` for any other compatible server."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        kind: str = "openai",
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        concurrency: int = 8,
-        timeout: float = 120.0,
-        max_tokens: int = 256,
-        seed: int = 0,
-        retry: RetryPolicy | None = None,
-        sleep=None,
-    ) -> None:
+    defaults = APISettings(concurrency=8, timeout=120.0, max_tokens=256)
+
+    def __init__(self, model: str, *, kind: str = "openai", **settings: Any) -> None:
         from openai import OpenAI
 
-        super().__init__(
-            model,
-            base_url=base_url,
-            concurrency=concurrency,
-            max_tokens=max_tokens,
-            seed=seed,
-            retry=retry,
-            sleep=sleep,
-        )
+        super().__init__(model, **settings)
         self.kind = kind
         if kind == "openai":
-            key = api_key_from_env(self.spec, [api_key_env or "OPENAI_API_KEY"])
+            key = self.api_key(["OPENAI_API_KEY"])
         else:
-            key = os.environ.get(api_key_env or "VLLM_API_KEY") or "EMPTY"
+            key = os.environ.get(self.api_key_env or "VLLM_API_KEY") or "EMPTY"
         # The SDK's own retries are off: Backend.generate retries, the same way for every backend.
-        self.client = OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
-        self._refused = http_client_errors("ConnectError")  # no connection made: the server is not there
+        self.client = OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
 
     @property
     def spec(self) -> str:
         return f"{self.kind}:{self.base_url}:{self.model}" if self.base_url else f"{self.kind}:{self.model}"
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "backend": self.kind,
-            "model": self.model,
-            "base_url": str(self.client.base_url),
-            "temperature": 0,
-            "seed": self.seed,
-            "max_tokens": self.max_tokens,
-        }
+        return {**super().describe(), "base_url": str(self.client.base_url), "max_tokens": self.max_tokens}
 
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         return {
