@@ -93,15 +93,7 @@ def clean_metadata(
         errors.append(f"setting must be one of {', '.join(SETTINGS)}, or empty (not tagged)")
     if errors:
         raise FormError(errors)
-    return Metadata(
-        model_name=name,
-        organisation=org,
-        model_type=model_type,
-        access=access,
-        link=url,
-        model_date=date,
-        setting=setting,
-    )
+    return Metadata(name, org, model_type, access, url, date, setting)  # the fields in their order
 
 
 def _is_date(text: str) -> bool:
