@@ -230,6 +230,11 @@ def _point_layers(x: alt.X, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Ch
     ]
 
 
+#: How every name beside a point is drawn: its size, cut off past its width, in the page's text
+#: colour, silent to screen readers (each point already says its model).
+_LABEL_TEXT = {"fontSize": LABEL_FONT_PX, "limit": LABEL_LIMIT_PX, "color": "currentColor", "aria": False}
+
+
 def _label_layers(x: alt.X, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
     """The names beside the points, one layer per side and verified or not (a verified name in bold)."""
     layers = []
@@ -244,11 +249,8 @@ def _label_layers(x: alt.X, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Ch
                 baseline=baseline,
                 dx=dx,
                 dy=dy,
-                fontSize=LABEL_FONT_PX,
-                limit=LABEL_LIMIT_PX,
                 fontWeight="bold" if verified == VERIFIED_YES else "normal",
-                color="currentColor",
-                aria=False,
+                **_LABEL_TEXT,
             )
             .encode(x, y, text="model:N", tooltip=tooltip)
         )
