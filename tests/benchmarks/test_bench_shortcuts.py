@@ -76,41 +76,17 @@ def test_the_draws_table_names_a_cell_only_where_every_draw_is_above_chance_and_
         "localization": (20.0, 12.0),
     }
     swaps = [_Cells(at_chance), _Cells(at_chance)]
+    # per task and draw: the converted cell (score, low) and its difference to the swap (score, low, high)
+    by_task = {
+        "detection": [((56.0, 51.0), (5.0, 1.0, 9.0)), ((53.0, 49.0), (4.0, 0.5, 8.0))],
+        "discrimination": [((50.0, 40.0), (12.0, 2.0, 22.0)), ((47.0, 36.0), (9.0, 0.5, 18.0))],
+        "localization_S3": [((30.0, 21.0), (8.0, 1.0, 15.0)), ((31.0, 22.0), (6.0, -2.0, 14.0))],
+        "localization_S2": [((30.0, 20.0), (9.0, 5.0, 13.0)), ((31.0, 20.0), (9.0, 5.0, 13.0))],
+        "localization": [((30.0, 21.0), (6.0, 0.0, 12.0)), ((31.0, 22.0), (6.0, 0.0, 12.0))],
+    }
     draws = [
-        _Cells(
-            {
-                "detection": (56.0, 51.0),
-                "discrimination": (50.0, 40.0),
-                "localization_S3": (30.0, 21.0),
-                "localization_S2": (30.0, 20.0),
-                "localization": (30.0, 21.0),
-            },
-            {
-                "detection": (5.0, 1.0, 9.0),
-                "discrimination": (12.0, 2.0, 22.0),
-                "localization_S3": (8.0, 1.0, 15.0),
-                "localization_S2": (9.0, 5.0, 13.0),
-                "localization": (6.0, 0.0, 12.0),
-            },
-            swaps[0],
-        ),
-        _Cells(
-            {
-                "detection": (53.0, 49.0),
-                "discrimination": (47.0, 36.0),
-                "localization_S3": (31.0, 22.0),
-                "localization_S2": (31.0, 20.0),
-                "localization": (31.0, 22.0),
-            },
-            {
-                "detection": (4.0, 0.5, 8.0),
-                "discrimination": (9.0, 0.5, 18.0),
-                "localization_S3": (6.0, -2.0, 14.0),
-                "localization_S2": (9.0, 5.0, 13.0),
-                "localization": (6.0, 0.0, 12.0),
-            },
-            swaps[1],
-        ),
+        _Cells({t: d[i][0] for t, d in by_task.items()}, {t: d[i][1] for t, d in by_task.items()}, swap)
+        for i, swap in enumerate(swaps)
     ]
     table, lines = bench.swap_draws_table(draws, swaps)
     rows = {row.split(" | ")[0].lstrip("| "): row for row in table.splitlines()[2:]}

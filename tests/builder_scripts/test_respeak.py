@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from speakersleuth.builder_scripts.scenarios import choose
 from speakersleuth.builder_scripts.segments import Segment
 from speakersleuth.builder_scripts.speaker_bank import BankSpeaker, SpeakerBank
 from speakersleuth.builder_scripts.tts.voice_bank import Voicer
 from speakersleuth.builder_scripts.vc import get_converter
 from speakersleuth.builder_scripts.vc.respeak import voice_engine
+from tests.support.substitute_choices import choices, ten_turn_segment
 
 TEXT = "What kind of music do you usually listen to when you study?"
 
@@ -56,7 +56,7 @@ def test_the_generation_method_of_a_unit_respeaks_only_a_source_the_bank_voices(
     from speakersleuth.builder_scripts.plan import backend_for
 
     def segment(source: str, dialogue: str) -> Segment:
-        return Segment(dialogue, source, "t", "female", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
+        return ten_turn_segment(dialogue, source, "t", "female")
 
     opts = BuildOptions()
     assert backend_for("main", segment("chitchat_tts", "1"), opts) == "respeak"
@@ -83,11 +83,9 @@ def test_substitutes_come_from_the_targets_engine_where_it_has_a_voice_of_the_ge
             "km_kumo": ("male", [0.0, 0.0, 0.0, 1.0]),
         }
     )
-    segment = Segment("0", "chitchat_tts", "kf_alpha", "female", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
-    for seed in range(10):
-        choice = choose(segment, bank, seed, target="chitchat_tts/kf_alpha", engine=voice_engine)
+    for choice in choices(bank, "chitchat_tts/kf_alpha", 10, engine=voice_engine):
         assert choice.s3.speaker == "chitchat_tts/kf_nezumi" and choice.s2.speaker == "chitchat_tts/km_kumo"
-    without = choose(segment, bank, 0, target="chitchat_tts/kf_alpha")
+    (without,) = choices(bank, "chitchat_tts/kf_alpha", 1)
     assert without.s3.speaker == "chitchat_tts/hf_heart"  # the whole pool's nearest, when engines are not asked
 
 
@@ -100,8 +98,7 @@ def test_a_piper_targets_s2_comes_from_another_engine_as_piper_has_no_woman():
             "kf_alpha": ("female", [0.0, 0.0, 1.0]),
         }
     )
-    segment = Segment("0", "chitchat_tts", "pm_joe", "male", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
-    choice = choose(segment, bank, 0, target="chitchat_tts/pm_joe", engine=voice_engine)
+    (choice,) = choices(bank, "chitchat_tts/pm_joe", 1, engine=voice_engine)
     assert (choice.s3.speaker, choice.s2.speaker) == ("chitchat_tts/pm_joe_deep", "chitchat_tts/kf_alpha")
 
 
@@ -145,9 +142,7 @@ def test_a_bank_voiced_target_never_gets_a_recorded_substitute_in_a_mixed_pool()
             "dailytalk/spk0": ("female", [0.9, 0.0, 0.4]),
         }
     )
-    segment = Segment("0", "chitchat_tts", "pm_joe", "male", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
-    for seed in range(10):
-        choice = choose(segment, bank, seed, target="chitchat_tts/pm_joe", engine=voice_engine)
+    for choice in choices(bank, "chitchat_tts/pm_joe", 10, engine=voice_engine):
         assert choice.s2.speaker == "chitchat_tts/kf_alpha" and choice.s3.speaker == "chitchat_tts/pm_joe_deep"
 
 

@@ -110,6 +110,12 @@ def test_dailytalk_missing_or_corrupt_wav_is_named(dailytalk_dir, tmp_path):
 
 # --- AMI ---------------------------------------------------------------------------------------
 
+
+def _punc(at: float, mark: str) -> tuple:
+    """A punctuation mark as AMI's words files hold it: a word of no duration, flagged ``punc``."""
+    return (at, at, mark, "punc")
+
+
 # Agents deliberately not in channel order: A on headset 1, B on headset 0.
 AMI_MEETINGS = {
     "ES2004a": {
@@ -120,17 +126,11 @@ AMI_MEETINGS = {
                 (
                     0.4,
                     1.9,
-                    [
-                        (0.5, 0.9, "Okay"),
-                        (0.9, 0.9, ".", "punc"),
-                        (1.0, 1.3, "Let's"),
-                        (1.3, 1.8, "start"),
-                        (1.8, 1.8, ".", "punc"),
-                    ],
+                    [(0.5, 0.9, "Okay"), _punc(0.9, "."), (1.0, 1.3, "Let's"), (1.3, 1.8, "start"), _punc(1.8, ".")],
                 ),
                 (3.6, 4.4, [(3.7, 3.9, "Th", "trunc"), (3.9, 4.0, "the"), (4.0, 4.3, "plan")]),
-                (5.1, 5.7, [(5.2, 5.6, "Fine"), (5.6, 5.6, ".", "punc")]),
-                (7.0, 7.9, [(7.1, 7.4, "Moving"), (7.4, 7.8, "on"), (7.8, 7.8, "?", "punc")]),
+                (5.1, 5.7, [(5.2, 5.6, "Fine"), _punc(5.6, ".")]),
+                (7.0, 7.9, [(7.1, 7.4, "Moving"), (7.4, 7.8, "on"), _punc(7.8, "?")]),
             ],
         },
         "B": {
@@ -140,13 +140,7 @@ AMI_MEETINGS = {
                 (
                     2.0,
                     3.5,
-                    [
-                        (2.1, 2.5, "Sure"),
-                        (2.5, 2.5, ",", "punc"),
-                        (2.6, 2.9, "go"),
-                        (2.9, 3.3, "ahead"),
-                        (3.3, 3.3, ".", "punc"),
-                    ],
+                    [(2.1, 2.5, "Sure"), _punc(2.5, ","), (2.6, 2.9, "go"), (2.9, 3.3, "ahead"), _punc(3.3, ".")],
                 ),
             ],
         },

@@ -14,8 +14,7 @@ import pytest
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.builder_scripts.pipeline import BuildOptions, substitute_bank
 from speakersleuth.builder_scripts.pipeline import build as run_build
-from speakersleuth.builder_scripts.scenarios import SubstitutePoolError, check_pool, choose
-from speakersleuth.builder_scripts.segments import Segment
+from speakersleuth.builder_scripts.scenarios import SubstitutePoolError, check_pool
 from speakersleuth.builder_scripts.sources.ami import AMI
 from speakersleuth.builder_scripts.sources.dailytalk import DailyTalk
 from speakersleuth.builder_scripts.speaker_bank import SpeakerBank
@@ -28,6 +27,7 @@ from tests.support.pipeline_fixtures import (
     write_ami_speechlike,
     write_dailytalk_speechlike,
 )
+from tests.support.substitute_choices import choices
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -233,8 +233,6 @@ def test_s2_is_not_s3_when_the_nearest_speaker_is_of_the_other_gender():
             "x/f2": ("female", [0.0, 0.0, 1.0]),
         }
     )
-    segment = Segment("0", "x", "t", "female", tuple(range(10)), (0, 2, 4, 6, 8), (), 0)
-    for seed in range(20):
-        choice = choose(segment, bank, seed, target="x/t")
+    for choice in choices(bank, "x/t", 20):
         assert (choice.s3.speaker, choice.s2.speaker) == ("x/m1", "x/m2")
     assert np.isclose(choice.s3.similarity, bank.cosine("x/t", "x/m1"), atol=1e-4)

@@ -331,6 +331,18 @@ def test_neural_resynthesis_modes(speakers):
 
 # ------------------------------------- neural adapters: real coqui code on random tiny models
 
+#: The tiny VITS-style decoder that the random FreeVC and OpenVoice checkpoints share (their own
+#: arguments add the rest).
+TINY_DECODER = {
+    "inter_channels": 16,
+    "hidden_channels": 16,
+    "filter_channels": 32,
+    "gin_channels": 16,
+    "upsample_initial_channel": 32,
+    "resblock_kernel_sizes": [3],
+    "resblock_dilation_sizes": [[1, 3, 5]],
+}
+
 
 @pytest.fixture(scope="module")
 def tiny_freevc(tmp_path_factory):
@@ -353,16 +365,7 @@ def tiny_freevc(tmp_path_factory):
     }
     torch.save({"cfg": wavlm_cfg, "model": WavLM(WavLMConfig(wavlm_cfg)).state_dict()}, folder / "WavLM-Large.pt")
     args = FreeVCArgs(
-        ssl_dim=32,
-        inter_channels=16,
-        hidden_channels=16,
-        filter_channels=32,
-        gin_channels=16,
-        upsample_rates=[10, 6, 4, 2],
-        upsample_initial_channel=32,
-        upsample_kernel_sizes=[20, 12, 8, 4],
-        resblock_kernel_sizes=[3],
-        resblock_dilation_sizes=[[1, 3, 5]],
+        ssl_dim=32, upsample_rates=[10, 6, 4, 2], upsample_kernel_sizes=[20, 12, 8, 4], **TINY_DECODER
     )  # 10*6*4*2 = 480 samples per 20 ms WavLM frame: 24 kHz out, as in freevc24
     config = FreeVCConfig(model_args=args)
     home = tmp_path_factory.mktemp("tts-home")
@@ -420,17 +423,11 @@ def test_openvoice_adapter_builds_from_the_original_config(tmp_path, speakers):
         "data": {"sampling_rate": 22050, "filter_length": 256, "hop_length": 64, "win_length": 256, "n_speakers": 0},
         "model": {
             "zero_g": True,
-            "inter_channels": 16,
-            "hidden_channels": 16,
-            "filter_channels": 32,
             "n_heads": 2,
             "n_layers": 1,
-            "resblock_kernel_sizes": [3],
-            "resblock_dilation_sizes": [[1, 3, 5]],
             "upsample_rates": [4, 4, 4],
-            "upsample_initial_channel": 32,
             "upsample_kernel_sizes": [8, 8, 8],
-            "gin_channels": 16,
+            **TINY_DECODER,
         },
     }
     config = OpenVoiceConfig()

@@ -76,6 +76,17 @@ def prompt() -> Prompt:
 
 # ------------------------------------------------------------------------- request schemas
 
+
+def _closed(required: list[str] | None = None, **properties: dict) -> dict:
+    """An object schema that allows no key beyond ``properties``: all of them required, or those ``required`` names."""
+    return {
+        "type": "object",
+        "required": list(properties) if required is None else required,
+        "additionalProperties": False,
+        "properties": properties,
+    }
+
+
 OPENAI_SCHEMA = {  # POST /chat/completions, as documented for audio input (input_audio parts)
     "type": "object",
     "required": ["model", "messages", "temperature"],
@@ -89,50 +100,25 @@ OPENAI_SCHEMA = {  # POST /chat/completions, as documented for audio input (inpu
             "minItems": 2,
             "maxItems": 2,
             "prefixItems": [
-                {
-                    "type": "object",
-                    "required": ["role", "content"],
-                    "additionalProperties": False,
-                    "properties": {"role": {"const": "system"}, "content": {"type": "string"}},
-                },
-                {
-                    "type": "object",
-                    "required": ["role", "content"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "role": {"const": "user"},
-                        "content": {
-                            "type": "array",
-                            "items": {
-                                "oneOf": [
-                                    {
-                                        "type": "object",
-                                        "required": ["type", "text"],
-                                        "additionalProperties": False,
-                                        "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
-                                    },
-                                    {
-                                        "type": "object",
-                                        "required": ["type", "input_audio"],
-                                        "additionalProperties": False,
-                                        "properties": {
-                                            "type": {"const": "input_audio"},
-                                            "input_audio": {
-                                                "type": "object",
-                                                "required": ["data", "format"],
-                                                "additionalProperties": False,
-                                                "properties": {
-                                                    "data": {"type": "string", "contentEncoding": "base64"},
-                                                    "format": {"enum": ["wav", "mp3"]},
-                                                },
-                                            },
-                                        },
-                                    },
-                                ]
-                            },
+                _closed(role={"const": "system"}, content={"type": "string"}),
+                _closed(
+                    role={"const": "user"},
+                    content={
+                        "type": "array",
+                        "items": {
+                            "oneOf": [
+                                _closed(type={"const": "text"}, text={"type": "string"}),
+                                _closed(
+                                    type={"const": "input_audio"},
+                                    input_audio=_closed(
+                                        data={"type": "string", "contentEncoding": "base64"},
+                                        format={"enum": ["wav", "mp3"]},
+                                    ),
+                                ),
+                            ]
                         },
                     },
-                },
+                ),
             ],
         },
     },
@@ -155,30 +141,18 @@ GEMINI_SCHEMA = {  # POST /{version}/models/{model}:generateContent (REST, camel
                         "type": "array",
                         "items": {
                             "oneOf": [
-                                {
-                                    "type": "object",
-                                    "required": ["text"],
-                                    "additionalProperties": False,
-                                    "properties": {"text": {"type": "string"}},
-                                },
-                                {
-                                    "type": "object",
-                                    "required": ["inlineData"],
-                                    "additionalProperties": False,
-                                    "properties": {
-                                        "inlineData": {  # proto JSON: mimeType or its field name mime_type
-                                            "type": "object",
-                                            "required": ["data"],
-                                            "additionalProperties": False,
-                                            "oneOf": [{"required": ["mimeType"]}, {"required": ["mime_type"]}],
-                                            "properties": {
-                                                "mimeType": {"const": "audio/wav"},
-                                                "mime_type": {"const": "audio/wav"},
-                                                "data": {"type": "string"},
-                                            },
-                                        }
-                                    },
-                                },
+                                _closed(text={"type": "string"}),
+                                _closed(
+                                    inlineData={  # proto JSON: mimeType or its field name mime_type
+                                        **_closed(
+                                            ["data"],
+                                            mimeType={"const": "audio/wav"},
+                                            mime_type={"const": "audio/wav"},
+                                            data={"type": "string"},
+                                        ),
+                                        "oneOf": [{"required": ["mimeType"]}, {"required": ["mime_type"]}],
+                                    }
+                                ),
                             ]
                         },
                     },

@@ -61,6 +61,19 @@ def _refusal(*lines) -> list[str]:
     return info.value.errors
 
 
+#: A valid line of each task that GOOD does not hold yet: the bad lines below change one of them.
+VALID = {
+    "detection": {"task": "detection", "id": "d0-S2", "prediction": "consistent"},
+    "localization": {"task": "localization", "id": "d0-S3", "prediction": [2]},
+    "discrimination": {"task": "discrimination", "id": "d1-D", "prediction": "B"},
+}
+
+
+def _changed(task: str, /, **fields) -> dict:
+    """``VALID[task]`` with ``fields`` set (a new key goes last)."""
+    return {**VALID[task], **fields}
+
+
 BAD_LINES = {
     "bad JSON": ('{"task": "detection", "id": "d0-S2", "prediction": "consistent"', "not valid JSON"),
     "not an object": ('["detection", "d0-S2", "consistent"]', "expected a JSON object, got a list"),
@@ -74,29 +87,20 @@ BAD_LINES = {
         'key "id" appears more than once',
     ),
     "missing task": ({"id": "d0-S2", "prediction": "consistent"}, 'missing key "task"'),
-    "task not a string": ({"task": 1, "id": "d0-S2", "prediction": "consistent"}, "task must be a string, got 1"),
-    "unknown task": (
-        {"task": "detect", "id": "d0-S2", "prediction": "consistent"},
-        'unknown task "detect"; tasks are "detection"',
-    ),
-    "unknown key": (
-        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "confidence": 0.3},
-        'unknown key(s) "confidence" on a detection line',
-    ),
-    "score on localization": (
-        {"task": "localization", "id": "d0-S3", "prediction": [2], "score": 0.3},
-        'unknown key(s) "score" on a localization line',
-    ),
+    "task not a string": (_changed("detection", task=1), "task must be a string, got 1"),
+    "unknown task": (_changed("detection", task="detect"), 'unknown task "detect"; tasks are "detection"'),
+    "unknown key": (_changed("detection", confidence=0.3), 'unknown key(s) "confidence" on a detection line'),
+    "score on localization": (_changed("localization", score=0.3), 'unknown key(s) "score" on a localization line'),
     "score string": (
-        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": "0.3"},
+        _changed("detection", score="0.3"),
         'detection score must be a finite number (higher = more likely inconsistent), got "0.3"',
     ),
     "score bool": (
-        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": True},
+        _changed("detection", score=True),
         "detection score must be a finite number (higher = more likely inconsistent), got true",
     ),
     "score null": (
-        {"task": "detection", "id": "d0-S2", "prediction": None, "score": None},
+        _changed("detection", prediction=None, score=None),
         "detection score must be a finite number (higher = more likely inconsistent), got null",
     ),
     "score infinite": (
@@ -111,66 +115,45 @@ BAD_LINES = {
         '{"task": "detection", "id": "d0-S2", "prediction": "consistent", "score": -Infinity}',
         "-Infinity is not valid JSON",
     ),
-    "ranking on detection": (
-        {"task": "detection", "id": "d0-S2", "prediction": "consistent", "ranking": ["A"]},
-        'unknown key(s) "ranking"',
-    ),
+    "ranking on detection": (_changed("detection", ranking=["A"]), 'unknown key(s) "ranking"'),
     "missing prediction": ({"task": "detection", "id": "d0-S2"}, 'missing key(s) "prediction"'),
-    "id not a string": ({"task": "detection", "id": 3, "prediction": "consistent"}, "id must be a string, got 3"),
-    "unknown id": (
-        {"task": "detection", "id": "zz", "prediction": "consistent"},
-        'unknown detection id "zz" for variant main, split test',
-    ),
-    "id of another task": (
-        {"task": "detection", "id": "d0-D", "prediction": "consistent"},
-        "(it is a discrimination id)",
-    ),
+    "id not a string": (_changed("detection", id=3), "id must be a string, got 3"),
+    "unknown id": (_changed("detection", id="zz"), 'unknown detection id "zz" for variant main, split test'),
+    "id of another task": (_changed("detection", id="d0-D"), "(it is a discrimination id)"),
     "duplicate": (
-        {"task": "detection", "id": "d0-S1", "prediction": "inconsistent"},
+        _changed("detection", id="d0-S1", prediction="inconsistent"),
         'duplicate detection id "d0-S1" (first given on line 1)',
     ),
     "detection value": (
-        {"task": "detection", "id": "d0-S2", "prediction": "yes"},
+        _changed("detection", prediction="yes"),
         'detection prediction must be "consistent" or "inconsistent", got "yes"',
     ),
-    "detection bool": ({"task": "detection", "id": "d0-S2", "prediction": True}, "got true"),
+    "detection bool": (_changed("detection", prediction=True), "got true"),
     "localization string": (
-        {"task": "localization", "id": "d0-S3", "prediction": "3"},
+        _changed("localization", prediction="3"),
         'localization prediction must be a list of turn positions 1..5, got "3"',
     ),
-    "localization int": (
-        {"task": "localization", "id": "d0-S3", "prediction": 3},
-        "must be a list of turn positions 1..5, got 3",
-    ),
-    "localization float": ({"task": "localization", "id": "d0-S3", "prediction": [2.0]}, "got [2.0]"),
-    "localization bool": ({"task": "localization", "id": "d0-S3", "prediction": [True]}, "got [true]"),
-    "localization range": (
-        {"task": "localization", "id": "d0-S3", "prediction": [0, 2, 6]},
-        "position(s) 0, 6 outside 1..5",
-    ),
-    "localization repeat": ({"task": "localization", "id": "d0-S3", "prediction": [2, 2]}, "repeats position(s) 2"),
-    "discrimination label": (
-        {"task": "discrimination", "id": "d1-D", "prediction": "D"},
-        'must be one of "A", "B", "C", got "D"',
-    ),
-    "discrimination lower case": ({"task": "discrimination", "id": "d1-D", "prediction": "b"}, 'got "b"'),
+    "localization int": (_changed("localization", prediction=3), "must be a list of turn positions 1..5, got 3"),
+    "localization float": (_changed("localization", prediction=[2.0]), "got [2.0]"),
+    "localization bool": (_changed("localization", prediction=[True]), "got [true]"),
+    "localization range": (_changed("localization", prediction=[0, 2, 6]), "position(s) 0, 6 outside 1..5"),
+    "localization repeat": (_changed("localization", prediction=[2, 2]), "repeats position(s) 2"),
+    "discrimination label": (_changed("discrimination", prediction="D"), 'must be one of "A", "B", "C", got "D"'),
+    "discrimination lower case": (_changed("discrimination", prediction="b"), 'got "b"'),
     "ranking short": (
-        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A"]},
+        _changed("discrimination", ranking=["B", "A"]),
         'ranking must be a permutation of "A", "B", "C"',
     ),
     "ranking repeat": (
-        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "B", "A"]},
+        _changed("discrimination", ranking=["B", "B", "A"]),
         'ranking repeats label(s) "B"; ranking must be a permutation',
     ),
     "ranking repeat, all labels": (
-        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["A", "B", "C", "A"]},
+        _changed("discrimination", ranking=["A", "B", "C", "A"]),
         'ranking repeats label(s) "A"',
     ),
-    "ranking unknown": (
-        {"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": ["B", "A", "D"]},
-        "ranking must be a permutation",
-    ),
-    "ranking string": ({"task": "discrimination", "id": "d1-D", "prediction": "B", "ranking": "BAC"}, 'got "BAC"'),
+    "ranking unknown": (_changed("discrimination", ranking=["B", "A", "D"]), "ranking must be a permutation"),
+    "ranking string": (_changed("discrimination", ranking="BAC"), 'got "BAC"'),
 }
 
 

@@ -203,25 +203,20 @@ def test_the_readmes_dataset_example_prints_what_it_shows_on_a_real_build(user):
     assert done.stdout == block.output, done.stdout
 
 
+def _bench_shortcuts(user: dict, *options: str) -> list[str]:
+    """``benchmarks/bench_shortcuts.py BUILD --models logistic OPTIONS...`` on the user's build, to run from ROOT."""
+    return [sys.executable, "benchmarks/bench_shortcuts.py", str(user["out"]), "--models", "logistic", *options]
+
+
 def test_the_voice_yardstick_runs_on_a_real_build_through_the_originals_path(user):
     """``benchmarks/bench_shortcuts.py --voice-yardstick CACHE`` as benchmarks/README.md types it, on
     the build and its cache: the same words in each substitute's own voice, through a path it first
     checks on the target's own voice against the published turn (it exits naming the dialogue when
     they differ), then the paired table for every variant; with ``--floor-draws 1``, the swaps
     finished with the other draw too, and converted minus swap in both draws."""
-    bench = [
-        sys.executable,
-        "benchmarks/bench_shortcuts.py",
-        str(user["out"]),
-        "--models",
-        "logistic",
-        "--voice-yardstick",
-        str(user["cache"]),
-        "--swap",
-        "same-words",
-        "--floor-draws",
-        "1",
-    ]
+    bench = _bench_shortcuts(
+        user, "--voice-yardstick", str(user["cache"]), "--swap", "same-words", "--floor-draws", "1"
+    )
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
     headers = re.findall(
         r"· (\w+) · logistic · against natural swaps, a real other voice \((\d+) units; same words, each unit's path "
@@ -279,19 +274,7 @@ def test_the_floor_draws_refit_the_build_with_other_noise_and_refuse_a_cache_wit
     published draw beside N other draws of the floor and dither; a cache that did not make the
     build, wrong options and a folder with no build are refused with one line, before anything is
     fitted."""
-    bench = [
-        sys.executable,
-        "benchmarks/bench_shortcuts.py",
-        str(user["out"]),
-        "--models",
-        "logistic",
-        "--variants",
-        "main",
-        "--floor-draws",
-        "2",
-        "--cache",
-        str(user["cache"]),
-    ]
+    bench = _bench_shortcuts(user, "--variants", "main", "--floor-draws", "2", "--cache", str(user["cache"]))
     done = _run(bench, ROOT, dict(user["env"], PYTHONPATH=str(ROOT)), 900)
     (table,) = re.findall(
         r"· main · logistic · 2 other draws of the noise floor and dither\n\n(.*?)\n\n", done.stdout, re.S
