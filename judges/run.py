@@ -133,8 +133,18 @@ def run_judge(
         False). Not with ``threshold``.
     limit : int, optional
         Judge only the first ``limit`` instances of each task (default None: all).
-    threshold, setting, cache_dir, batch_size, progress, **lalm_options
-        The judge's options, as ``make_judge`` takes them.
+    threshold : float, optional
+        Embedding judges: τ (default None: the paper's).
+    setting : str
+        LALM judges: the prompt setting (default ``main``).
+    cache_dir : str or os.PathLike, optional
+        Embedding judges: a folder that keeps the embeddings on disk (default None: memory only).
+    batch_size : int
+        Embedding judges: the most clips per encoder call (default 32).
+    progress : bool
+        Whether to show progress bars (default True).
+    **lalm_options
+        LALM judges: the backend's options (``judges.lalm.backends.make_backend``).
 
     Returns
     -------
@@ -223,7 +233,8 @@ def run_baselines(
     seed : int
         Seed of the bootstrap resampling (default 0).
     cache_dir, batch_size, caches
-        Where each encoder's embeddings are kept, as ``judges.sweep.cache_for`` takes them.
+        Where each encoder's embeddings are kept (default: in memory, 32 clips per encoder call,
+        new caches), as ``judges.sweep.cache_for`` takes them.
     progress : bool
         Whether to show progress bars (default True).
 

@@ -163,7 +163,8 @@ def run_sweep(
         The split swept (default ``"test"``); where the folder has a validation split, it is
         swept too and each judge's τ calibrated there.
     cache_dir, batch_size, caches
-        Where each encoder's embeddings are kept, as ``cache_for`` takes them.
+        Where each encoder's embeddings are kept (default: in memory, 32 clips per encoder call,
+        new caches), as ``cache_for`` takes them.
     progress : bool
         Whether to show progress bars (default True).
 

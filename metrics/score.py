@@ -96,8 +96,8 @@ TABLE2_KEYS: tuple[str, ...] = (
 )
 
 #: The leaderboard keys that one score of a task's output gives: key -> (task, the score's name
-#: there, whether the row also carries its 95 % interval), the keys with an interval first. ``leaderboard_row`` spells out the keys
-#: of each scenario and each source.
+#: there, whether the row also carries its 95 % interval), the keys with an interval first.
+#: ``leaderboard_row`` spells out the keys of each scenario and each source.
 _TASK_SCORES: dict[str, tuple[str, str, bool]] = {
     "det_bal_acc": ("detection", "balanced_accuracy", True),
     "loc_bal_f1": ("localization", "balanced_f1", True),
@@ -117,6 +117,9 @@ _TASK_SCORES: dict[str, tuple[str, str, bool]] = {
 
 #: The keys that come with a 95 % interval (``<key>_ci`` in a leaderboard row).
 INTERVAL_KEYS: tuple[str, ...] = tuple(key for key, (_, _, interval) in _TASK_SCORES.items() if interval)
+
+#: The detection scores that only a file with detection scores has (the rest are always there).
+_SCORED_ONLY = ("auroc", "eer")
 
 # ------------------------------------------------------------------------------------- scoring
 
@@ -536,9 +539,10 @@ def leaderboard_row(scores: dict) -> dict:
     ci: dict[str, Any] = {}
     for key, (task, name, interval) in _TASK_SCORES.items():
         if scores.get(task):
-            flat[key] = scores[task].get(name)
+            read = dict.get if name in _SCORED_ONLY else dict.__getitem__
+            flat[key] = read(scores[task], name)
             if interval:
-                ci[key] = scores[task]["ci"].get(name)
+                ci[key] = read(scores[task]["ci"], name)
     if det:
         for s in SCENARIOS:
             flat[f"det_{s.lower()}_acc"] = det["accuracy"][s]

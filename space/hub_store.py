@@ -127,7 +127,7 @@ class HubStore(ResultsStore):
 
     def _write_submission_files(self, record: StoredResult, predictions: bytes, *, log_attempt: bool) -> None:
         """The predictions, then the record, each renamed into place; with ``log_attempt`` the
-        submission is also one line of the rate-limit log (as in the index, which ``add`` writes next)."""
+        submission is also one line of the rate-limit log (as in the index, whose transaction this runs in)."""
         with self.scheduler.lock:
             write_bytes_atomic(self._predictions_path(record.variant, record.id), bytes(predictions), durable=True)
             write_bytes_atomic(

@@ -147,7 +147,9 @@ class SqliteStore(ResultsStore):
                 record,
                 predictions,
                 stored_bytes=self._stored_bytes(con),
-                every_result=lambda: [_row_to_result(r) for r in con.execute(_SELECT)],
+                every_result=lambda: [
+                    _row_to_result(r) for r in con.execute(f"{_SELECT} ORDER BY s.created_at, s.id")
+                ],
                 attempts_since=lambda since: self._attempts(con, record.submitter, since),
             )
             if limits.rate_limit is not None:

@@ -74,10 +74,13 @@ def clean_metadata(
     speakersleuth.space.submission_form.FormError: model name is required; link must be an http(s) URL without spaces, quotes, brackets or parentheses
     """
     errors: list[str] = []
-    name = clean_text(model_name, "model name", MAX_NAME_CHARS, errors, required=True)
-    org = clean_text(organisation, "organisation", MAX_NAME_CHARS, errors)
-    url = clean_text(link, "link", MAX_LINK_CHARS, errors)
-    date = clean_text(model_date, "model date", 10, errors)
+    texts = {
+        "model_name": clean_text(model_name, "model name", MAX_NAME_CHARS, errors, required=True),
+        "organisation": clean_text(organisation, "organisation", MAX_NAME_CHARS, errors),
+        "link": clean_text(link, "link", MAX_LINK_CHARS, errors),
+        "model_date": clean_text(model_date, "model date", 10, errors),
+    }
+    url, date = texts["link"], texts["model_date"]
     if model_type not in MODEL_TYPES:
         errors.append(f"model type must be one of {', '.join(MODEL_TYPES)}")
     if access not in ACCESS:
@@ -93,7 +96,7 @@ def clean_metadata(
         errors.append(f"setting must be one of {', '.join(SETTINGS)}, or empty (not tagged)")
     if errors:
         raise FormError(errors)
-    return Metadata(name, org, model_type, access, url, date, setting)  # the fields in their order
+    return Metadata(**texts, model_type=model_type, access=access, setting=setting)
 
 
 def _is_date(text: str) -> bool:

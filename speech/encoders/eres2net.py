@@ -98,8 +98,8 @@ class ERes2NetEncoder(ThreeDSpeakerEncoder):
     -------
     >>> import numpy as np
     >>> encoder = ERes2NetEncoder()
-    >>> encoder  # its dim read off the checkpoint
-    ERes2NetEncoder(name='eres2net', dim=192)
+    >>> encoder, encoder.min_samples  # its dim read off the checkpoint; the shortest clip it embeds
+    (ERes2NetEncoder(name='eres2net', dim=192), 1680)
     >>> encoder.encode([np.sin(np.arange(16000) / 7)]).shape
     (1, 192)
     """

@@ -591,3 +591,16 @@ def test_transformers_garbage_is_counted_unparseable(tiny_lalm, dataset, tmp_pat
     assert unparseable >= 1  # a random model does not answer in the asked format
     assert summary["parse_failure_rate"] == pytest.approx(unparseable / 2)
     assert len(_lines(out)) == 2 - unparseable
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "backend"),
+    [
+        ("openai:gpt-4o-audio-preview", "thinking_budget", "OpenAIBackend"),
+        ("gemini:gemini-2.5-pro", "kind", "GeminiBackend"),
+    ],
+)
+def test_an_option_the_backend_does_not_take_is_named_with_the_backend(name, option, backend):
+    """The TypeError of a wrong ``--option`` names the backend that refused it, as Python names it."""
+    with pytest.raises(TypeError, match=rf"^{backend}\.__init__\(\) got an unexpected keyword argument '{option}'$"):
+        make_backend(name, **{option: 1}, api_key_env="UNSET_FOR_THIS_TEST")

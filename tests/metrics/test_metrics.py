@@ -292,7 +292,9 @@ def test_modules_load_offline_and_have_explicit_compute_arguments(loaded):
         params = inspect.signature(type(module)._compute).parameters.values()
         assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in params), name
         assert inspect.signature(type(module)._info).parameters.keys() == {"self"}
-        assert "Examples:" in module.inputs_description and module.citation
+        assert "Examples:" in module.inputs_description and "Examples:" not in module.description, name
+        assert module.citation.split() == core.CITATION.split() and module.reference_urls == [core.PAPER_URL], name
+        assert module.features is not None, name
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -116,6 +116,18 @@ def test_crash_mid_write_leaves_no_partial_row(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "hub"])
+def test_admit_sees_every_stored_result_oldest_first(tmp_path, kind):
+    """``admit`` (the name-conflict check, which keeps the first owner of a name) gets the stored
+    results oldest first, as ``results`` gives them, whatever order they were stored in."""
+    store = SqliteStore(tmp_path) if kind == "sqlite" else hub_store(tmp_path / "folder", tmp_path / "index")
+    for i, at in enumerate([5.0, 1.0, 3.0]):
+        store.add(**store_entry(i), now=at)
+    seen = []
+    store.add(**store_entry(3), now=9.0, admit=lambda results: seen.extend(r.created_at for r in results) or [])
+    assert seen == [1.0, 3.0, 5.0]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "hub"])
 def test_results_of_one_submitter(tmp_path, kind):
     """The submit handler reads only the submitter's own history: the filter must select by
     submitter, keep the variant and withdrawal filters, and keep the order."""

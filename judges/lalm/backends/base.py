@@ -23,7 +23,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -282,6 +282,9 @@ class APIBackend(Backend):
     defaults: APISettings
 
     def __init__(self, model: str, **settings: Any) -> None:
+        unknown = sorted(set(settings) - {f.name for f in fields(APISettings)})
+        if unknown:  # named as Python names it for the backend's own signature
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {unknown[0]!r}")
         chosen = replace(self.defaults, **settings)
         super().__init__(model, retry=chosen.retry, seed=chosen.seed, sleep=chosen.sleep or time.sleep)
         self.base_url = chosen.base_url
