@@ -116,7 +116,7 @@ is drawn as a strip and the turns past τ are flagged. τ is calibrated on this 
 voices, where inconsistent turns are re-spoken or DSP-converted: on other speech it is a starting
 point. At most {MAX_FILES} files, {MAX_UPLOAD_BYTES // 1_000_000} MB and {MAX_AUDIO_SECONDS / 60:g} minutes
 of audio per check; the files are deleted after it and nothing is stored. It needs the speaker
-encoders (the `builder` extra); a Space without them says so on the tab.
+encoders (the `check` extra); a Space without them says so on the tab.
 """
 
 PAPER_NOTE = """\

@@ -45,7 +45,7 @@ MAX_UPLOAD_BYTES = 50_000_000
 #: Most seconds of audio of one check, together (from the files' headers, before decoding).
 MAX_AUDIO_SECONDS = 600.0
 #: What the encoders need that the core and the Space's own install lack.
-EXTRA = "builder"
+EXTRA = "check"
 TURNS, RTTM = "Turn files", "Recording + RTTM"
 SPEAKER_COLUMNS = ["file", "speaker"]
 FLAGGED_COLUMNS = ["speaker", "turn", "score", "flagged when"]
@@ -274,9 +274,9 @@ def check_dialogue(dialogue):
 
 
 def unavailable() -> str | None:
-    """One line when this install cannot check audio (no torch, so no encoder, or no ``judges``:
-    the published Hub tree leaves both out), else None."""
-    for name in ("torch", "judges"):
+    """One line when this install cannot check audio (no torch, so no encoder, or no
+    ``speakersleuth.judges``: the published Hub tree leaves both out), else None."""
+    for name in ("torch", "speakersleuth.judges"):
         if importlib.util.find_spec(name) is None:
             return missing_extra(ModuleNotFoundError(name=name), EXTRA, "Check your audio")
     return None

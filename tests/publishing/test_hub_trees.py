@@ -378,7 +378,7 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
         assert len(ours) == 1 and str(ours[0]["Rank"]) == "1", rows
         # the Check your audio tab, without the encoders (judges and torch left out), says so in one line
         page = httpx.get(f"http://127.0.0.1:{port}/config", timeout=60).text
-        assert "This Space cannot check audio." in page and "speakersleuth[builder]" in page
+        assert "This Space cannot check audio." in page and "speakersleuth[check]" in page
     finally:
         process.terminate()
         process.wait(timeout=60)

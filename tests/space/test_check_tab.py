@@ -5,6 +5,8 @@ refused before anything is decoded, and nothing written but Gradio's own uploads
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -177,12 +179,16 @@ def test_a_reference_named_for_no_speaker_is_refused(dialogue, tmp_path):
 def no_decoding(monkeypatch, *, headers_allowed: bool) -> None:
     """Fail the test if any audio is decoded (or, unless ``headers_allowed``, any header read)."""
     import speakersleuth.judges.check.audio as audio
-    from speakersleuth.judges.check.dialogue import Clip
+    import speakersleuth.judges.check.dialogue as dialogue
+    import speakersleuth.judges.check.inputs as inputs
 
-    monkeypatch.setattr(audio, "decode", lambda *a, **k: pytest.fail("decoded before the limits"))
-    monkeypatch.setattr(Clip, "load", lambda self: pytest.fail("decoded before the limits"))
-    if not headers_allowed:
-        monkeypatch.setattr(audio, "audio_info", lambda *a, **k: pytest.fail("read a header before the size limits"))
+    monkeypatch.setattr(dialogue, "decode", lambda *a, **k: pytest.fail("decoded before the limits"))
+    monkeypatch.setattr(dialogue.Clip, "load", lambda self: pytest.fail("decoded before the limits"))
+    if not headers_allowed:  # each module that reads headers, under the name it calls
+        for module in (audio, dialogue, inputs):
+            monkeypatch.setattr(
+                module, "audio_info", lambda *a, **k: pytest.fail("read a header before the size limits")
+            )
 
 
 def test_too_many_files_are_refused_before_anything_is_read(tmp_path, monkeypatch):
@@ -224,13 +230,20 @@ def test_without_the_encoders_the_tab_says_which_extra_it_needs(dialogue, tmp_pa
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else find_spec(name, *a))
     line = tab.run_check(tab.TURNS, as_uploads(dialogue.turns, tmp_path), table_of(dialogue), None, None, None).line
     assert (
-        line
-        == "Check your audio: needs torch, which the 'builder' extra installs: pip install 'speakersleuth[builder]'"
+        line == "Check your audio: needs torch, which the 'check' extra installs: pip install 'speakersleuth[check]'"
     )
     with gr.Blocks() as blocks, gr.Tabs():
         tab.build_check_tab()
     shown = [c.value for c in blocks.blocks.values() if getattr(c, "elem_id", None) == "ss-check-unavailable"]
     assert shown == [f"**This Space cannot check audio.** {line}"]
+
+
+def test_an_installed_copy_with_the_encoders_can_check(tmp_path):
+    """Away from the clone (no top-level ``judges`` on the path, as in an installed copy), the tab
+    finds the package's own judges and the encoders' torch."""
+    code = "from speakersleuth.space.check_tab import unavailable; print(unavailable())"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "None", proc.stdout + proc.stderr
 
 
 def tree(folder: Path) -> dict[str, tuple[int, int]]:

@@ -183,6 +183,20 @@ def test_hub_store_files_restart_and_partial_writes(tmp_path):
     assert again.retry_at("alice", 1, 100, now=7) == 105
 
 
+def test_a_hub_file_that_cannot_be_written_leaves_the_index_as_it_was(tmp_path):
+    """The Hub files are written inside the index's transaction: when they fail, the submission is
+    neither listed nor counted against the rate limit, and the same file can be submitted again."""
+    store = hub_store(tmp_path / "a", tmp_path / "index-a")
+    (tmp_path / "a" / "submissions").mkdir(parents=True)
+    (tmp_path / "a" / "submissions" / "main").write_text("a file where the variant's folder goes")
+    with pytest.raises(OSError):
+        store.add(**store_entry(1), now=10.0, rate_limit=(1, 100))
+    assert store.results(include_withdrawn=True) == [] and store.stored_bytes() == 0
+    assert store.acquire("local:test", 1, 100, now=11.0)  # no attempt was logged
+    (tmp_path / "a" / "submissions" / "main").unlink()
+    assert store.add(**store_entry(1), now=12.0)[1]
+
+
 def test_open_store_picks_the_backend(tmp_path, monkeypatch):
     config = SpaceConfig.from_env({}, data_dir=tmp_path)
     assert isinstance(open_store(config), SqliteStore)
