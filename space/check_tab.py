@@ -29,10 +29,9 @@ from pathlib import Path
 
 import gradio as gr
 import pandas as pd
-from gradio.data_classes import ListFiles
-from gradio.utils import NamedString
 
 from speakersleuth.space.submitter import discard_upload
+from speakersleuth.space.uploads import FileUpload
 from speakersleuth.speech.extras import missing_extra
 
 logger = logging.getLogger(__name__)
@@ -95,21 +94,6 @@ class Outcome:
 
     report: object | None = None
     line: str = ""
-
-
-class AudioFiles(gr.File):
-    """``gr.File`` passing the uploads' paths without the empty ``tmp*`` file that Gradio 6.31's
-    ``File.preprocess`` leaves in its cache for each file it passes on (``space.uploads.SubmissionFile``
-    for several files). Any extension: the check itself says which file is not audio."""
-
-    is_template = True  # the browser draws it as a plain gr.File
-
-    def preprocess(self, payload):
-        if payload is None or self.type != "filepath":
-            return super().preprocess(payload)
-        files = list(payload) if isinstance(payload, ListFiles) else [payload]
-        paths = [NamedString(f.path) for f in files]
-        return paths if self.file_count == "multiple" else paths[0]
 
 
 def uploads(paths) -> list[Upload]:
@@ -417,7 +401,7 @@ def _build_check_page() -> None:
         gr.Markdown(f"**This Space cannot check audio.** {line}", elem_id="ss-check-unavailable")
     mode = gr.Radio([TURNS, RTTM], value=TURNS, label="What you have", elem_id="ss-check-mode")
     with gr.Group(visible=True) as turn_group:
-        turns = AudioFiles(
+        turns = FileUpload(
             label="Turn files (audio, one per turn)", file_count="multiple", type="filepath", elem_id="ss-check-turns"
         )
         table = gr.Dataframe(
@@ -429,9 +413,9 @@ def _build_check_page() -> None:
             elem_id="ss-check-speakers",
         )
     with gr.Group(visible=False) as rttm_group:
-        recording = AudioFiles(label="Recording", type="filepath", elem_id="ss-check-recording")
-        rttm = AudioFiles(label="RTTM file", type="filepath", elem_id="ss-check-rttm")
-    references = AudioFiles(
+        recording = FileUpload(label="Recording", type="filepath", elem_id="ss-check-recording")
+        rttm = FileUpload(label="RTTM file", type="filepath", elem_id="ss-check-rttm")
+    references = FileUpload(
         label="Reference clips (optional; each named after its speaker, e.g. host.wav)",
         file_count="multiple",
         type="filepath",

@@ -28,7 +28,7 @@ from speakersleuth.space.submitter import (
     discard_upload,
     duration_words,
 )
-from speakersleuth.space.uploads import SubmissionFile
+from speakersleuth.space.uploads import FileUpload
 
 
 def result_html(result: SubmitResult) -> str:
@@ -128,7 +128,7 @@ def _form(submitter: Submitter) -> list:
                 elem_id="ss-setting",
                 label="Setting (optional): tag runs of one model in several settings to compare them",
             )
-            upload = SubmissionFile(
+            upload = FileUpload(
                 label="Predictions (.jsonl)", file_types=[".jsonl"], type="filepath", elem_id="ss-upload"
             )
     return [upload, variant, model_name, organisation, model_type, access, link, model_date, setting]

@@ -4,7 +4,7 @@
 route, before anything is written, when the request has no Content-Length, when the client's address
 has uploaded more than its byte budget within the window (the upload TTL: what it uploaded may
 still be on disk), or when the bytes held in Gradio's upload folder plus the uploads in progress
-would pass the total cap. ``SubmissionFile`` is the upload widget of the Submit tab.
+would pass the total cap. ``FileUpload`` is the upload widget of the Submit tab and the Check tab.
 """
 
 from __future__ import annotations
@@ -172,18 +172,20 @@ def upload_guard(config) -> Middleware:
     )
 
 
-class SubmissionFile(gr.File):
-    """``gr.File`` that, with ``type="filepath"`` and one file, passes the upload's path without the
-    empty ``tmp*`` file that Gradio 6.31's ``File.preprocess`` creates (and never deletes) in its temp
-    folder for every file it passes on. (No ``__init__`` of its own: Gradio sends the browser the
-    arguments named in ``gr.File.__init__``.)"""
+class FileUpload(gr.File):
+    """``gr.File`` that, with ``type="filepath"``, passes the uploads' paths without the empty ``tmp*``
+    file that Gradio 6.31's ``File.preprocess`` creates (and never deletes) in its temp folder for
+    every file it passes on; a file of another type than ``file_types`` is refused, named. (No
+    ``__init__`` of its own: Gradio sends the browser the arguments named in ``gr.File.__init__``.)"""
 
     is_template = True  # the browser draws it as a plain gr.File
 
     def preprocess(self, payload: ListFiles | FileData | None):
-        if payload is None or self.type != "filepath" or self.file_count != "single":
+        if payload is None or self.type != "filepath":
             return super().preprocess(payload)
-        file = payload[0] if isinstance(payload, ListFiles) else payload
-        if self.file_types and not is_valid_file(file.path, self.file_types):
-            raise gr.Error(f"{file.orig_name or Path(file.path).name}: not a {' or '.join(self.file_types)} file.")
-        return NamedString(file.path)
+        files = list(payload) if isinstance(payload, ListFiles) else [payload]
+        for file in files:
+            if self.file_types and not is_valid_file(file.path, self.file_types):
+                raise gr.Error(f"{file.orig_name or Path(file.path).name}: not a {' or '.join(self.file_types)} file.")
+        paths = [NamedString(file.path) for file in files]
+        return paths if self.file_count == "multiple" else paths[0]
