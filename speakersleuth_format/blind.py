@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import soundfile as sf
 from datasets import Features, List
 
-from speakersleuth.speakersleuth_format.card import DIGESTS_KEY, _read_card, card_yaml, data_fields_section, write_card
+from speakersleuth.speakersleuth_format.card import DIGESTS_KEY, card_yaml, data_fields_section, read_card, write_card
 from speakersleuth.speakersleuth_format.readers import read_gold, shard_paths, variants_present
 from speakersleuth.speakersleuth_format.schema import CONFIGS, MAX_SHARD_BYTES, SPLITS, ConfigSpec, get_config
 from speakersleuth.speech.files import write_text_atomic
@@ -240,7 +240,7 @@ def write_blind(
     ``allow_known_seed`` blinds a build whose seed is guessable (a demo: its gold can be recomputed)."""
     folder, public, gold = Path(folder), Path(public).absolute(), Path(gold).absolute()
     _check_blind_paths(folder, public, gold)
-    header, body = _read_card(folder)
+    header, body = read_card(folder)
     if not allow_known_seed:
         _check_build_seed(folder, header)
     secret = secrets.token_bytes(32)

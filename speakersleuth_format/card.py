@@ -1,6 +1,6 @@
 """The dataset card: its YAML header (``configs:`` from ``CONFIGS``, the shards' SHA-256 under
 ``DIGESTS_KEY``, ``dataset_info`` and ``size_categories`` from the shards' parquet metadata), its
-data-fields tables (``data_fields_section``), written by ``write_card`` and read back by ``_read_card``."""
+data-fields tables (``data_fields_section``), written by ``write_card`` and read back by ``read_card``."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def write_card(out_dir: str | os.PathLike, body: str, **yaml_overrides: Any) -> 
     return write_text_atomic(Path(out_dir) / "README.md", text)
 
 
-def _read_card(folder: Path) -> tuple[dict[str, Any], str]:
+def read_card(folder: Path) -> tuple[dict[str, Any], str]:
     """The build card's YAML header and markdown body (empty when there is no card)."""
     import yaml
 

@@ -15,7 +15,7 @@ from datasets import Features, List
 
 from speakersleuth.speakersleuth_format.audio import stock_decoder
 from speakersleuth.speakersleuth_format.blind import blind_features, is_blind
-from speakersleuth.speakersleuth_format.card import DIGESTS_KEY, _read_card, shard_digests, shard_metadata
+from speakersleuth.speakersleuth_format.card import DIGESTS_KEY, read_card, shard_digests, shard_metadata
 from speakersleuth.speakersleuth_format.readers import shard_paths
 from speakersleuth.speakersleuth_format.schema import (
     CANDIDATE_LABELS,
@@ -107,7 +107,7 @@ def check_digests(root: str | os.PathLike) -> list[str]:
 
 def card_digests(root: str | os.PathLike) -> dict[str, str] | None:
     """The card's shard digests (``DIGESTS_KEY``), or None when it records none."""
-    digests = _read_card(Path(root))[0].get(DIGESTS_KEY)
+    digests = read_card(Path(root))[0].get(DIGESTS_KEY)
     return None if digests is None else {str(k): str(v) for k, v in digests.items()}
 
 

@@ -17,7 +17,6 @@ another voice, or DSP-converted: 4vc). Test figures are recorded beside, never u
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shlex
 import subprocess
@@ -27,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-import yaml
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS, embed_variant, predictions, score_variant
 from speakersleuth.judges.names import METHODS
 from speakersleuth.judges.sweep import THRESHOLDS, pick_threshold, run_sweep
 from speakersleuth.metrics.score import score_predictions
+from speakersleuth.speakersleuth_format.card import read_card
 from speakersleuth.speech.encoders import offline_encoders
 from speakersleuth.speech.files import write_text_atomic
 
@@ -156,13 +155,6 @@ def _auroc(dataset, variants: list[str], cache, entry: dict) -> float:
 def _source(dataset, variants: list[str], command: str, name: str | None) -> dict:
     """Where the figures come from: the build (its name, shards' digests), the code, the command."""
     folder = Path(dataset)
-    shards = {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for v in variants
-        for t in ("detection", "localization")
-        for s in ("validation", "test")
-        for p in ssd.shard_paths(folder, ssd.config_name(t, v), s)
-    }
     counts = {
         v: sum(
             pq.ParquetFile(p).metadata.num_rows
@@ -173,22 +165,16 @@ def _source(dataset, variants: list[str], command: str, name: str | None) -> dic
     return {
         "dataset": str(dataset),
         "dataset_name": name or f"the SpeakerSleuth build {folder.resolve()}",
-        "build_seed": _card(folder).get("build_seed"),
+        "build_seed": read_card(folder)[0].get("build_seed"),
         "build_fingerprint": _fingerprint(folder),
         "variants": variants,
         "validation_instances": counts,
         "grid": list(THRESHOLDS),
-        "shards_sha256": shards,
+        "shards_sha256": ssd.shard_digests(folder),
         "commit": _commit(),
         "command": command,
         "made": date.today().isoformat(),
     }
-
-
-def _card(folder: Path) -> dict:
-    """The dataset card's YAML header."""
-    text = (folder / "README.md").read_text(encoding="utf-8")
-    return yaml.safe_load(text.split("---")[1]) if text.startswith("---") else {}
 
 
 def _fingerprint(folder: Path) -> str | None:

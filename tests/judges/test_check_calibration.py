@@ -6,6 +6,7 @@ settings resolve from what is given and the file."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import random
 import re
 
@@ -80,6 +81,10 @@ def test_make_calibration_pools_the_variants_validation_sweeps(small_build, tmp_
     assert data["source"]["variants"] == ["main", "4vc"] and data["source"]["validation_instances"] == {
         "main": 9,
         "4vc": 9,
+    }
+    shards = sorted(small_build.rglob("*.parquet"))
+    assert data["source"]["shards_sha256"] == {
+        p.relative_to(small_build).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in shards
     }
     rows = [r for v in ("main", "4vc") for r in csv.DictReader((tmp_path / v / "sweep.csv").open())]
     for method in METHODS:  # τ: the best mean over the variants, by hand from the CSVs
