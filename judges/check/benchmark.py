@@ -101,12 +101,15 @@ def benchmark_predictions(
     ['detection', 'discrimination', 'localization']
     """
     tasks = parse_tasks(tasks) if tasks is not None else ssd.tasks_present(folder, variant, split)
+    from speakersleuth.judges.check.calibration import resolve_settings
+
+    settings = resolve_settings(cache.encoder.name if cache is not None else encoder, method, threshold)
     if cache is None:
-        from speakersleuth.judges.check.calibration import resolve_settings
         from speakersleuth.speech.encoders import get_encoder
 
-        cache = EmbeddingCache(get_encoder(resolve_settings(encoder, method).encoder))
-    options = {"method": method, "threshold": threshold, "cache": cache}
+        cache = EmbeddingCache(get_encoder(settings.encoder))
+    options = {"method": settings.method, "threshold": settings.threshold, "cache": cache}
+    with_reference = settings.method == "reference"  # rows carry their reference clip only then, as the judges embed
     lines: list[dict] = []
     for task in tasks:
         config = ssd.config_name(task, variant)
@@ -114,17 +117,9 @@ def benchmark_predictions(
         columns = list(DISCRIMINATION_COLUMNS if is_disc else TURN_COLUMNS)
         chunks = iter_rows(folder, config, split, columns, CHUNK_ROWS)
         for rows in chunks if not progress else _bar(chunks, config):
-            report = check_dialogues([row_dialogue(r, config, _with_reference(options)) for r in rows], **options)
-            options.update(method=report.method, threshold=report.threshold)
+            report = check_dialogues([row_dialogue(r, config, with_reference) for r in rows], **options)
             lines += [_line(task, speaker) for speaker in report.speakers]
     return lines
-
-
-def _with_reference(options: dict) -> bool:
-    """Whether rows carry their reference clip: for the reference method only, as the judges embed."""
-    from speakersleuth.judges.check.calibration import resolve_settings
-
-    return resolve_settings(options["cache"].encoder.name, options["method"]).method == "reference"
 
 
 def _bar(chunks, config: str):

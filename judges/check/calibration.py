@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -81,12 +82,18 @@ def _rank(entry: dict) -> tuple:
 def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
     """The calibration file: ``path``, or the one shipped in the package (default)."""
     if path is None:
-        text = resources.files("speakersleuth.judges.check").joinpath("calibration.json").read_text(encoding="utf-8")
-        return Calibration(json.loads(text), "judges/check/calibration.json")
+        return _shipped_calibration()
     try:
         return Calibration(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
     except (OSError, json.JSONDecodeError) as err:
         raise CheckInputError(f"{path}: not a calibration file ({err})") from None
+
+
+@lru_cache(maxsize=1)
+def _shipped_calibration() -> Calibration:
+    """The file shipped in the package, read once per process (the command, its parser and the check all ask)."""
+    text = resources.files("speakersleuth.judges.check").joinpath("calibration.json").read_text(encoding="utf-8")
+    return Calibration(json.loads(text), "judges/check/calibration.json")
 
 
 @dataclass(frozen=True)
