@@ -17,6 +17,8 @@ import sys
 
 from speakersleuth.judges.check.calibration import CAVEAT
 from speakersleuth.judges.check.errors import CheckInputError
+from speakersleuth.judges.names import METHODS
+from speakersleuth.speech.encoders import folder_encoders
 
 DESCRIPTION = (
     "Check your own dialogue: per speaker, how consistent each turn's voice is, which turns slipped "
@@ -65,7 +67,7 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     )  # fmt: skip
     judge = check.add_argument_group("the judge (default: the calibration shipped with the package)")
     judge.add_argument("--encoder", default=None, help="campplus, dvector, eres2net, resemblyzer, ecapa:<folder>, ...")
-    judge.add_argument("--method", default=None, choices=["pairwise", "centroid", "reference"])
+    judge.add_argument("--method", default=None, choices=METHODS)
     judge.add_argument("--threshold", type=float, default=None, help="τ (default: the calibrated one)")
     judge.add_argument(
         "--calibrate", metavar="FILE",
@@ -84,7 +86,7 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     run.add_argument("--threads", type=int, default=1, metavar="N", help="CPU threads of torch (default: 1)")
     run.add_argument(
         "--model-dir", action="append", default=[], metavar="NAME=DIR",
-        help="local model folder of a folder encoder (ecapa, wavlm), then --encoder ecapa",
+        help=f"local model folder of a folder encoder ({', '.join(folder_encoders())}), then --encoder ecapa",
     )  # fmt: skip
     return check
 
@@ -189,7 +191,7 @@ def _options(args: argparse.Namespace) -> dict:
     from speakersleuth.speech.model_dirs import parse_model_dirs, use_model_dirs
 
     torch.set_num_threads(args.threads)
-    use_model_dirs(parse_model_dirs(args.model_dir, ("ecapa", "wavlm")))
+    use_model_dirs(parse_model_dirs(args.model_dir, folder_encoders()))
     settings = resolve_settings(args.encoder, args.method)
     cache = EmbeddingCache(get_encoder(settings.encoder), args.cache, batch_size=args.batch_size)
     return {
