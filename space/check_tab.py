@@ -189,8 +189,9 @@ def turn_dialogue(turns: list[Upload], table, references: list[Upload]):
     for u in turns:
         if u.name not in speakers:
             raise Refused(f"{u.name}: uploaded but not in the speakers table; give its speaker there.")
-    order = [r for r in speakers if r in turn_names]
-    dialogue = Dialogue([Turn(n, speakers[n], Clip.from_file(by_name[n].path)) for n in order], name="your dialogue")
+    dialogue = Dialogue(
+        [Turn(n, speakers[n], Clip.from_file(by_name[n].path)) for n in speakers], name="your dialogue"
+    )
     _add_references(dialogue, references)
     return dialogue
 
@@ -273,7 +274,7 @@ def run_check(mode: str, turns, table, recording, rttm, references) -> Outcome:
     refs = uploads(references)
     files = [f for g in groups for f in g] + refs
     try:
-        if not files or not groups[0]:
+        if not groups[0]:
             raise Refused("Upload the turn files first." if mode == TURNS else "Upload a recording and its RTTM file.")
         enforce_size(files)
         if (line := unavailable()) is not None:

@@ -39,15 +39,14 @@ from speakersleuth.judges.embedding import candidate_scores, detection_score, fl
 
 @dataclass
 class _Plan:
-    """How one speaker of one dialogue is judged: the method, τ, its turns with audio, its turns
-    with candidates and its reference clip (embedded only for the reference method)."""
+    """How one speaker of one dialogue is judged: the method, τ, its turns with audio and its
+    reference clip (embedded only for the reference method)."""
 
     dialogue: Dialogue
     speaker: str
     method: str
     threshold: float
     voiced: list[Turn]
-    choices: list[Turn]
     reference: Clip | None
 
 
@@ -159,7 +158,7 @@ def _plan(dialogue: Dialogue, speaker: str, settings: JudgeSettings) -> _Plan:
     if len(voiced) < 2 and method != "reference":
         method, threshold = "reference", settings.reference_threshold
     reference = dialogue.references.get(speaker) if method == "reference" else None
-    return _Plan(dialogue, speaker, method, threshold, voiced, [t for t in turns if t.candidates], reference)
+    return _Plan(dialogue, speaker, method, threshold, voiced, reference)
 
 
 def _clips(plans: list[_Plan]) -> list[Clip]:

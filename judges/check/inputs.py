@@ -31,7 +31,6 @@ from speakersleuth.judges.check.dialogue import Clip, Dialogue, Turn
 from speakersleuth.judges.check.errors import CheckInputError
 
 REQUIRED = ("turn", "speaker", "path")
-OPTIONAL = ("text", "reference", "candidate_for", "label", "dialogue")
 #: A segment may end this much after the recording's end (rounding in RTTM writers).
 RTTM_TOLERANCE_S = 0.01
 
