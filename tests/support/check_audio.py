@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from tests.support.check_inputs import write_recording
 from tests.support.tts_voices import TEXTS
 
 HOST, GUEST, INTRUDER = "pm_joe", "kf_alpha", "km_kumo"
@@ -59,22 +60,10 @@ def write_check_dialogue(folder: Path, tts_cache: Path) -> CheckDialogue:
     manifest.write_text(
         "turn,speaker,path\n" + "".join(f"{p.name},{s},{p.name}\n" for p, s in zip(turns, speakers)), encoding="utf-8"
     )
-    recording, rttm = _recording(folder / "session", order, speakers)
+    recording, rttm = write_recording(
+        list(zip(speakers, order)), folder, "session", 0.2, leading_gap=False, suffix=".wav"
+    )
     return CheckDialogue(folder, turns, speakers, manifest, turns[4].name, recording, rttm)
-
-
-def _recording(stem: Path, clips: list[np.ndarray], speakers: list[str]) -> tuple[Path, Path]:
-    """The turns one after another, 0.2 s of silence between, and the RTTM of their spans."""
-    gap = np.zeros(int(0.2 * RATE), dtype=np.float32)
-    parts, lines, start = [], [], 0.0
-    for clip, speaker in zip(clips, speakers):
-        parts += [clip, gap]
-        lines.append(f"SPEAKER {stem.name} 1 {start:.3f} {len(clip) / RATE:.3f} <NA> <NA> {speaker} <NA> <NA>")
-        start += (len(clip) + len(gap)) / RATE
-    recording = stem.with_suffix(".wav")
-    sf.write(recording, np.concatenate(parts), RATE)
-    stem.with_suffix(".rttm").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return recording, stem.with_suffix(".rttm")
 
 
 def as_uploads(paths: list[Path], root: Path, names: list[str] | None = None) -> list[str]:

@@ -79,18 +79,26 @@ def export_row(row: dict, out: Path, *, other: dict | None = None, formats=FORMA
 
 
 def write_recording(
-    turns: list[tuple[str, np.ndarray]], out: Path, file_id: str, gap: float = 0.4
+    turns: list[tuple[str, np.ndarray]],
+    out: Path,
+    file_id: str,
+    gap: float = 0.4,
+    *,
+    leading_gap: bool = True,
+    suffix: str = ".flac",
 ) -> tuple[Path, Path]:
-    """One recording of ``(speaker, 16 kHz clip)`` turns separated by ``gap`` s of silence, and its
-    RTTM as pyannote writes it (``SPEAKER <id> 1 <start> <duration> <NA> <NA> <speaker> <NA> <NA>``)."""
-    pieces, lines, at = [np.zeros(int(gap * ssd.SAMPLING_RATE), np.float32)], [], gap
+    """One recording (``<file_id><suffix>``, 16-bit) of ``(speaker, 16 kHz clip)`` turns with ``gap`` s
+    of silence after each (and before the first, with ``leading_gap``), and its RTTM as pyannote
+    writes it (``SPEAKER <id> 1 <start> <duration> <NA> <NA> <speaker> <NA> <NA>``)."""
+    silence = np.zeros(int(gap * ssd.SAMPLING_RATE), np.float32)
+    pieces, lines, at = ([silence], [], gap) if leading_gap else ([], [], 0.0)
     for speaker, clip in turns:
         seconds = len(clip) / ssd.SAMPLING_RATE
         lines.append(f"SPEAKER {file_id} 1 {at:.3f} {seconds:.3f} <NA> <NA> {speaker} <NA> <NA>")
-        pieces += [clip.astype(np.float32), np.zeros(int(gap * ssd.SAMPLING_RATE), np.float32)]
+        pieces += [clip.astype(np.float32), silence]
         at += seconds + gap
     out.mkdir(parents=True, exist_ok=True)
-    recording = out / f"{file_id}.flac"
+    recording = out / f"{file_id}{suffix}"
     sf.write(recording, np.concatenate(pieces), ssd.SAMPLING_RATE, subtype="PCM_16")
     (out / f"{file_id}.rttm").write_text("\n".join(lines) + "\n")
     return recording, out / f"{file_id}.rttm"
