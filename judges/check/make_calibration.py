@@ -32,7 +32,6 @@ from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS, embed_variant, pr
 from speakersleuth.judges.names import METHODS
 from speakersleuth.judges.sweep import THRESHOLDS, pick_threshold, run_sweep
 from speakersleuth.metrics.score import score_predictions
-from speakersleuth.speakersleuth_format.card import read_card
 from speakersleuth.speech.encoders import offline_encoders
 from speakersleuth.speech.files import write_text_atomic
 
@@ -165,7 +164,7 @@ def _source(dataset, variants: list[str], command: str, name: str | None) -> dic
     return {
         "dataset": str(dataset),
         "dataset_name": name or f"the SpeakerSleuth build {folder.resolve()}",
-        "build_seed": read_card(folder)[0].get("build_seed"),
+        "build_seed": ssd.read_card(folder)[0].get("build_seed"),
         "build_fingerprint": _fingerprint(folder),
         "variants": variants,
         "validation_instances": counts,
