@@ -1,4 +1,5 @@
-"""Speaker-embedding judges (paper section 5.1 and appendix B.2): pairwise, centroid, reference.
+"""Speaker-embedding judges (paper section 5.1 and appendix B.2): pairwise, centroid, reference,
+and core, ours: pairwise made robust to the turns that slipped.
 
 Per-turn scores over the N target turns e_1..e_N of an instance (r is the reference clip):
 
@@ -6,6 +7,11 @@ Per-turn scores over the N target turns e_1..e_N of an instance (r is the refere
 - centroid:  s_i = 1 - cos(e_i, c), c = mean of all N turn embeddings (turn i included); flagged
   when s_i > τ (paper τ = 0.3).
 - reference: s_i = cos(e_i, r); flagged when s_i < τ (paper τ = 0.4).
+- core:      s_i = mean_{j in C, j != i} cos(e_i, e_j), C the *core*: the floor(N/2) + 1 turns
+  (a strict majority) with the highest pairwise score; flagged when s_i < τ. A turn that slipped
+  is outside the core, so it does not drag the speaker's other turns down, as it does their
+  pairwise means (with N = 2 the core is both turns: the same as pairwise). Not in the paper: its
+  τ is pairwise's until calibrated.
 
 Embeddings are L2-normalised before any use, so the centroid is the mean of unit vectors. It is
 not renormalised: cosine is invariant to the length of its arguments, so renormalising would
@@ -13,7 +19,8 @@ change no score.
 
 Discrimination, with the N-1 context turns as e_1..e_{N-1} and each candidate x:
 pairwise scores mean_j cos(x, e_j), centroid scores 1 - cos(x, mean_j e_j) (lower is better),
-reference scores cos(x, r). Classification picks the best candidate; the ranking sorts all of them
+reference scores cos(x, r), core scores mean_{j in C} cos(x, e_j) over the context's core.
+Classification picks the best candidate; the ranking sorts all of them
 best first (ties keep label order). Detection is "inconsistent" when any turn is flagged;
 localization is the flagged turns as 1-based positions. A detection line also carries the
 threshold-free ``score`` the scorer's AUROC and EER use: the quantity detection thresholds, the
@@ -42,10 +49,10 @@ from speakersleuth.judges.judge import Judge
 from speakersleuth.judges.names import METHODS, embedding_judge_name
 from speakersleuth.speech.files import write_text_atomic
 
-DEFAULT_THRESHOLDS = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4}
+DEFAULT_THRESHOLDS = {"pairwise": 0.4, "centroid": 0.3, "reference": 0.4, "core": 0.4}
 #: True where a high score means "sounds like the target" (flag s < τ, best candidate = highest);
 #: False for the centroid distance (flag s > τ, best candidate = lowest).
-HIGHER_IS_CONSISTENT = {"pairwise": True, "centroid": False, "reference": True}
+HIGHER_IS_CONSISTENT = {"pairwise": True, "centroid": False, "reference": True, "core": True}
 
 #: The only columns a judge reads; none of them is a gold label.
 TURN_COLUMNS = ["id", "target_audio", "reference_audio"]
@@ -71,16 +78,40 @@ def _reference(method: str, reference: np.ndarray | None) -> np.ndarray:
     return _unit(reference)
 
 
+def _pairwise_means(sim: np.ndarray) -> np.ndarray:
+    """Each turn's mean similarity to the other turns, from their ``(N, N)`` similarities."""
+    return (sim.sum(axis=1) - np.diag(sim)) / (len(sim) - 1)
+
+
+def majority_core(sim: np.ndarray) -> np.ndarray:
+    """The core of ``N`` turns from their ``(N, N)`` cosine similarities: the positions (0-based,
+    in turn order) of the floor(N/2) + 1 turns with the highest pairwise means (ties: the earlier
+    turn). One turn alone is its own core.
+
+    >>> sim = np.array([[1, 0.8, 0.7, 0.0], [0.8, 1, 0.9, 0.1], [0.7, 0.9, 1, 0.0], [0.0, 0.1, 0.0, 1]])
+    >>> majority_core(sim).tolist()
+    [0, 1, 2]
+    """
+    if len(sim) == 1:
+        return np.array([0])
+    order = np.argsort(-_pairwise_means(sim), kind="stable")
+    return np.sort(order[: len(sim) // 2 + 1])
+
+
+def _core_scores(e: np.ndarray) -> np.ndarray:
+    sim = e @ e.T
+    core = majority_core(sim)
+    return np.array([sim[i, core[core != i]].mean() for i in range(len(e))])
+
+
 def turn_scores(method: str, turns: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
     """Per-turn scores s_i ``(N,)`` of one instance from its turn embeddings ``(N, D)``."""
     _check_method(method)
     e = _unit(turns)
-    if method == "pairwise":
-        n = len(e)
-        if n < 2:
-            raise ValueError(f"pairwise scores need at least 2 turns, got {n}")
-        sim = e @ e.T
-        return (sim.sum(axis=1) - np.diag(sim)) / (n - 1)
+    if method in ("pairwise", "core"):
+        if len(e) < 2:
+            raise ValueError(f"{method} scores need at least 2 turns, got {len(e)}")
+        return _pairwise_means(e @ e.T) if method == "pairwise" else _core_scores(e)
     if method == "centroid":
         centroid = e.mean(axis=0)
         return 1.0 - e @ centroid / np.linalg.norm(centroid)
@@ -95,6 +126,9 @@ def candidate_scores(
     x = _unit(candidates)
     if method == "pairwise":
         return (x @ _unit(context).T).mean(axis=1)
+    if method == "core":
+        c = _unit(context)
+        return (x @ c[majority_core(c @ c.T)].T).mean(axis=1)
     if method == "centroid":
         centroid = _unit(context).mean(axis=0)
         return 1.0 - x @ centroid / np.linalg.norm(centroid)

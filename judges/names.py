@@ -1,6 +1,6 @@
 """Judge names: one grammar for every judge, parsed in one place.
 
-- ``<method>-<encoder>``: an embedding judge, method ``pairwise``/``centroid``/``reference``,
+- ``<method>-<encoder>``: an embedding judge, method ``pairwise``/``centroid``/``reference``/``core``,
   encoder spec ``resemblyzer``, ``ecapa:<folder>`` or ``wavlm:<folder>`` (``judges.embedding``);
 - ``<kind>:<model>`` or ``<kind>:<base URL>:<model>``: an LALM judge (``judges.lalm``), e.g.
   ``openai:gpt-4o-audio-preview``, ``vllm:http://127.0.0.1:8000/v1:Qwen/Qwen2.5-Omni-7B``,
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-METHODS = ("pairwise", "centroid", "reference")
+METHODS = ("pairwise", "centroid", "reference", "core")
 LALM_KINDS = ("openai", "vllm", "gemini", "transformers")
 _URL_AND_MODEL = re.compile(r"^(https?://[^/:\s]+(?::\d+)?(?:/[^:\s]*)?):(.+)$")
 _FORMS = (

@@ -327,8 +327,8 @@ def summary(report) -> str:
         f"**{len(flagged)} of {len(scored)} turns flagged.** Encoder {report.encoder}, method {report.method} "
         f"(score: {SCORE_NAMES[report.method]}); a turn is flagged when {flag_rule(report.method, report.threshold)}.",
         "",
-        f"τ = {report.threshold:g}: {_md(report.threshold_source)}. Calibrated on TTS voices with re-spoken or "
-        "DSP-converted turns: on other speech, a starting point.",
+        f"τ = {report.threshold:g}: {_md(report.threshold_source)}. On speech unlike what it was calibrated on, "
+        "a starting point.",
         "",
     ]
     for s in report.speakers:
@@ -339,7 +339,11 @@ def summary(report) -> str:
             else f" ({s.method}, τ = {s.threshold:g})"
         )
         verdict = f"{len(s.flagged)} of {sum(t.score is not None for t in s.turns)} turns flagged"
-        lines.append(f"- **{_md(s.speaker)}**{how}: {verdict}" + (f": {which}" if which else ", one voice throughout"))
+        short = sum(t.status == "too short to judge" for t in s.turns)
+        verdict += (f": {which}" if which else ", one voice throughout") + (
+            f"; {short} too short to judge" if short else ""
+        )
+        lines.append(f"- **{_md(s.speaker)}**{how}: {verdict}")
     return "\n".join(lines)
 
 

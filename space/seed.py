@@ -34,7 +34,7 @@ from speakersleuth.space.store import BASELINE_SUBMITTER, open_store
 from speakersleuth.space.submitter import Submitter, gold_folder
 
 ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
-EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-")
+EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-", "core-")
 
 
 def _sidecar(path: Path) -> dict:

@@ -109,6 +109,7 @@ def decode(path: str | os.PathLike, start: float | None = None, end: float | Non
     Raises ``CheckInputError`` when the file is missing or cannot be decoded.
     """
     path = _existing(path)
+    expected = _expected_seconds(audio_info(path).seconds, start, end)
     try:
         with sf.SoundFile(str(path)) as handle:
             rate = handle.samplerate
@@ -120,7 +121,33 @@ def decode(path: str | os.PathLike, start: float | None = None, end: float | Non
         array, rate = _ffmpeg_samples(path, sf_error, start, end)
     if array.size == 0:
         raise CheckInputError(f"{path}: no samples between {start or 0:.3f} s and {end} s")
+    _refuse_cut_short(path, array.size / rate, expected, start, end)
     return resample(np.ascontiguousarray(array, dtype=np.float32), rate)
+
+
+#: A decoded length may fall short of what the header says by this share (or ``CUT_SHORT_SECONDS``,
+#: the larger): compressed formats' headers estimate their length.
+CUT_SHORT_SHARE = 0.05
+CUT_SHORT_SECONDS = 0.1
+
+
+def _expected_seconds(header_seconds: float, start: float | None, end: float | None) -> float:
+    """The seconds a span should decode to, by the header's length."""
+    stop = header_seconds if end is None else min(end, header_seconds)
+    return max(stop - (start or 0.0), 0.0)
+
+
+def _refuse_cut_short(path: Path, decoded: float, expected: float, start: float | None, end: float | None) -> None:
+    """``CheckInputError`` when a file decodes to less than its header says: a file cut short or
+    damaged is not a turn to judge (its few decoded frames would be scored as a voice)."""
+    if decoded >= expected - max(CUT_SHORT_SECONDS, CUT_SHORT_SHARE * expected):
+        return
+    stop = "the end" if end is None else f"{end:.2f} s"
+    span = "" if start is None and end is None else f" (the span {start or 0:.2f} s to {stop})"
+    raise CheckInputError(
+        f"{path}: {decoded:.2f} s decode of the {expected:.2f} s its header gives{span}: "
+        "the file is damaged or cut short"
+    )
 
 
 def _ffmpeg_decoder(path: Path, sf_error: Exception):
@@ -128,7 +155,11 @@ def _ffmpeg_decoder(path: Path, sf_error: Exception):
     try:
         from torchcodec.decoders import AudioDecoder
     except ImportError:  # the core install: soundfile's formats only
-        raise CheckInputError(f"{path}: cannot read audio ({_short(sf_error)})") from None
+        raise CheckInputError(
+            f"{path}: cannot read audio ({_short(sf_error)}); formats beyond WAV, FLAC, MP3 and OGG (M4A, "
+            "AAC, Opus, WebM) are read by FFmpeg, which the 'check' extra installs: "
+            "pip install 'speakersleuth[check]'"
+        ) from None
     try:
         return AudioDecoder(str(path))
     except Exception as err:  # noqa: BLE001 - torchcodec raises RuntimeError/ValueError variants

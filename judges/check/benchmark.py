@@ -108,7 +108,8 @@ def benchmark_predictions(
         from speakersleuth.speech.encoders import get_encoder
 
         cache = EmbeddingCache(get_encoder(settings.encoder))
-    options = {"method": settings.method, "threshold": settings.threshold, "cache": cache}
+    # whole clips, as the judges embed a row: the builder's final stage already trimmed them
+    options = {"method": settings.method, "threshold": settings.threshold, "cache": cache, "cut_to_speech": False}
     with_reference = settings.method == "reference"  # rows carry their reference clip only then, as the judges embed
     lines: list[dict] = []
     for task in tasks:

@@ -38,7 +38,8 @@ FEW_LABELS = 10
 LABELS = {"consistent": False, "0": False, "inconsistent": True, "1": True}
 CAVEAT = (
     "τ was calibrated on the SpeakerSleuth benchmark's TTS voices, where the inconsistent turns are "
-    "re-spoken by another voice or DSP-converted; on other speech it is a starting point "
+    "re-spoken by another voice or DSP-converted, and for the core method on dialogues of real "
+    "recordings and two other synthesisers with a planted turn; on other speech it is a starting point "
     "(--calibrate FILE picks τ on your own labelled turns)"
 )
 
@@ -64,8 +65,14 @@ class Calibration:
         entries = [j for j in self.data["judges"] if j["encoder"] == encoder]
         return max(entries, key=_rank)["method"] if entries else None
 
-    def describe(self) -> str:
-        """One line: where the shipped τ values come from."""
+    def describe(self, entry: dict | None = None) -> str:
+        """One line: where the shipped τ of ``entry`` (default: the benchmark's) comes from."""
+        if entry is not None and entry.get("calibrated_on") == "labelled":
+            sources = self.data["labelled_sources"]
+            return (
+                f"calibrated on labelled dialogues of speech we did not make ({', '.join(sources)}: "
+                f"{sum(s['dialogues'] for s in sources.values())} dialogues; {self.path})"
+            )
         source = self.data["source"]
         return (
             f"calibrated on the validation split of {source['dataset_name']}, variants "
@@ -76,7 +83,8 @@ class Calibration:
 def _rank(entry: dict) -> tuple:
     """A judge's order, as ``make_calibration`` chose the default: validation detection Bal acc,
     then validation AUROC."""
-    return (entry["validation"]["det_bal_acc"], entry["validation"].get("auroc") or 0.0)
+    validation = entry.get("validation", {})  # a judge calibrated on labelled dialogues alone has none
+    return (validation.get("det_bal_acc", 0.0), validation.get("auroc") or 0.0)
 
 
 def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
@@ -121,8 +129,9 @@ def resolve_settings(
     encoder : str, optional
         An encoder spec (``speech.encoders.get_encoder``); default: the calibration's default.
     method : str, optional
-        ``pairwise``, ``centroid`` or ``reference``; default: the calibration's default for the
-        default encoder, else the best calibrated method of ``encoder`` (else ``centroid``).
+        ``core``, ``pairwise``, ``centroid`` or ``reference``; default: the calibration's default
+        method where ``encoder`` has it calibrated, else the best calibrated method of ``encoder``
+        (else ``centroid``).
     threshold : float, optional
         τ; default: the calibrated τ of (encoder, method), else the paper's τ for the method.
     calibration : Calibration, optional
@@ -141,8 +150,8 @@ def resolve_settings(
     calibration = calibration or load_calibration()
     encoder = encoder or calibration.default["encoder"]
     if method is None:
-        same = encoder == calibration.default["encoder"]
-        method = calibration.default["method"] if same else (calibration.best_method(encoder) or "centroid")
+        calibrated = calibration.entry(encoder, calibration.default["method"]) is not None
+        method = calibration.default["method"] if calibrated else (calibration.best_method(encoder) or "centroid")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     tau, source = _threshold(calibration, encoder, method, threshold)
@@ -162,7 +171,7 @@ def _threshold(calibration: Calibration, encoder: str, method: str, given: float
     entry = calibration.entry(encoder, method)
     if entry is None:
         return DEFAULT_THRESHOLDS[method], f"the paper's τ for {method} ({encoder} is not in the calibration file)"
-    return float(entry["threshold"]), calibration.describe()
+    return float(entry["threshold"]), calibration.describe(entry)
 
 
 def parse_label(value, where: str) -> bool | None:

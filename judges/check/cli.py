@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from speakersleuth.judges.check.calibration import CAVEAT
 from speakersleuth.judges.check.errors import CheckInputError
@@ -53,6 +55,11 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     given.add_argument("--manifest", metavar="FILE", help="CSV/TSV/JSONL: turn, speaker, path [, text, ...]")
     given.add_argument("--rttm", metavar="FILE", help="an RTTM file; each SPEAKER segment is a turn")
     given.add_argument("--recording", metavar="FILE", help="the recording the RTTM describes")
+    given.add_argument(
+        "--recording-id", metavar="ID",
+        help="the recording's file id in the RTTM, when it describes several (default: the recording's file name "
+        "without extension)",
+    )  # fmt: skip
     given.add_argument(
         "--reference", type=_pairs, action="append", default=[], metavar="SPEAKER=FILE",
         help="a reference clip of a speaker (repeatable); a speaker with one turn needs one",
@@ -120,6 +127,7 @@ def _check(args: argparse.Namespace):
     from speakersleuth.judges.check.report import plot_report, recalibration_line, write_json
 
     _refuse_combinations(args)
+    _prepare_outputs(args)
     labelled, dialogues, notes = _read(args)
     options = _options(args)
     recalibration = None
@@ -154,10 +162,29 @@ def _refuse_combinations(args: argparse.Namespace) -> None:
         raise CheckInputError("give --manifest or --rttm, not both")
     if (args.rttm is None) != (args.recording is None):
         raise CheckInputError("--rttm needs --recording (the audio it describes), and --recording needs --rttm")
+    if args.recording_id is not None and args.rttm is None:
+        raise CheckInputError("--recording-id names a recording of an RTTM file: give it with --rttm")
     if args.calibrate and args.threshold is not None:
         raise CheckInputError("give --threshold or --calibrate, not both")
     if args.threads < 1:
         raise CheckInputError(f"--threads {args.threads}: expected a positive number of threads")
+
+
+def _prepare_outputs(args: argparse.Namespace) -> None:
+    """Every output file's folder made (missing folders are created, as ``-o`` options do) and
+    checked writable before any audio is read, so a check never ends without its outputs."""
+    for option, path in (("--report-out", args.report_out), ("--plot-out", args.plot_out)):
+        if path is None:
+            continue
+        folder = Path(path).parent
+        if Path(path).is_dir():
+            raise CheckInputError(f"{option} {path}: a folder; give a file name")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CheckInputError(f"{option} {path}: cannot make its folder {folder} ({err.strerror})") from None
+        if not os.access(folder, os.W_OK):
+            raise CheckInputError(f"{option} {path}: its folder {folder} is not writable")
 
 
 def _read(args: argparse.Namespace) -> tuple[list, list, list[str]]:
@@ -172,7 +199,9 @@ def _read(args: argparse.Namespace) -> tuple[list, list, list[str]]:
     dialogues = []
     if args.manifest is not None or args.rttm is not None:
         candidates = {turn: [f for f in files.split(",") if f] for turn, files in args.candidates}
-        dialogues = read_dialogues(args.manifest, args.rttm, args.recording, dict(args.reference), candidates)
+        dialogues = read_dialogues(
+            args.manifest, args.rttm, args.recording, dict(args.reference), candidates, args.recording_id
+        )
     notes = _drop_short(labelled + dialogues) if args.skip_short else []
     needs_reference = resolve_settings(args.encoder, args.method).method == "reference"
     for dialogue in labelled + dialogues:

@@ -78,7 +78,7 @@ class Clip:
 
             wave = load_waveform(self.data, where=self.describe())
         elif self.samples is not None:
-            wave = resample(check_waveform(self.samples, self.describe()), self.sampling_rate)
+            wave = resample(_mono(self.samples, self.describe()), self.sampling_rate)
         else:
             wave = decode(self.path, self.start, self.end)
         if not np.any(wave):
@@ -88,7 +88,7 @@ class Clip:
     def seconds(self) -> float:
         """Its length in seconds (a file's from its header; raises ``CheckInputError`` if unreadable)."""
         if self.samples is not None:
-            return len(self.samples) / self.sampling_rate
+            return len(_mono(self.samples, self.describe())) / self.sampling_rate
         if self.data is not None:
             try:
                 info = sf.info(io.BytesIO(self.data))
@@ -98,6 +98,28 @@ class Clip:
         if self.end is not None:
             return self.end - (self.start or 0.0)
         return audio_info(self.path).seconds - (self.start or 0.0)
+
+
+#: The most channels an in-memory clip may have: a 2-D array's shorter side, at most this, is its channels.
+MAX_CHANNELS = 8
+
+
+def _mono(samples, where: str) -> np.ndarray:
+    """In-memory samples as a mono waveform: 1-D as given; 2-D (samples x channels, as soundfile
+    reads them, or channels x samples, as torch holds them: the shorter side, at most
+    ``MAX_CHANNELS``, is the channels) averaged over the channels. ``CheckInputError`` otherwise."""
+    wave = np.asarray(samples)
+    if wave.ndim == 2 and min(wave.shape) <= MAX_CHANNELS:
+        wave = wave.mean(axis=int(np.argmin(wave.shape)))
+    if wave.ndim != 1:
+        raise CheckInputError(
+            f"{where}: samples of shape {np.shape(samples)}; give 1-D samples, or 2-D with at most "
+            f"{MAX_CHANNELS} channels"
+        )
+    try:
+        return check_waveform(wave, where)
+    except ValueError as err:
+        raise CheckInputError(str(err)) from None
 
 
 @dataclass(eq=False)
@@ -114,16 +136,29 @@ class Turn:
     candidates: dict[str, Clip] = field(default_factory=dict)
     label: str | None = None
 
+    def __post_init__(self) -> None:
+        """Ids and speakers as text, as a manifest gives them (``Turn(7, "A", ...)`` is turn ``"7"``)."""
+        self.id, self.speaker = _name(self.id, "a turn id"), _name(self.speaker, f"the speaker of turn {self.id!r}")
+        self.candidates = {_name(label, f"a candidate of turn {self.id!r}"): c for label, c in self.candidates.items()}
+
+
+def _name(value, what: str) -> str:
+    """An id or speaker as text: a str, or an int (not a bool); ``CheckInputError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, np.integer)) or not str(value).strip():
+        raise CheckInputError(f"{what} is {value!r}; give a non-empty str or an int")
+    return str(value).strip()
+
 
 @dataclass(eq=False)
 class Dialogue:
-    """Turns in order, reference clips by speaker, a ``name`` (reports) and the ``source`` file
-    it was read from (messages)."""
+    """Turns in order, reference clips by speaker, a ``name`` (reports), the ``source`` file it
+    was read from (messages) and ``notes`` on it for the report (overlapping segments)."""
 
     turns: list[Turn]
     references: dict[str, Clip] = field(default_factory=dict)
     name: str = "dialogue"
     source: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def speakers(self) -> list[str]:

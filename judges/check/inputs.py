@@ -12,8 +12,11 @@ Manifest (``.csv``, ``.tsv`` or ``.jsonl``; paths relative to the manifest's fol
 
 RTTM (what diarization writes, pyannote among others): one line per segment,
 ``SPEAKER <file id> <channel> <start> <duration> <NA> <NA> <speaker> <NA> <NA>``; each segment of
-the recording is a turn, in order of start time, named by its 1-based index. The file id must be
-the recording's file name without its extension, and no segment may run past its end.
+the recording is a turn, in order of start time, named by its 1-based index. The segments read are
+those of one file id: the recording's file name without its extension, or the one given
+(``--recording-id``) when the RTTM describes several recordings; no segment may run past the
+recording's end. Segments of different speakers that overlap are named in the report's notes
+(both voices are heard there).
 
 Every problem is one ``CheckInputError`` line naming the file (and line).
 """
@@ -161,7 +164,7 @@ def _set_reference(references: dict[str, Path], speaker: str, clip: Path, where:
         raise CheckInputError(f"{where}: speaker {speaker!r} has two reference clips ({known} and {clip})")
 
 
-def read_rttm(rttm: str | os.PathLike, recording: str | os.PathLike) -> Dialogue:
+def read_rttm(rttm: str | os.PathLike, recording: str | os.PathLike, recording_id: str | None = None) -> Dialogue:
     """The turns of one recording from its RTTM: each ``SPEAKER`` segment a turn, by start time.
 
     Arguments
@@ -170,6 +173,9 @@ def read_rttm(rttm: str | os.PathLike, recording: str | os.PathLike) -> Dialogue
         The RTTM file (lines of other types, comments and blank lines are skipped).
     recording : str or os.PathLike
         The recording it describes, any format ``judges.check.audio`` reads.
+    recording_id : str, optional
+        The file id of the recording's segments (default: the recording's file name without its
+        extension); segments of other file ids are left out.
 
     Returns
     -------
@@ -177,8 +183,8 @@ def read_rttm(rttm: str | os.PathLike, recording: str | os.PathLike) -> Dialogue
         Turns ``1``, ``2``, ... (in order of start time), each a span of the recording; their
         text says when it is.
 
-    Raises ``CheckInputError`` for a malformed line, a file id other than the recording's, a
-    segment past the recording's end or an RTTM without segments.
+    Raises ``CheckInputError`` for a malformed line, a segment past the recording's end or of no
+    length, or an RTTM without segments of the file id (naming the ids it has).
 
     Example
     -------
@@ -195,20 +201,49 @@ def read_rttm(rttm: str | os.PathLike, recording: str | os.PathLike) -> Dialogue
     if not rttm.is_file():
         raise CheckInputError(f"{rttm}: no such RTTM file")
     length = audio_info(recording).seconds
-    segments = []
+    wanted = recording_id or recording.stem
+    segments, ids = [], []
     for number, line in enumerate(rttm.read_text(encoding="utf-8").splitlines(), 1):
         fields = line.split()
         if not fields or fields[0].startswith(";") or fields[0] != "SPEAKER":
             continue
-        segments.append(_segment(fields, f"{rttm} line {number}", recording, length))
+        ids.append(fields[1] if len(fields) > 1 else "")
+        if ids[-1] == wanted or len(fields) < 8:
+            segments.append(_segment(fields, f"{rttm} line {number}", recording, length))
     if not segments:
-        raise CheckInputError(f"{rttm}: no SPEAKER lines")
+        found = ", ".join(repr(i) for i in dict.fromkeys(ids)) or "none"
+        raise CheckInputError(
+            f"{rttm}: no SPEAKER lines of file id {wanted!r} (file ids in it: {found}); "
+            "name the recording's id with --recording-id ID"
+        )
     segments.sort(key=lambda s: (s[0], s[1]))
     turns = [
         Turn(str(i), speaker, Clip.from_file(recording, start, end), f"{start:.2f}-{end:.2f} s")
         for i, (start, end, speaker) in enumerate(segments, 1)
     ]
-    return Dialogue(turns, {}, recording.stem, str(rttm))
+    return Dialogue(turns, {}, recording.stem, str(rttm), overlaps(turns, segments))
+
+
+def overlaps(turns: list[Turn], segments: list[tuple[float, float, str]]) -> list[str]:
+    """A note for each pair of turns of different speakers whose segments overlap.
+
+    >>> turns = [Turn("1", "A", None), Turn("2", "B", None), Turn("3", "A", None)]
+    >>> overlaps(turns, [(0.0, 2.0, "A"), (1.5, 3.0, "B"), (3.0, 4.0, "A")])
+    ["turns '1' (A) and '2' (B) overlap for 0.50 s (1.50-2.00 s): both voices are heard there"]
+    """
+    notes = []
+    for i, (start, end, speaker) in enumerate(segments):
+        for j in range(i + 1, len(segments)):
+            other_start, other_end, other = segments[j]
+            if other_start >= end:
+                break
+            if other != speaker:
+                first, last = other_start, min(end, other_end)
+                notes.append(
+                    f"turns {turns[i].id!r} ({speaker}) and {turns[j].id!r} ({other}) overlap for "
+                    f"{last - first:.2f} s ({first:.2f}-{last:.2f} s): both voices are heard there"
+                )
+    return notes
 
 
 def _segment(fields: list[str], where: str, recording: Path, length: float) -> tuple[float, float, str]:
@@ -216,11 +251,6 @@ def _segment(fields: list[str], where: str, recording: Path, length: float) -> t
     if len(fields) < 8:
         raise CheckInputError(
             f"{where}: {len(fields)} fields; an RTTM line is SPEAKER <file> <chan> <start> <dur> <NA> <NA> <speaker> <NA> <NA>"
-        )
-    if fields[1] != recording.stem:
-        raise CheckInputError(
-            f"{where}: the segment names file {fields[1]!r}, not the recording {recording.name!r} "
-            f"(file id {recording.stem!r})"
         )
     try:
         start, duration = float(fields[3]), float(fields[4])

@@ -3,18 +3,23 @@
 drawn and the flagged turns marked).
 
 >>> from speakersleuth.judges.check.results import CheckReport, SpeakerResult, TurnResult
->>> turns = [TurnResult("1", "A", 1, 0.82, False, "a1.wav"), TurnResult("3", "A", 2, 0.31, True, "a3.wav")]
+>>> turns = [
+...     TurnResult("1", "A", 1, 0.82, False, "a1.wav", seconds=2.4, speech_seconds=2.1, relative=0.255),
+...     TurnResult("2", "A", None, None, False, "a2.wav", seconds=1.1, speech_seconds=0.4, status="too short to judge"),
+...     TurnResult("3", "A", 2, 0.31, True, "a3.wav", seconds=3.0, speech_seconds=2.7, relative=-0.255),
+... ]
 >>> report = CheckReport("campplus", "pairwise", 0.5, "given (--threshold)", [SpeakerResult("d", "A", "pairwise", 0.5, turns, 0.69)])
 >>> print(format_table(report))  # doctest: +NORMALIZE_WHITESPACE
 Speaker consistency: encoder campplus, method pairwise, τ = 0.5
 τ: given (--threshold)
 score: mean cosine similarity to the speaker's other turns; a turn is flagged when score < 0.5
 <BLANKLINE>
-speaker  turn  score  flagged  audio
-A        1     0.820           a1.wav
-A        3     0.310  FLAGGED  a3.wav
+speaker  turn  seconds  speech  score  vs typical  flagged             audio
+A        1     2.40     2.10    0.820  +0.255                          a1.wav
+A        2     1.10     0.40    -      -           too short to judge  a2.wav
+A        3     3.00     2.70    0.310  -0.255      FLAGGED             a3.wav
 <BLANKLINE>
-A: 1 of 2 turns flagged (3)
+A: 1 of 2 turns flagged (3); 1 too short to judge
 """
 
 from __future__ import annotations
@@ -43,10 +48,12 @@ def format_table(report: CheckReport) -> str:
         lines.append(
             f"(speakers with one turn: method {other[0]}, {SCORE_NAMES[other[0]]}, flagged when {flag_rule(*other)})"
         )
-    header = (["dialogue"] if many else []) + ["speaker", "turn", "score", "flagged", "audio"]
+    measured = any(t.speech_seconds is not None for s in report.speakers for t in s.turns)
+    header = (["dialogue"] if many else []) + ["speaker", "turn", "seconds"] + (["speech"] if measured else [])
+    header += ["score", "vs typical", "flagged", "audio"]
     with_text = any(t.text for s in report.speakers for t in s.turns)
     header += ["text"] if with_text else []
-    rows = [_row(s, t, many, with_text) for s in report.speakers for t in s.turns]
+    rows = [_row(s, t, many, measured, with_text) for s in report.speakers for t in s.turns]
     lines += ["", *_columns([header, *rows]), ""]
     lines += [_verdict(s, many) for s in report.speakers]
     choices = [(s, t) for s in report.speakers for t in s.turns if t.candidates]
@@ -61,19 +68,23 @@ def format_table(report: CheckReport) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _row(speaker: SpeakerResult, turn, many: bool, with_text: bool) -> list[str]:
-    score = "-" if turn.score is None else f"{turn.score:.3f}"
-    row = ([speaker.dialogue] if many else []) + [
-        speaker.speaker,
-        turn.turn,
-        score,
-        "FLAGGED" if turn.flagged else "",
+def _row(speaker: SpeakerResult, turn, many: bool, measured: bool, with_text: bool) -> list[str]:
+    row = ([speaker.dialogue] if many else []) + [speaker.speaker, turn.turn, _number(turn.seconds, ".2f")]
+    row += [_number(turn.speech_seconds, ".2f")] if measured else []
+    row += [
+        _number(turn.score, ".3f"),
+        _number(turn.relative, "+.3f"),
+        "FLAGGED" if turn.flagged else turn.status,
         turn.audio or "(candidates only)",
     ]
     if with_text:
         text = turn.text if len(turn.text) <= TEXT_WIDTH else turn.text[: TEXT_WIDTH - 1] + "…"
         row.append(text)
     return row
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def _columns(rows: list[list[str]]) -> list[str]:
@@ -87,7 +98,9 @@ def _verdict(speaker: SpeakerResult, many: bool) -> str:
     flagged = speaker.flagged
     which = f" ({', '.join(t.turn for t in flagged)})" if flagged else ""
     against = f", against the reference {speaker.reference}" if speaker.reference else ""
-    return f"{name}: {len(flagged)} of {len(scored)} turns flagged{which}{against}"
+    short = sum(t.status == "too short to judge" for t in speaker.turns)
+    unjudged = f"; {short} too short to judge" if short else ""
+    return f"{name}: {len(flagged)} of {len(scored)} turns flagged{which}{against}{unjudged}"
 
 
 def recalibration_line(recalibration: dict) -> str:

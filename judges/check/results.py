@@ -14,6 +14,7 @@ from speakersleuth.judges.embedding import HIGHER_IS_CONSISTENT
 
 #: What each method's per-turn score is, in words.
 SCORE_NAMES = {
+    "core": "mean cosine similarity to the speaker's core turns (the majority that agree most), itself left out",
     "pairwise": "mean cosine similarity to the speaker's other turns",
     "centroid": "cosine distance to the speaker's mean embedding",
     "reference": "cosine similarity to the speaker's reference clip",
@@ -39,9 +40,12 @@ class CandidateResult:
 
 @dataclass
 class TurnResult:
-    """One turn: its id, speaker, ``position`` among the speaker's turns with audio (1-based;
-    None for a turn given by candidates only), ``score`` and ``flagged`` at τ, its audio and
-    text, and its candidates ranked best first."""
+    """One turn: its id, speaker, ``position`` among the speaker's judged turns (1-based; None for
+    a turn not judged), ``score`` and ``flagged`` at τ, its audio and text, its candidates ranked
+    best first, its length in ``seconds`` and ``speech_seconds`` (None when not measured), its score
+    ``relative`` to the speaker's typical one (the median of the speaker's scores: how far it falls
+    below or above what the speaker's turns usually reach) and, for a turn with audio but no score,
+    its ``status`` (``too short to judge``, ``speaker not judged``)."""
 
     turn: str
     speaker: str
@@ -51,6 +55,10 @@ class TurnResult:
     audio: str | None
     text: str = ""
     candidates: list[CandidateResult] = field(default_factory=list)
+    seconds: float | None = None
+    speech_seconds: float | None = None
+    relative: float | None = None
+    status: str = ""
 
 
 @dataclass

@@ -27,6 +27,9 @@ from tests.support.check_inputs import write_audio
 from tests.support.vc_fixtures import VOICES, speech_like
 
 SR = 16000
+#: The scoring tests compare with embeddings of the whole decoded files: the check's cut to speech
+#: is tested on its own (tests/judges/test_check_speech.py).
+WHOLE = {"cut_to_speech": False}
 #: (turn, speaker, voice, file format): speaker A's turn 5 is another voice
 PLAN = [
     ("1", "A", "male_a", ("wav", 8000, 1)),
@@ -79,7 +82,9 @@ def embedded(files, campplus):
 
 def test_pairwise_scores_flags_and_ranking_equal_numpy_by_hand(files, campplus, embedded):
     tau = 0.7
-    report = check_dialogues(dialogue(files), method="pairwise", threshold=tau, cache=EmbeddingCache(campplus))
+    report = check_dialogues(
+        dialogue(files), method="pairwise", threshold=tau, cache=EmbeddingCache(campplus), **WHOLE
+    )
     assert (report.encoder, report.method, report.threshold) == ("campplus", "pairwise", tau)
     for speaker in ("A", "B"):
         ids = [t for t, s, _, _ in PLAN if s == speaker]
@@ -105,7 +110,9 @@ def test_pairwise_scores_flags_and_ranking_equal_numpy_by_hand(files, campplus, 
 
 def test_centroid_and_reference_methods_by_hand(files, campplus, embedded):
     cache = EmbeddingCache(campplus)
-    report = check_dialogues(dialogue(files, candidates=False), method="centroid", threshold=0.25, cache=cache)
+    report = check_dialogues(
+        dialogue(files, candidates=False), method="centroid", threshold=0.25, cache=cache, **WHOLE
+    )
     ids = ["1", "3", "5", "7"]
     e = np.stack([embedded[i] for i in ids])
     c = e.mean(axis=0)
@@ -116,7 +123,7 @@ def test_centroid_and_reference_methods_by_hand(files, campplus, embedded):
 
     with_ref = dialogue(files, candidates=False)
     with_ref.references = {"A": Clip.from_file(files["refA"]), "B": Clip.from_file(files["2"])}
-    report = check_dialogues(with_ref, method="reference", threshold=0.6, cache=cache)
+    report = check_dialogues(with_ref, method="reference", threshold=0.6, cache=cache, **WHOLE)
     expected = e @ embedded["refA"]
     np.testing.assert_allclose([t.score for t in report.speaker("A").turns], expected, atol=2e-5)
     assert [t.turn for t in report.speaker("A").flagged] == [i for i, s in zip(ids, expected) if s < 0.6]
@@ -129,7 +136,7 @@ def test_a_one_turn_speaker_is_judged_against_its_reference(files, campplus, emb
         [Turn(t, s, Clip.from_file(files[t])) for t, s, _, _ in PLAN if s == "A" or t == "2"],
         {"B": Clip.from_file(files["4"])},
     )
-    report = check_dialogues(talk, encoder="campplus", method="pairwise", cache=EmbeddingCache(campplus))
+    report = check_dialogues(talk, encoder="campplus", method="pairwise", cache=EmbeddingCache(campplus), **WHOLE)
     b = report.speaker("B")
     expected_tau = calibration.entry("campplus", "reference")["threshold"]
     assert (b.method, b.threshold) == ("reference", expected_tau)
@@ -138,11 +145,11 @@ def test_a_one_turn_speaker_is_judged_against_its_reference(files, campplus, emb
     assert report.speaker("A").threshold == calibration.entry("campplus", "pairwise")["threshold"]
     assert not [n for n in report.notes if "is not used" in n]  # B's reference is read
     talk.references["A"] = Clip.from_file(files["refA"])  # A's is not: pairwise compares A's turns
-    noted = check_dialogues(talk, encoder="campplus", method="pairwise", cache=EmbeddingCache(campplus)).notes
+    noted = check_dialogues(talk, encoder="campplus", method="pairwise", cache=EmbeddingCache(campplus), **WHOLE).notes
     assert [n.split(" is not used")[0] for n in noted if "is not used" in n] == [f"A's reference clip {files['refA']}"]
     with pytest.raises(CheckInputError, match="speaker 'B' has only one turn"):
         talk.references = {}
-        check_dialogues(talk, encoder="campplus", cache=EmbeddingCache(campplus))
+        check_dialogues(talk, encoder="campplus", cache=EmbeddingCache(campplus), **WHOLE)
 
 
 def test_the_cache_is_keyed_by_content_in_memory_and_on_disk(files, campplus, tmp_path):

@@ -97,7 +97,9 @@ def test_exported_turns_table_json_and_picture(exported):
     rows = table_rows(done.stdout)
     assert set(rows) == set(turns)
     for key, turn in turns.items():  # the table says what the JSON says
-        assert rows[key][2] == f"{turn['score']:.3f}" and (rows[key][3] == "FLAGGED") == turn["flagged"]
+        # speaker, turn, seconds, speech, score, vs typical, flagged
+        assert rows[key][2:4] == [f"{turn['seconds']:.2f}", f"{turn['speech_seconds']:.2f}"]
+        assert rows[key][4] == f"{turn['score']:.3f}" and (rows[key][6] == "FLAGGED") == turn["flagged"]
     assert "TTS voices" in done.stdout and "calibrated on the validation split" in done.stdout
     image = matplotlib.image.imread(work / "check.png")
     assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 500
@@ -310,8 +312,8 @@ def test_bad_manifests_end_in_one_line(bad, manifest, fragments):
             ["call.rttm line 2: the segment ends at 4.50 s, after the end of call.wav (4.00 s)"],
         ),
         (
-            "SPEAKER meeting 1 1.000 1.500 <NA> <NA> A <NA> <NA>",
-            ["call.rttm line 2: the segment names file 'meeting', not the recording 'call.wav'"],
+            "SPEAKER meeting 1 1.000 1.500 <NA> <NA> A <NA> <NA>",  # another recording's: left out
+            ["call.rttm: speaker 'A' has only one turn with audio ('1')"],
         ),
     ],
 )
@@ -346,3 +348,120 @@ def test_help_says_where_the_numbers_come_from(tmp_path):
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "calibrated on the SpeakerSleuth benchmark's TTS voices" in text and "it is a starting point" in text
+
+
+# ------------------------------------------------------------------ people's files: broken, padded, short
+
+
+@pytest.fixture(scope="module")
+def real_talk(tmp_path_factory):
+    """Four turns each of two real speakers (``tests/support/other_speech.py``) as wav files with a
+    manifest, alternating; returns the folder and the turns (speaker, 16 kHz samples)."""
+    from tests.support.other_speech import real_voice
+
+    work = tmp_path_factory.mktemp("real_talk")
+    turns = []
+    for a, b in zip(real_voice("allison").turns[:4], real_voice("carlo").turns[:4]):
+        turns += [("allison", a), ("carlo", b)]
+    write_talk(work, "manifest.csv", turns)
+    return work, turns
+
+
+def write_talk(folder: Path, manifest: str, turns: list, suffix: str = ".wav") -> Path:
+    """``turns`` as files ``t<i><suffix>`` (16 kHz) and their manifest."""
+    lines = ["turn,speaker,path"]
+    for i, (speaker, wave) in enumerate(turns, 1):
+        write_audio(folder / f"t{i}{suffix}", wave, 16000, 1)
+        lines.append(f"{i},{speaker},t{i}{suffix}")
+    (folder / manifest).write_text("\n".join(lines) + "\n")
+    return folder / manifest
+
+
+def test_a_truncated_mp3_is_refused_not_judged(real_talk, tmp_path):
+    _, turns = real_talk
+    write_talk(tmp_path, "m.csv", turns, suffix=".mp3")
+    whole = (tmp_path / "t3.mp3").read_bytes()
+    (tmp_path / "t3.mp3").write_bytes(whole[: len(whole) // 8])  # the header still gives the whole length
+    refused(
+        judges_check("--manifest", "m.csv", "--no-progress", cwd=tmp_path),
+        "t3.mp3: ",
+        "decode of the",
+        "its header gives: the file is damaged or cut short",
+    )
+
+
+def test_padding_moves_no_score_and_a_subsecond_turn_is_too_short_to_judge(real_talk, tmp_path):
+    work, turns = real_talk
+    plain = judges_check("--manifest", "manifest.csv", "--json", "--no-progress", cwd=work)
+    assert plain.returncode == 0, plain.stderr
+    silence = np.zeros(2 * 16000, np.float32)
+    changed = list(turns)
+    changed[2] = (turns[2][0], np.concatenate([silence, turns[2][1], silence]))  # 2 s of silence each side
+    changed[4] = (turns[4][0], turns[4][1][: int(0.7 * 16000)])  # 0.7 s: over the 0.5 s floor, under 0.9 s of speech
+    write_talk(tmp_path, "m.csv", changed)
+    done = judges_check("--manifest", "m.csv", "--json", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    before = {t["turn"]: t for s in json.loads(plain.stdout)["speakers"] for t in s["turns"]}
+    after = {t["turn"]: t for s in json.loads(done.stdout)["speakers"] for t in s["turns"]}
+    assert after["3"]["seconds"] == pytest.approx(before["3"]["seconds"] + 4, abs=0.01)
+    assert after["3"]["speech_seconds"] == pytest.approx(before["3"]["speech_seconds"], abs=0.1)
+    assert not after["3"]["flagged"] and not before["3"]["flagged"]
+    short = after["5"]
+    assert (short["score"], short["flagged"], short["status"]) == (None, False, "too short to judge")
+    assert short["speech_seconds"] < 0.9
+    assert not any(t["flagged"] for t in after.values())
+
+
+def test_outputs_are_made_or_refused_before_any_audio_is_read(real_talk, tmp_path):
+    work, _ = real_talk
+    out = tmp_path / "new" / "deeper"
+    done = judges_check(
+        "--manifest", "manifest.csv", "--plot-out", str(out / "check.png"), "--report-out", str(out / "r.json"),
+        "--no-progress", cwd=work,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "speaker  turn" in done.stdout and (out / "check.png").is_file() and (out / "r.json").is_file()
+    (tmp_path / "a_file").write_text("not a folder")
+    (tmp_path / "missing.csv").write_text("turn,speaker,path\n1,A,nowhere.wav\n2,A,nowhere2.wav\n")
+    refused(
+        judges_check("--manifest", "missing.csv", "--plot-out", "a_file/check.png", cwd=tmp_path),
+        "--plot-out a_file/check.png: cannot make its folder a_file",
+    )  # the output is refused first: the missing audio is never looked at
+
+
+def test_an_rttm_of_several_recordings_and_its_overlaps(real_talk, tmp_path):
+    _, turns = real_talk
+    recording, rttm = write_recording(turns, tmp_path, "call")
+    lines = rttm.read_text().splitlines()
+    start, duration = float(lines[1].split()[3]), float(lines[1].split()[4])
+    overlap = f"SPEAKER call 1 {start + duration - 0.5:.3f} 1.200 <NA> <NA> guest <NA> <NA>"
+    other = "SPEAKER another_call 1 1.000 99.000 <NA> <NA> someone <NA> <NA>"  # past this recording's end
+    (tmp_path / "both.rttm").write_text("\n".join([*lines, overlap, other]) + "\n")
+    recording.rename(tmp_path / "audio.flac")
+    done = judges_check(
+        "--rttm", "both.rttm", "--recording", "audio.flac", "--recording-id", "call", "--json", "--no-progress",
+        "--reference", f"guest={tmp_path / 'audio.flac'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {s["speaker"] for s in report["speakers"]} == {"allison", "carlo", "guest"}
+    overlaps = [n for n in report["notes"] if "overlap for" in n]
+    assert any("(carlo) and '3' (guest) overlap for 0.50 s" in n for n in overlaps), overlaps
+    assert any("(guest) and '4' (allison) overlap for 0.30 s" in n for n in overlaps), overlaps
+    refused(
+        judges_check("--rttm", "both.rttm", "--recording", "audio.flac", cwd=tmp_path),
+        "both.rttm: no SPEAKER lines of file id 'audio' (file ids in it: 'call', 'another_call')",
+    )
+
+
+def test_an_m4a_on_the_core_install_names_the_extra(real_talk, tmp_path):
+    _, turns = real_talk
+    write_talk(tmp_path, "m.csv", turns[:2])
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", tmp_path / "t1.wav", tmp_path / "t1.m4a"], check=True)
+    (tmp_path / "m.csv").write_text("turn,speaker,path\n1,A,t1.m4a\n2,A,t2.wav\n")
+    code = "import sys; sys.modules['torchcodec'] = None; from judges.__main__ import main; sys.exit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "check", "--manifest", "m.csv"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    refused(done, "t1.m4a: cannot read audio", "the 'check' extra installs: pip install 'speakersleuth[check]'")

@@ -279,7 +279,8 @@ def test_rttm_segments_become_turns_in_time_order(tmp_path):
         ),
         (
             "SPEAKER other_call 1 1.000 1.500 <NA> <NA> spk_1 <NA> <NA>",
-            r"line 1: the segment names file 'other_call', not the recording 'meeting\.flac'",
+            r"no SPEAKER lines of file id 'meeting' \(file ids in it: 'other_call'\); name the recording's id with "
+            "--recording-id",
         ),
         (
             "SPEAKER meeting 1 one 1.500 <NA> <NA> spk_1 <NA> <NA>",

@@ -94,14 +94,30 @@ def test_formulas_on_hand_made_embeddings():
         emb.turn_scores("centroid", turns), [1 - 3 / 10**0.5, 1 - 3 / 10**0.5, 1 - 3 / 10**0.5, 1 - 1 / 10**0.5]
     )
     np.testing.assert_allclose(emb.turn_scores("reference", turns, e1), [1, 1, 1, 0])
+    np.testing.assert_allclose(emb.turn_scores("core", turns), [1, 1, 1, 0])  # core: turns 1-3
     for method in emb.METHODS:
         scores = emb.turn_scores(method, turns, e1)
         assert emb.flagged_turns(method, scores, emb.DEFAULT_THRESHOLDS[method]) == [4]
     context, candidates = np.stack([e1, e1, 0.8 * e1 + 0.6 * e2]), np.stack([e2, e1, 0.6 * e1 + 0.8 * e2])
     np.testing.assert_allclose(emb.candidate_scores("pairwise", context, candidates), [0.2, 14 / 15, 0.72])
+    np.testing.assert_allclose(emb.candidate_scores("core", context, candidates), [0.0, 1.0, 0.6])  # core: 1, 2
     for method in emb.METHODS:
         s = emb.candidate_scores(method, context, candidates, e1)
         assert emb.ranking(method, ["A", "B", "C"], s) == ["B", "C", "A"]
+
+
+def test_one_slipped_turn_does_not_drag_the_others_under_core():
+    """Five turns, four of one voice at cosine 0.6 to each other and one at 0 to all: the pairwise
+    mean of a good turn is (3 x 0.6 + 0) / 4 = 0.45, its core score (the three others of the
+    core of three) 0.6; the slipped turn scores 0 under both."""
+    gram = np.full((5, 5), 0.6)
+    gram[4, :] = gram[:, 4] = 0.0
+    np.fill_diagonal(gram, 1.0)
+    turns = np.linalg.cholesky(gram)  # rows with exactly these cosines
+    np.testing.assert_allclose(emb.turn_scores("pairwise", turns), [0.45] * 4 + [0.0], atol=1e-12)
+    np.testing.assert_allclose(emb.turn_scores("core", turns), [0.6, 0.6, 0.6, 0.6, 0.0], atol=1e-12)
+    assert emb.flagged_turns("pairwise", emb.turn_scores("pairwise", turns), 0.5) == [1, 2, 3, 4, 5]
+    assert emb.flagged_turns("core", emb.turn_scores("core", turns), 0.5) == [5]
 
 
 def test_pairwise_and_centroid_rank_candidates_alike():
@@ -175,6 +191,16 @@ def direct(folder, encoder):
     return rows, {key: vectors[span] for key, span in spans.items()}
 
 
+def _core_by_hand(e) -> list[int]:
+    """The core of turns ``e`` from its definition: the floor(n/2) + 1 turns with the highest mean
+    cosine to the other turns (ties: the earlier turn)."""
+    n = len(e)
+    if n == 1:
+        return [0]
+    agreement = [np.mean([_cos(e[i], e[j]) for j in range(n) if j != i]) for i in range(n)]
+    return sorted(sorted(range(n), key=lambda i: (-agreement[i], i))[: n // 2 + 1])
+
+
 def test_turn_scores_match_the_paper_formula(counted, direct):
     _, _, embeddings, _ = counted
     rows, vectors = direct
@@ -188,6 +214,9 @@ def test_turn_scores_match_the_paper_formula(counted, direct):
                 expected = [np.mean([_cos(e[i], e[j]) for j in range(n) if j != i]) for i in range(n)]
             elif method == "centroid":
                 expected = [1 - _cos(e[i], e.mean(axis=0)) for i in range(n)]
+            elif method == "core":
+                core = _core_by_hand(e)
+                expected = [np.mean([_cos(e[i], e[j]) for j in core if j != i]) for i in range(n)]
             else:
                 expected = [_cos(e[i], ref) for i in range(n)]
             np.testing.assert_allclose(scores[row["id"]], expected, atol=2e-5, err_msg=f"{method} {row['id']}")
@@ -205,6 +234,8 @@ def test_candidate_scores_match_the_paper_formula(counted, direct):
                 expected = [np.mean([_cos(x, c) for c in context]) for x in candidates]
             elif method == "centroid":
                 expected = [1 - _cos(x, context.mean(axis=0)) for x in candidates]
+            elif method == "core":
+                expected = [np.mean([_cos(x, context[j]) for j in _core_by_hand(context)]) for x in candidates]
             else:
                 expected = [_cos(x, ref) for x in candidates]
             labels, s = scored[row["id"]]
