@@ -35,15 +35,11 @@ from tests.support.other_speech import (  # noqa: E402
     voices,
 )
 
-#: Target speakers per source (each with at least five turns) and the voices planted into them.
+#: Target speakers per source (each with at least five turns).
 SOURCES = {
-    "real": (
-        ["allison", "june", "carlo", "ru_f", "paola"],
-        real_voice,
-        ["allison", "june", "carlo", "ru_f", "paola", "arctic_slt", "arctic_male"],
-    ),
-    "espeak": (list(ESPEAK), espeak_voice, list(ESPEAK)),
-    "dectalk": (list(DECTALK), dectalk_voice, list(DECTALK)),
+    "real": (["allison", "june", "carlo", "ru_f", "paola"], real_voice),
+    "espeak": (list(ESPEAK), espeak_voice),
+    "dectalk": (list(DECTALK), dectalk_voice),
 }
 SEEDS = (100, 101)
 
@@ -106,7 +102,7 @@ def main() -> int:
     sources = {name: read_manifest(write_source(name, args.manifests_out)) for name in SOURCES}
     calibration = load_calibration()
     print(
-        "| encoder | method | τ | " + " | ".join(f"{s}: found / only / false flags" for s in sources) + " | τ window |"
+        "| encoder | method | τ | " + " | ".join(f"{s}: found / only / false flags / right" for s in sources) + " | τ window |"
     )
     print("|---" * (4 + len(sources)) + "|")
     for encoder in args.encoders.split(","):
