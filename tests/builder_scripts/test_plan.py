@@ -1,4 +1,5 @@
-"""The build's plan (builder_scripts/plan.py): the order in which each source's dialogues are taken, and which units it keeps, drops and still needs."""
+"""The build's plan (builder_scripts/plan.py): the order in which each source's dialogues are taken,
+and which units it keeps, drops and still needs."""
 
 from __future__ import annotations
 
