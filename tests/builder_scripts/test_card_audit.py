@@ -189,3 +189,21 @@ def test_a_conversion_without_a_respoken_counterpart_is_judged_against_chance():
         line.startswith("shortcut audit 4vc (world; no re-spoken counterpart: against chance): localization, S2")
         for line in audit.warnings()
     ), audit.warnings()
+
+
+def test_the_voice_free_warning_follows_the_interval_not_the_point_score(monkeypatch):
+    """Two voice-free cells of 50 % chance: one scores 58 % but its interval reaches down to 49 %
+    (chance inside it: no warning), the other 54 % with its interval from 51 % (above chance: the
+    one warning)."""
+    audit = BuildAudit(control_draws=DRAWS)
+    cells = {
+        ("main", "respeak", "logistic"): {
+            "detection": {"all": {"score": 58.0, "low": 49.0, "high": 67.0}, "chance": 50.0},
+            "localization_S2": {"all": {"score": 54.0, "low": 51.0, "high": 57.0}, "chance": 50.0},
+        }
+    }
+    monkeypatch.setattr(audit, "voice_free_cells", lambda: cells)
+    assert audit.warnings() == [
+        "voice-free audit main (respeak, logistic): localization, S2 54.0 % [51.0–57.0] is above chance (50.0 %): "
+        "a processing difference tells the altered turn"
+    ]
