@@ -145,6 +145,8 @@ def test_writer_errors_name_record_and_column(tmp_path):
     assert not [p for p in (tmp_path / "main").iterdir() if p.name.startswith(".")], "temp folder removed"
     with pytest.raises(ValueError, match="missing columns \\['label'\\]"):
         ssd.DatasetWriter(tmp_path, "detection").write({k: v for k, v in records[0].items() if k != "label"})
+    with pytest.raises(ValueError, match=r"record 'main-synthetic-0000-S1': unknown columns \['speaker_notes'\]$"):
+        ssd.DatasetWriter(tmp_path, "detection").write(dict(records[0], speaker_notes="an extra column"))
     writer = ssd.DatasetWriter(tmp_path, "detection")
     writer.write(records[0])
     with pytest.raises(ValueError, match="duplicate id"):
