@@ -202,7 +202,10 @@ class ResultsStore(ABC):
     @abstractmethod
     def acquire(self, submitter: str, limit: int, window_s: float, now: float | None = None) -> bool:
         """Atomically check the rate limit and log one submission attempt: ``True`` (and logged)
-        when ``submitter`` made fewer than ``limit`` attempts in the last ``window_s`` seconds."""
+        when ``submitter`` made fewer than ``limit`` attempts in the last ``window_s`` seconds. The
+        window is half-open, ``(now - window_s, now]``: an attempt exactly ``window_s`` old has left
+        it, so the time ``retry_at`` names is one that ``acquire`` grants (``add``'s ``rate_limit``
+        counts alike)."""
 
     @abstractmethod
     def retry_at(self, submitter: str, limit: int, window_s: float, now: float) -> float:

@@ -134,6 +134,31 @@ def test_the_flac_rate_is_taken_net_of_the_voice():
     assert abs(np.corrcoef(residual, f0)[0, 1]) < 0.05
 
 
+def test_an_unvoiced_clip_is_taken_at_the_median_f0_of_the_voiced_ones():
+    """Voiced clips at F0 100..300 Hz (median 200) whose rate is 100 + 2 F0, and three unvoiced
+    clips (F0 0) at the rate of a 200 Hz voice, 500: taken at the median F0, the rate follows the
+    voice exactly and nothing is left; taken at 0 Hz, they would bend the fit (500 against 100)."""
+    f0 = np.array([100.0, 150.0, 200.0, 250.0, 300.0, 0.0, 0.0, 0.0])
+    rate = np.where(f0 > 0, 100 + 2 * f0, 500.0)
+    names = ["flac_bytes_per_second", "median_f0", "mfcc_0"]
+    residual = net_of_voice(np.column_stack([rate, f0, np.zeros(f0.size)]), names)[:, 0]
+    np.testing.assert_allclose(residual, 0.0, atol=0.5)
+
+
+def test_a_quiet_frame_needs_quiet_neighbours():
+    """One second of 10 ms frames of +-5 LSB (-76.3 dBFS, under the floor), loud frames (+-3000 LSB)
+    at 20 and 60, and the frames either side of them at +-20 LSB (-64.3 dBFS: within ``QUIET_DB``
+    of the -66 dBFS floor, but a speech's tail). The quiet frames are the +-5 LSB ones alone: their
+    level is 20 log10(5 / 32768), and the tails' energy is no share of it."""
+    steps = np.full(100, 5.0)
+    steps[[19, 21, 59, 61]] = 20.0
+    steps[[20, 60]] = 3000.0
+    signs = np.tile([1.0, -1.0], 80)
+    clip = (np.concatenate([s * signs for s in steps]) / 32768).astype(np.float32)
+    level = VOICE_FREE.measure(clip)["quiet frames"]["quiet_level_db"]
+    assert level == pytest.approx(20 * np.log10(5 / 32768), abs=0.01)
+
+
 def test_the_voice_free_columns_are_features_no_voice_carries():
     families = VOICE_FREE.families
     assert list(families) == [
@@ -164,3 +189,21 @@ def test_a_conversion_without_a_respoken_counterpart_is_judged_against_chance():
         line.startswith("shortcut audit 4vc (world; no re-spoken counterpart: against chance): localization, S2")
         for line in audit.warnings()
     ), audit.warnings()
+
+
+def test_the_voice_free_warning_follows_the_interval_not_the_point_score(monkeypatch):
+    """Two voice-free cells of 50 % chance: one scores 58 % but its interval reaches down to 49 %
+    (chance inside it: no warning), the other 54 % with its interval from 51 % (above chance: the
+    one warning)."""
+    audit = BuildAudit(control_draws=DRAWS)
+    cells = {
+        ("main", "respeak", "logistic"): {
+            "detection": {"all": {"score": 58.0, "low": 49.0, "high": 67.0}, "chance": 50.0},
+            "localization_S2": {"all": {"score": 54.0, "low": 51.0, "high": 57.0}, "chance": 50.0},
+        }
+    }
+    monkeypatch.setattr(audit, "voice_free_cells", lambda: cells)
+    assert audit.warnings() == [
+        "voice-free audit main (respeak, logistic): localization, S2 54.0 % [51.0–57.0] is above chance (50.0 %): "
+        "a processing difference tells the altered turn"
+    ]

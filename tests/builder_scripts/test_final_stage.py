@@ -168,6 +168,31 @@ def test_speech_with_a_mean_of_its_own_leaves_no_offset():
     assert abs(floors[0] - floors[1]) < 0.3, floors  # no offset moved into the pauses
 
 
+def test_the_gate_keeps_speech_less_the_mean_of_what_it_keeps_not_the_whole_clips(monkeypatch):
+    """What goes on to the low-pass after the gate is ``(x - m) * gate`` with ``m`` the gate-weighted
+    mean of the kept speech, so it sums to zero (a whole-clip mean, about 0 after the high-pass,
+    would leave the speech's own mean as an offset), and the pauses are exactly zero. Asymmetric
+    bursts of 20 ms every 250 ms keep a mean of their own through the high-pass."""
+    from speakersleuth.builder_scripts import final_stage
+
+    t = np.arange(2 * SR) / SR
+    voice = speech()
+    bursts = (voice + 0.8 * np.abs(voice)) * (((t % 0.25) < 0.02) & (t > 0.3) & (t < 1.7))
+    gated = []
+    filtered = final_stage._filtered
+
+    def spy(x, taps):
+        if taps is final_stage.LOW_PASS:
+            gated.append(x.copy())
+        return filtered(x, taps)
+
+    monkeypatch.setattr(final_stage, "_filtered", spy)
+    finish(0.1 * bursts)
+    (kept,) = gated
+    assert abs(kept.sum()) < 1e-9 * np.abs(kept).sum(), kept.sum() / np.abs(kept).sum()
+    assert np.all(kept[(t < 0.2) | (t > 1.8)] == 0.0)  # the pauses, beyond the hang-over: nothing kept
+
+
 def amplitude(clip, hz: float) -> float:
     """The amplitude of ``hz`` in ``clip``'s middle (a least-squares sine and cosine, 0.2 s kept off each end)."""
     x = clip[SR // 5 : -SR // 5].astype(np.float64)

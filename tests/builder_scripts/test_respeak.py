@@ -89,6 +89,40 @@ def test_substitutes_come_from_the_targets_engine_where_it_has_a_voice_of_the_ge
     assert without.s3.speaker == "chitchat_tts/hf_heart"  # the whole pool's nearest, when engines are not asked
 
 
+def test_s3_is_of_the_targets_gender_as_well_as_its_engine():
+    """A kokoro man (km_kumo, cosine 0.99 by hand) is nearer to the kokoro woman kf_alpha than the
+    kokoro woman kf_nezumi (cosine 0.6): S3 is kf_nezumi, a voice of her engine and her gender."""
+    bank = _bank(
+        {
+            "kf_alpha": ("female", [1.0, 0.0, 0.0]),
+            "km_kumo": ("male", [0.99, np.sqrt(1 - 0.99**2), 0.0]),
+            "kf_nezumi": ("female", [0.6, 0.0, 0.8]),
+            "km_kumo_deep": ("male", [0.0, 1.0, 0.0]),
+        }
+    )
+    for choice in choices(bank, "chitchat_tts/kf_alpha", 10, engine=voice_engine):
+        assert (choice.s3.speaker, choice.s3.similarity) == ("chitchat_tts/kf_nezumi", pytest.approx(0.6, abs=1e-4))
+        assert choice.s3.gender == "female"
+
+
+def test_a_recorded_targets_substitutes_come_from_the_whole_pool():
+    """A recorded target cannot be re-spoken (its turns are converted), so its substitutes are not
+    limited to bank voices: its nearest speaker, the recorded spk1 (cosine 0.9 by hand), is S3 and
+    the recorded man spk2 is S2 whenever the seed draws him (the bank man km_kumo the other times)."""
+    bank = SpeakerBank.from_embeddings(
+        {
+            "dailytalk/spk0": ("female", [1.0, 0.0, 0.0]),
+            "dailytalk/spk1": ("female", [0.9, np.sqrt(1 - 0.9**2), 0.0]),
+            "chitchat_tts/kf_alpha": ("female", [0.5, 0.0, np.sqrt(0.75)]),
+            "dailytalk/spk2": ("male", [0.0, 1.0, 0.0]),
+            "chitchat_tts/km_kumo": ("male", [0.0, 0.0, 1.0]),
+        }
+    )
+    drawn = choices(bank, "dailytalk/spk0", 20, engine=voice_engine)
+    assert {c.s3.speaker for c in drawn} == {"dailytalk/spk1"}
+    assert {c.s2.speaker for c in drawn} == {"dailytalk/spk2", "chitchat_tts/km_kumo"}
+
+
 def test_a_piper_targets_s2_comes_from_another_engine_as_piper_has_no_woman():
     bank = _bank(
         {

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from speakersleuth.builder_scripts.audit_features import FAMILIES, FEATURES
-from speakersleuth.builder_scripts.shortcut_fits import paired_difference, score_cell
+from speakersleuth.builder_scripts.shortcut_fits import paired_difference, permuted, score_cell
 from speakersleuth.builder_scripts.shortcuts import TASKS, ShortcutAudit
 from tests.support.audit_units import LEAK, unit
 
@@ -139,6 +139,20 @@ def test_the_paired_difference_finds_the_planted_residue_against_the_same_dialog
     assert all(
         d == {"score": 0.0, "low": 0.0, "high": 0.0} for d in clean.difference(clean).values()
     )  # paired: the same draws
+
+
+def test_the_detection_control_shuffles_the_labels_within_each_unit():
+    """300 units of three detection instances (S1, S2, S3: truth 0, 1, 1). A random gold that keeps
+    each unit's labels keeps one 0 and two 1 in every unit, and puts the 0 on each of the three
+    about a third of the time (100 expected; 60..140 is over six standard deviations); the rows
+    stay in place."""
+    instances = [(np.array([[float(3 * u + i)]]), int(i != 0)) for u in range(300) for i in range(3)]
+    control = permuted("detection", instances, np.random.default_rng(0))
+    assert [rows for rows, _ in control] == [rows for rows, _ in instances]
+    units = np.array([truth for _, truth in control]).reshape(-1, 3)
+    assert all(sorted(unit) == [0, 1, 1] for unit in units)
+    where_the_0_lands = np.bincount(np.argmin(units, axis=1), minlength=3)
+    assert all(60 <= n <= 140 for n in where_the_0_lands), where_the_0_lands
 
 
 def test_the_paired_difference_by_hand():

@@ -342,6 +342,11 @@ def test_blind_refuses_unsafe_targets(built, tmp_path, capsys):
         assert blind_to_p2(tmp_path, folder) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+    assert blind_to_p2(tmp_path, guessable, "--allow-known-seed") == 0  # a card without its seed: known
+    for card in (tmp_path / "p2" / "README.md", tmp_path / "g2" / "README.md"):
+        assert huggingface_hub.DatasetCard.load(card).data.to_dict()[ssd.SEED_KNOWN_KEY] is True, card
+    shutil.rmtree(tmp_path / "p2")
+    shutil.rmtree(tmp_path / "g2")
     ssd.write_card(guessable, "# x", build_seed=7)
     assert blind_to_p2(tmp_path, guessable) == 2
     assert "built with seed 7, which anyone can try" in capsys.readouterr().err

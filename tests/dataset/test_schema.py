@@ -145,6 +145,8 @@ def test_writer_errors_name_record_and_column(tmp_path):
     assert not [p for p in (tmp_path / "main").iterdir() if p.name.startswith(".")], "temp folder removed"
     with pytest.raises(ValueError, match="missing columns \\['label'\\]"):
         ssd.DatasetWriter(tmp_path, "detection").write({k: v for k, v in records[0].items() if k != "label"})
+    with pytest.raises(ValueError, match=r"record 'main-synthetic-0000-S1': unknown columns \['speaker_notes'\]$"):
+        ssd.DatasetWriter(tmp_path, "detection").write(dict(records[0], speaker_notes="an extra column"))
     writer = ssd.DatasetWriter(tmp_path, "detection")
     writer.write(records[0])
     with pytest.raises(ValueError, match="duplicate id"):
@@ -229,6 +231,14 @@ def _context_with_masked_turn(row: dict) -> list[dict]:
     return context[: k - 1] + [original] + context[k:]
 
 
+def _flac(rate: int, channels: int) -> dict:
+    """One second of a 440 Hz tone as a stored clip: FLAC at ``rate`` Hz with ``channels`` channels."""
+    tone = 0.1 * np.sin(2 * np.pi * 440 * np.arange(rate) / rate)
+    buffer = io.BytesIO()
+    sf.write(buffer, np.tile(tone[:, None], (1, channels)), rate, format="FLAC")
+    return {"bytes": buffer.getvalue(), "path": "x.flac"}
+
+
 CORRUPTIONS = {
     "duplicate id": (
         "detection",
@@ -286,6 +296,16 @@ CORRUPTIONS = {
         lambda rows: rows[1].update(converted_turn=0, inconsistent_turns=[0]),
         r"row 1 .*converted_turn 0 is not a position 1\.\.5",
     ),
+    "a clip at 8 kHz": (
+        "detection",
+        lambda rows: rows[0].update(reference_audio=_flac(8000, channels=1)),
+        r"row 0 .* column reference_audio: 8000 Hz, 1 channel\(s\); expected 16000 Hz mono",
+    ),
+    "a stereo clip": (
+        "detection",
+        lambda rows: rows[0].update(reference_audio=_flac(16000, channels=2)),
+        r"row 0 .* column reference_audio: 16000 Hz, 2 channel\(s\); expected 16000 Hz mono",
+    ),
     "S2 substitute of the same gender": (
         "detection",
         lambda rows: rows[1].update(substitute_gender=rows[1]["target_gender"]),
@@ -329,6 +349,24 @@ def test_validator_catches_missing_file_and_id_mismatch(corruptible):
         text=True,
     )
     assert proc.returncode == 1 and "INVALID" in proc.stderr
+
+
+def test_detection_and_localization_ids_are_compared_as_sets_not_counts(corruptible):
+    """Localization holding as many rows as detection, one of them under an id detection lacks:
+    the ids differ, named on both sides."""
+
+    def rename_last(rows):
+        rows[-1]["id"] = "main-synthetic-9999-S3"
+
+    path = _shard(corruptible, "localization")
+    last = pq.read_table(path).column("id").to_pylist()[-1]
+    _rewrite(path, "", rename_last)
+    with pytest.raises(ssd.DatasetValidationError) as info:
+        ssd.validate_folder(corruptible, check_audio=False)
+    assert (
+        f"main/test: detection and localization ids differ (only in detection: [{last!r}], "
+        "only in localization: ['main-synthetic-9999-S3'])"
+    ) in str(info.value)
 
 
 def test_validator_catches_missing_card(corruptible):

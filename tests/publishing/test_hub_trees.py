@@ -258,6 +258,22 @@ def test_a_known_seed_blind_copy_is_published_only_as_a_demo(release, tmp_path, 
     assert publish_main([*args, "--demo", "--trees-out", str(tmp_path / "demo")]) == 0
 
 
+def test_a_blind_copy_whose_card_does_not_say_its_seed_is_unknown_counts_as_known(release, tmp_path, capsys):
+    """The release's blind copy (a secret seed: its card says ``seed_known: false``) with that line
+    taken out of its card: the card no longer says the seed is secret, so it is refused as a known
+    seed's copy, and published only as a demo."""
+    public = tmp_path / "public"
+    shutil.copytree(release["public"], public)
+    card = (public / "README.md").read_text(encoding="utf-8")
+    assert f"\n{ssd.SEED_KNOWN_KEY}: false\n" in card
+    (public / "README.md").write_text(card.replace(f"\n{ssd.SEED_KNOWN_KEY}: false\n", "\n"), encoding="utf-8")
+    args = ["--org", "acme", "--dataset", str(public), "--gold", str(release["gold"])]
+    assert publish_main([*args, "--trees-out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "whose seed is known" in err and err.count("\n") == 1, err
+    assert publish_main([*args, "--demo", "--trees-out", str(tmp_path / "demo")]) == 0
+
+
 def test_a_labelled_test_split_goes_to_a_private_repo(release, tmp_path):
     assert (
         publish_main(

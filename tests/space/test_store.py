@@ -17,6 +17,7 @@ from speakersleuth.space.store import (
     BASELINE_SUBMITTER,
     HubStore,
     Metadata,
+    RateLimited,
     Refused,
     SqliteStore,
     StoreFull,
@@ -75,6 +76,44 @@ def test_rate_limit_window_is_atomic_and_persistent(tmp_path):
     for t in threads:
         t.join()
     assert sum(wins) == 5
+
+
+def test_the_rate_limit_window_excludes_an_attempt_exactly_one_window_old(tmp_path):
+    """The window is half-open: an attempt at ``at`` counts while ``now - window_s < at``, so at
+    ``now = at + window_s`` it has left (the time ``retry_at`` names is one ``acquire`` grants).
+    With a limit of 1 in 10 s and the attempt at 0: refused at 9.999, granted at 10 exactly."""
+    store = SqliteStore(tmp_path)
+    assert store.acquire("alice", 1, 10, now=0.0)
+    assert not store.acquire("alice", 1, 10, now=9.999)
+    assert store.retry_at("alice", 1, 10, now=9.999) == 10.0
+    assert store.acquire("alice", 1, 10, now=10.0)
+    assert store.attempts("alice", since=0.0) == 1 and store.attempts("alice", since=-0.001) == 2
+    with pytest.raises(RateLimited):  # a submission counts its window alike: the attempt at 10 is 0 s old
+        store.add(**{**store_entry(1), "submitter": "alice"}, now=19.999, rate_limit=(1, 10))
+    assert store.add(**{**store_entry(1), "submitter": "alice"}, now=20.0, rate_limit=(1, 10))[1]
+
+
+def test_a_writer_holds_the_write_lock_from_the_start_of_its_transaction(tmp_path):
+    """Admission reads the store and then writes: the lock is taken before the reads, so while one
+    writer's ``admit`` runs no other connection can begin a write (two writers cannot both pass
+    admission on the same view of the store)."""
+    store = SqliteStore(tmp_path)
+    seen = []
+
+    def admit(results):
+        other = sqlite3.connect(tmp_path / SqliteStore.FILENAME, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            seen.append("another writer began")
+            other.execute("ROLLBACK")
+        except sqlite3.OperationalError as error:
+            seen.append(str(error))
+        finally:
+            other.close()
+        return []
+
+    assert store.add(**store_entry(1), admit=admit)[1]
+    assert seen == ["database is locked"]
 
 
 def test_failure_inside_the_transaction_leaves_nothing(tmp_path):
@@ -195,6 +234,20 @@ def test_a_hub_file_that_cannot_be_written_leaves_the_index_as_it_was(tmp_path):
     assert store.acquire("local:test", 1, 100, now=11.0)  # no attempt was logged
     (tmp_path / "a" / "submissions" / "main").unlink()
     assert store.add(**store_entry(1), now=12.0)[1]
+
+
+def test_the_index_rebuild_skips_a_record_whose_predictions_never_landed(tmp_path):
+    """A record file on the Hub without its predictions (the push carried one and not the other) is
+    no result after a restart: the other record is listed, the incomplete one neither listed nor
+    found, and its file can be submitted again."""
+    store = hub_store(tmp_path / "a", tmp_path / "index-a")
+    kept, _ = store.add(**store_entry(1), now=1.0)
+    lost, _ = store.add(**store_entry(2), now=2.0)
+    (tmp_path / "a" / "predictions" / "main" / f"{lost.id}.jsonl").unlink()
+    again = hub_store(tmp_path / "b", tmp_path / "index-b", remote=tmp_path / "a")
+    assert [r.id for r in again.results(include_withdrawn=True)] == [kept.id]
+    assert again.find("main", lost.sha256) is None
+    assert again.add(**store_entry(2), now=3.0)[1]
 
 
 def test_open_store_picks_the_backend(tmp_path, monkeypatch):
