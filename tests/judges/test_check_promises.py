@@ -1,6 +1,8 @@
 """What the check (``judges.check``) promises its users about its inputs, its fallbacks and its
 recalibration, each stated with hand-made embeddings: a stand-in encoder maps a clip (a constant
-waveform) to a vector chosen here, so every score is a cosine computed by hand and no model loads."""
+waveform) to a vector chosen here, so every score is a cosine computed by hand and no model loads.
+A constant waveform is no speech to webrtcvad, so here every clip counts as speech from end to end
+(the cut to speech is tested in ``test_check_speech.py``)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,14 @@ from speakersleuth.judges.check.checker import recalibrate_on
 from speakersleuth.judges.check.inputs import add_candidates, add_references
 
 SR = 16000
+
+
+@pytest.fixture(autouse=True)
+def every_clip_is_speech(monkeypatch):
+    """The check's cut to speech keeps a clip whole and counts all of it as speech."""
+    from speakersleuth.judges.check.speech import Speech
+
+    monkeypatch.setattr("speakersleuth.judges.check.listening.speech_of", lambda wave: Speech(wave, len(wave) / SR))
 
 
 def at(cosine: float) -> np.ndarray:
