@@ -43,11 +43,8 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     """The ``check`` subcommand of ``python -m speakersleuth.judges``."""
     from speakersleuth.judges.check.calibration import load_calibration
 
-    default = load_calibration().default
-    shipped = (
-        f" Default judge: the {default['method']} method under {default['encoder']} at τ = {default['threshold']:g}, "
-        "the best on the benchmark's validation split (judges/check/calibration.json)."
-    )
+    calibration = load_calibration()
+    shipped = " Default judge: " + default_figures(calibration) + " (judges/check/calibration.json)."
     check = sub.add_parser(
         "check", help="check your own dialogue's speaker consistency", description=DESCRIPTION + shipped
     )
@@ -96,6 +93,25 @@ def add_check_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         help=f"local model folder of a folder encoder ({', '.join(folder_encoders())}), then --encoder ecapa",
     )  # fmt: skip
     return check
+
+
+def default_figures(calibration) -> str:
+    """The default judge and its figures, where the calibration file has them: on each labelled
+    source of speech we did not make (planted turns found, clean turns flagged) and on the
+    benchmark's test splits."""
+    default = calibration.default
+    entry = calibration.entry(default["encoder"], default["method"]) or {}
+    line = f"the {default['method']} method under {default['encoder']} at τ = {default['threshold']:g}"
+    figures = [
+        f"on {name} speech we did not make, {f['planted_found']:g} % of planted turns found and "
+        f"{f['false_flags']:g} % of clean turns flagged"
+        for name, f in entry.get("labelled", {}).items()
+    ]
+    if "test" in entry:
+        figures.append(
+            f"on the benchmark's test splits, detection balanced accuracy {entry['test']['det_bal_acc']:g} %"
+        )
+    return line + (f" ({'; '.join(figures)})" if figures else "")
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -323,3 +323,21 @@ def test_m4a_goes_through_ffmpeg(tmp_path):
     wave = decode(path)
     strongest = np.fft.rfftfreq(len(wave), 1 / SR)[np.argmax(np.abs(np.fft.rfft(wave)))]
     assert abs(len(wave) / SR - 1.2) < 0.08 and strongest == pytest.approx(300, abs=3)
+
+
+def test_the_api_takes_int_ids_and_stereo_samples_as_files_are_taken():
+    """``Turn(7, ...)`` is turn "7"; 2-D samples are downmixed either way round (the shorter side is
+    the channels); anything else is a ``CheckInputError`` naming the clip."""
+    left, right = np.full(16000, 0.2, np.float32), np.full(16000, 0.4, np.float32)
+    turn = Turn(7, 3, Clip(samples=np.stack([left, right], axis=1), name="stereo"))
+    assert (turn.id, turn.speaker) == ("7", "3")
+    np.testing.assert_allclose(turn.audio.load(), np.full(16000, 0.3), atol=1e-6)  # the channels' mean
+    np.testing.assert_allclose(Clip(samples=np.stack([left, right])).load(), np.full(16000, 0.3), atol=1e-6)
+    assert Clip(samples=np.stack([left, right], axis=1)).seconds() == 1.0
+    with pytest.raises(CheckInputError, match=r"cube: samples of shape \(4, 4, 4\); give 1-D samples"):
+        Clip(samples=np.ones((4, 4, 4)), name="cube").load()
+    with pytest.raises(CheckInputError, match="nan contains NaN"):
+        Clip(samples=np.full(16000, np.nan), name="nan").load()
+    for bad in (None, True, 2.5, " "):
+        with pytest.raises(CheckInputError, match="a turn id is"):
+            Turn(bad, "A", None)
