@@ -17,7 +17,8 @@ one slip found and nothing else flagged, or nothing flagged in a clean dialogue)
 balanced accuracy. A judge whose τ was not calibrated on a build (``core`` in a file made before
 it existed) takes the τ with the best ``dialogues_right`` averaged over the sources (and the
 file's benchmark curve, ``validation_curve``, where there is one); the file records every source
-and every judge's figures on each at its τ. ``benchmarks/bench_check_other_speech.py`` writes the
+and every judge's figures on each at its τ (the reference method keeps its benchmark τ alone: the
+dialogues have no reference clips). ``benchmarks/bench_check_other_speech.py`` writes the
 sources (``--manifests-out``) from ``tests/support/other_speech.py``.
 """
 
@@ -126,7 +127,7 @@ def refit(calibration: dict, sources: dict[str, list], caches: dict, default_met
     encoders = list(dict.fromkeys(j["encoder"] for j in calibration["judges"]))
     entries = {(j["encoder"], j["method"]): dict(j) for j in calibration["judges"]}
     for encoder in encoders:
-        for method in METHODS:
+        for method in (m for m in METHODS if m != "reference"):  # the sources have no reference clips
             entry = entries.setdefault(
                 (encoder, method), {"judge": f"{method}-{encoder}", "encoder": encoder, "method": method}
             )
