@@ -29,7 +29,7 @@ def add_harness_parsers(sub: argparse._SubParsersAction) -> None:
 
 def run_harness_command(args: argparse.Namespace) -> int:
     """Run ``convert`` or ``lmms-tasks``; a refused input is one ``error:`` line and status 2."""
-    from speakersleuth.judges.harnesses.lmms_tasks import TASK_FOLDER, write_task_folder
+    from speakersleuth.judges.harnesses.lmms import TASK_FOLDER, write_task_folder
 
     try:
         if args.command == "lmms-tasks":

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,6 +26,7 @@ from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
+import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
 from speakersleuth.judges.__main__ import main as judges_main  # noqa: E402
 from speakersleuth.judges.harnesses.convert import HarnessLogError, convert  # noqa: E402
 from speakersleuth.judges.harnesses.inspect_tasks import detection, discrimination, localization  # noqa: E402
@@ -59,8 +61,16 @@ def _env(monkeypatch):
 
 
 def _judges_run(judge, data, tasks, out) -> list[str]:
+    """The lines ``judges run`` writes, in the converter's order: task by task, rows in dataset
+    order (``judges run`` writes them as its requests finish, two in flight at least)."""
     judge.run(data, "main", tasks, out)
-    return out.read_text().splitlines()
+    lines = out.read_text().splitlines()
+    order = {(t, i): n for n, (t, i) in enumerate((t, r["id"]) for t in tasks.split(",") for r in _rows(data, t))}
+    return sorted(lines, key=lambda line: order[(json.loads(line)["task"], json.loads(line)["id"])])
+
+
+def _rows(data, task):
+    return ssd.read_rows(data, task, columns=["id"]).to_pylist()
 
 
 def _figures(log) -> dict[str, float]:
@@ -93,7 +103,7 @@ def test_inspect_runs_convert_to_what_judges_run_writes(http_run, data, server, 
     assert [log.status for log in logs] == ["success"] * 3
     judge = make_lalm_judge(f"vllm:{server.url}/v1:tiny-lalm", concurrency=1, progress=False)
     written = _judges_run(judge, data, TASKS, tmp_path / "judges.jsonl")
-    assert out.read_text().splitlines() == written  # line for line, in the same order
+    assert out.read_text().splitlines() == written  # line for line, byte for byte
     assert summary["lines"] == {"detection": 6, "localization": 6, "discrimination": 2}
     run = json.loads((out.parent / "preds.jsonl.run.json").read_text())
     assert run["harness"] == "inspect" and run["model"] == "openai-api/vllm/tiny-lalm"
@@ -154,7 +164,7 @@ def test_inspect_mockllm_per_turn_converts_to_what_judges_run_writes(data, tmp_p
 
 
 def test_the_entry_point_makes_inspect_eval_find_the_task(data, server, tmp_path):
-    command = [sys.executable, "-m", "inspect_ai", "eval", "speakersleuth/discrimination", "--model", "openai-api/vllm/tiny-lalm",
+    command = [str(Path(sys.executable).parent / "inspect"), "eval", "speakersleuth/discrimination", "--model", "openai-api/vllm/tiny-lalm",
                "--model-base-url", f"{server.url}/v1", "-T", f"dataset={data}", "-T", "ranking=false",
                "--log-dir", str(tmp_path), "--display", "none"]  # fmt: skip
     subprocess.run(command, check=True, env={**os.environ, "VLLM_API_KEY": "unused"}, timeout=300)
