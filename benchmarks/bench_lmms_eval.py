@@ -96,8 +96,12 @@ def main() -> int:
     args = parser.parse_args()
     start = time.perf_counter()
     python = make_overlay(Path(args.env))
-    print(f"overlay: {args.env}: {folder_size(Path(args.env)) / 1e6:.0f} MB, made in {time.perf_counter() - start:.0f} s")
-    checks = {"task manager indexes the shipped folder": indexed_tasks(python) == sorted([*LMMS_TASKS, "speakersleuth"])}
+    print(
+        f"overlay: {args.env}: {folder_size(Path(args.env)) / 1e6:.0f} MB, made in {time.perf_counter() - start:.0f} s"
+    )
+    checks = {
+        "task manager indexes the shipped folder": indexed_tasks(python) == sorted([*LMMS_TASKS, "speakersleuth"])
+    }
     work = Path(tempfile.mkdtemp(prefix="bench-lmms-"))
     dataset = build_synthetic_dataset(work / "data", dialogues=args.dialogues, variants=("main",))
     tasks = write_task_folder(work / "tasks", str(dataset))

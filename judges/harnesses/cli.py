@@ -17,10 +17,22 @@ def add_harness_parsers(sub: argparse._SubParsersAction) -> None:
         "convert",
         help="turn Inspect logs or lmms-eval samples files of SpeakerSleuth tasks into a predictions JSONL",
     )
-    conv.add_argument("--log", nargs="+", required=True, metavar="FILE", help="Inspect .eval/.json logs or lmms-eval *_samples_*.jsonl")
+    conv.add_argument(
+        "--log",
+        nargs="+",
+        required=True,
+        metavar="FILE",
+        help="Inspect .eval/.json logs or lmms-eval *_samples_*.jsonl",
+    )
     conv.add_argument("--predictions-out", required=True, metavar="FILE", help="the predictions JSONL to write")
-    conv.add_argument("--gold", default=None, help="the gold to check against (default: the dataset the run names; a blind copy's gold folder)")
-    lmms = sub.add_parser("lmms-tasks", help="print the lmms-eval task folder (--include_path), or write a copy for a dataset")
+    conv.add_argument(
+        "--gold",
+        default=None,
+        help="the gold to check against (default: the dataset the run names; a blind copy's gold folder)",
+    )
+    lmms = sub.add_parser(
+        "lmms-tasks", help="print the lmms-eval task folder (--include_path), or write a copy for a dataset"
+    )
     lmms.add_argument("--dataset", default=None, help="the dataset the copy's tasks read (a built folder or a Hub id)")
     lmms.add_argument("--variant", default="main", help="main, 4vc or 10turn (default: main)")
     lmms.add_argument("--setting", default="main", help="main, context or no_reference (default: main)")
@@ -44,5 +56,9 @@ def run_harness_command(args: argparse.Namespace) -> int:
         return 2
     scores = summary["scores"]
     figures = {task: {k: v for k, v in scores[task].items() if k != "ci"} for task in scores["tasks"]}
-    print(json.dumps({"out": summary["out"], "run": summary["run"], "lines": summary["lines"], "scores": figures}, indent=1))
+    print(
+        json.dumps(
+            {"out": summary["out"], "run": summary["run"], "lines": summary["lines"], "scores": figures}, indent=1
+        )
+    )
     return 0

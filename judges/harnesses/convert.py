@@ -29,6 +29,8 @@ from speakersleuth.speakersleuth_dataset import local_folder
 
 #: What must agree between the runs converted into one file.
 RUN_KEYS = ("harness", "model", "variant", "setting", "split", "prompt_version")
+
+
 class HarnessLogError(ValueError):
     """A file that cannot be converted; the message is one line naming it and why."""
 
@@ -44,9 +46,13 @@ def read_inspect_log(path: str | os.PathLike) -> tuple[dict, str, list[dict | No
         raise HarnessLogError(f"{path}: not a readable Inspect log ({type(err).__name__}: {err})") from None
     task = log.eval.task.removeprefix("speakersleuth_")
     if not log.eval.task.startswith("speakersleuth_") or task not in TASKS:
-        raise HarnessLogError(f"{path}: an Inspect log of task {log.eval.task!r}, not of speakersleuth/{'|'.join(TASKS)}")
+        raise HarnessLogError(
+            f"{path}: an Inspect log of task {log.eval.task!r}, not of speakersleuth/{'|'.join(TASKS)}"
+        )
     if log.status != "success" or not log.samples:
-        raise HarnessLogError(f"{path}: the run did not finish (status {log.status}); run it again (inspect eval-retry)")
+        raise HarnessLogError(
+            f"{path}: the run did not finish (status {log.status}); run it again (inspect eval-retry)"
+        )
     args = log.eval.task_args
     identity = {
         "harness": "inspect",
@@ -78,14 +84,18 @@ def read_lmms_samples(path: str | os.PathLike) -> tuple[dict, str, list[dict | N
         raise HarnessLogError(f"{path}: not a readable lmms-eval samples file ({type(err).__name__}: {err})") from None
     ours = [r.get("speakersleuth") if isinstance(r, dict) else None for r in records]
     if not records or not all(isinstance(o, dict) for o in ours):
-        raise HarnessLogError(f"{path}: not the samples file of a SpeakerSleuth lmms-eval task (no 'speakersleuth' results)")
+        raise HarnessLogError(
+            f"{path}: not the samples file of a SpeakerSleuth lmms-eval task (no 'speakersleuth' results)"
+        )
     date, _, name = path.stem.partition("_samples_")
     results = path.with_name(f"{date}_results.json")
     try:
         run = json.loads(results.read_text(encoding="utf-8"))
         config, kwargs = run["config"], run["configs"][name]["lmms_eval_specific_kwargs"]
     except (OSError, ValueError, KeyError) as err:
-        raise HarnessLogError(f"{path}: its run's results file {results.name} is missing or not lmms-eval's ({err})") from None
+        raise HarnessLogError(
+            f"{path}: its run's results file {results.name} is missing or not lmms-eval's ({err})"
+        ) from None
     settings = kwargs.get("default", kwargs)
     identity = {
         "harness": "lmms-eval",

@@ -201,7 +201,12 @@ def localization_scorer():
     return _score_of("localization")
 
 
-@scorer(metrics={"accuracy": [mean(), accuracy_by_source(), coverage()], **{k: [mean()] for k in DISCRIMINATION_VALUES[1:]}})
+@scorer(
+    metrics={
+        "accuracy": [mean(), accuracy_by_source(), coverage()],
+        **{k: [mean()] for k in DISCRIMINATION_VALUES[1:]},
+    }
+)
 def discrimination_scorer():
     """Parse the answers into the discrimination line and score it (accuracy, NDCG@1, NDCG@2, exact match)."""
     return _score_of("discrimination")
@@ -235,7 +240,11 @@ def localization(
 
 @task
 def discrimination(
-    dataset: str = "speakersleuth", variant: str = "main", setting: str = "main", split: str = "test", ranking: bool = True
+    dataset: str = "speakersleuth",
+    variant: str = "main",
+    setting: str = "main",
+    split: str = "test",
+    ranking: bool = True,
 ) -> Task:
     """Discrimination: which candidate is the target speaker's own recording of the masked turn (and the ranking)?"""
     return _task("discrimination", dataset, variant, setting, split, ranking, discrimination_scorer())

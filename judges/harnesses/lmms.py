@@ -60,7 +60,9 @@ def task_yaml(name: str, dataset: str, variant: str, setting: str) -> str:
     )
 
 
-def write_task_folder(out: str | os.PathLike, dataset: str | None, variant: str = "main", setting: str = "main") -> Path:
+def write_task_folder(
+    out: str | os.PathLike, dataset: str | None, variant: str = "main", setting: str = "main"
+) -> Path:
     """Write our lmms-eval tasks reading ``dataset`` in ``variant`` with the prompts of ``setting``
     to the folder ``out`` (the YAMLs, the group and ``utils.py``); returns the folder.
 

@@ -20,7 +20,7 @@ import numpy as np
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.judges.lalm.backends.base import Audio, Prompt, wav_bytes
 from speakersleuth.judges.lalm.harness import DISCRIMINATION_COLUMNS, TURN_COLUMNS, Job, instance_job
-from speakersleuth.judges.lalm.prompts import SETTINGS
+from speakersleuth.judges.lalm.prompts import check_setting
 from speakersleuth.metrics.core import SCENARIOS, balanced, exact_match, group_means, ndcg, prf, ranking_scores
 
 TASKS = ("detection", "localization", "discrimination")
@@ -35,10 +35,7 @@ def check_task_options(task: str, variant: str, setting: str) -> None:
         raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
     if variant not in ssd.VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(ssd.VARIANTS)}")
-    if setting not in SETTINGS:
-        raise ValueError(f"unknown prompt setting {setting!r}; known: {', '.join(SETTINGS)}")
-    if setting == "per_turn" and task == "discrimination":
-        raise ValueError("the per_turn setting covers detection and localization only")
+    check_setting(setting, task)
 
 
 def undecoded(rows: datasets.Dataset) -> datasets.Dataset:
@@ -123,6 +120,8 @@ def scenario_means(values: list[float], scenarios: list[str]) -> tuple[float, di
     >>> scenario_means([1, 0, 1, 1], ["S1", "S1", "S2", "S3"])
     (0.75, {'S1': 0.5, 'S2': 1.0, 'S3': 1.0})
     """
+    if not values:  # Inspect asks a metric for its value on no samples
+        return math.nan, dict.fromkeys(SCENARIOS, math.nan)
     codes = np.array([SCENARIOS.index(s) for s in scenarios], dtype=np.int64)
     means = group_means(np.asarray(values, dtype=np.float64), codes, len(SCENARIOS))
     return float(balanced(*means)), {s: float(m) for s, m in zip(SCENARIOS, means)}

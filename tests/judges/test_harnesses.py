@@ -31,10 +31,10 @@ from speakersleuth.judges.__main__ import main as judges_main  # noqa: E402
 from speakersleuth.judges.harnesses.convert import HarnessLogError, convert  # noqa: E402
 from speakersleuth.judges.harnesses.inspect_tasks import detection, discrimination, localization  # noqa: E402
 from speakersleuth.judges.harnesses.lmms import LMMS_TASKS, TASK_FOLDER, write_task_folder  # noqa: E402
+from speakersleuth.judges.lalm import make_lalm_judge  # noqa: E402
 from speakersleuth.judges.lalm.backends.base import Backend  # noqa: E402
 from speakersleuth.judges.lalm.backends.openai_backend import chat_messages  # noqa: E402
 from speakersleuth.judges.lalm.harness import LALMJudge  # noqa: E402
-from speakersleuth.judges.lalm import make_lalm_judge  # noqa: E402
 from tests.support.lalm_http_double import audio_answer, prompt_kind, serve  # noqa: E402
 from tests.support.synthetic import build_synthetic_dataset  # noqa: E402
 
@@ -152,15 +152,19 @@ class DoubleBackend(Backend):
         return audio_answer(prompt_kind(prompt.text), {"messages": messages}), {}
 
 
-def test_inspect_mockllm_per_turn_converts_to_what_judges_run_writes(data, tmp_path):
+def test_inspect_mockllm_per_turn_converts_to_what_judges_run_writes(data, http_run, tmp_path):
     model = get_model("mockllm/model", custom_outputs=_mock_answer)
     tasks = [detection(dataset=str(data), setting="per_turn"), localization(dataset=str(data), setting="per_turn")]
     logs = inspect_eval(tasks, model=model, log_dir=str(tmp_path / "logs"), display="none")
     assert [log.status for log in logs] == ["success", "success"]
     summary = convert([log.location for log in logs], tmp_path / "mock.jsonl")
-    written = _judges_run(LALMJudge(DoubleBackend("m"), "per_turn", progress=False), data, "detection,localization", tmp_path / "j.jsonl")
+    written = _judges_run(
+        LALMJudge(DoubleBackend("m"), "per_turn", progress=False), data, "detection,localization", tmp_path / "j.jsonl"
+    )
     assert (tmp_path / "mock.jsonl").read_text().splitlines() == written
     assert _figures(logs[1])["localization_scorer/balanced_f1"] == summary["scores"]["localization"]["balanced_f1"]
+    with pytest.raises(HarnessLogError, match="model 'mockllm/model'.*setting 'per_turn'"):  # two runs, one file
+        convert([http_run[0][0].location, logs[0].location], tmp_path / "mixed.jsonl")
 
 
 def test_the_entry_point_makes_inspect_eval_find_the_task(data, server, tmp_path):
@@ -198,14 +202,6 @@ def test_a_bad_log_gets_one_line(http_run, tmp_path, capsys):
     assert not (tmp_path / "x.jsonl").exists()
 
 
-def test_logs_of_different_runs_are_refused(http_run, data, tmp_path):
-    logs, _, _ = http_run
-    model = get_model("mockllm/model", custom_outputs=_mock_answer)
-    other = inspect_eval(detection(dataset=str(data), setting="no_reference"), model=model, log_dir=str(tmp_path), display="none")[0]
-    with pytest.raises(HarnessLogError, match="model 'mockllm/model'.*setting 'no_reference'"):
-        convert([logs[1].location, other.location], tmp_path / "x.jsonl")
-
-
 def test_the_lmms_eval_folder_ships_the_tasks_it_writes(tmp_path, capsys):
     written = write_task_folder(tmp_path / "tasks", "speakersleuth")
     shipped = {p.name: p.read_text() for p in TASK_FOLDER.glob("*.yaml")}
@@ -221,4 +217,6 @@ def test_the_lmms_eval_folder_ships_the_tasks_it_writes(tmp_path, capsys):
     config = yaml.load((copy / "speakersleuth_detection.yaml").read_text(), Loader=loader)
     assert (config["dataset_path"], config["dataset_name"]) == ("org/speakersleuth", "detection-4vc")
     assert config["lmms_eval_specific_kwargs"]["default"]["setting"] == "context"
-    assert judges_main(["lmms-tasks", "--dataset", "d", "--setting", "per_turn", "--tasks-out", str(tmp_path / "x")]) == 2
+    assert (
+        judges_main(["lmms-tasks", "--dataset", "d", "--setting", "per_turn", "--tasks-out", str(tmp_path / "x")]) == 2
+    )

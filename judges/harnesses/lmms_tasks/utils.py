@@ -31,7 +31,9 @@ def _query(doc: dict, kwargs: dict):
 def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict) -> list[dict]:
     """The query as chat messages: the system text, then the labels and clips (WAV data URIs) in order."""
     _, query = _query(doc, lmms_eval_specific_kwargs)
-    content = [{"type": kind, ("text" if kind == "text" else "url"): value} for kind, value in prompt_parts(query.prompt)]
+    content = [
+        {"type": kind, ("text" if kind == "text" else "url"): value} for kind, value in prompt_parts(query.prompt)
+    ]
     return [
         {"role": "system", "content": [{"type": "text", "text": query.prompt.system}]},
         {"role": "user", "content": content},
