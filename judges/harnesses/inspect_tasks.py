@@ -41,13 +41,14 @@ from speakersleuth.judges.harnesses.samples import (
     gold_of,
     instance_values,
     load_rows,
+    parsing_job,
     prompt_parts,
     row_job,
     scenario_means,
 )
 from speakersleuth.judges.lalm.backends.base import Prompt
 from speakersleuth.judges.lalm.harness import Job
-from speakersleuth.judges.lalm.prompts import PROMPT_VERSION, Query
+from speakersleuth.judges.lalm.prompts import PROMPT_VERSION
 
 
 def chat_messages(prompt: Prompt) -> list[ChatMessage]:
@@ -107,9 +108,9 @@ def _message(data: dict) -> ChatMessage:
 
 
 def sample_job(task: str, metadata: dict, sample_id: str) -> Job:
-    """The job of a sample as far as parsing needs it: its query kinds and turns (no prompts)."""
-    queries = [Query(q["kind"], Prompt("", ()), q["turn"]) for q in metadata["queries"]]
-    return Job(task, str(sample_id), queries, metadata["num_turns"], tuple(metadata["labels"]))
+    """The job of a sample as far as parsing needs it (``samples.parsing_job``)."""
+    queries = [(q["kind"], q["turn"]) for q in metadata["queries"]]
+    return parsing_job(task, str(sample_id), queries, metadata["num_turns"], metadata["labels"])
 
 
 def _score_of(task: str) -> Callable:

@@ -48,7 +48,6 @@ def task_yaml(name: str, dataset: str, variant: str, setting: str) -> str:
         "output_type: generate_until\n"
         "process_docs: !function utils.process_docs\n"
         "doc_to_messages: !function utils.doc_to_messages\n"
-        "doc_to_visual: !function utils.doc_to_visual\n"
         "doc_to_text: !function utils.doc_to_text\n"
         "doc_to_target: id\n"
         f"process_results: !function utils.process_{query}\n"

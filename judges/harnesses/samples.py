@@ -20,7 +20,7 @@ import numpy as np
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.judges.lalm.backends.base import Audio, Prompt, wav_bytes
 from speakersleuth.judges.lalm.harness import DISCRIMINATION_COLUMNS, TURN_COLUMNS, Job, instance_job
-from speakersleuth.judges.lalm.prompts import check_setting
+from speakersleuth.judges.lalm.prompts import Query, check_setting
 from speakersleuth.metrics.core import SCENARIOS, balanced, exact_match, group_means, ndcg, prf, ranking_scores
 
 TASKS = ("detection", "localization", "discrimination")
@@ -60,6 +60,12 @@ def row_job(task: str, setting: str, row: dict, *, ranking: bool = True) -> Job:
     """The job ``judges run`` asks for this row (the columns the prompts read, nothing else)."""
     columns = DISCRIMINATION_COLUMNS if task == "discrimination" else TURN_COLUMNS
     return instance_job(task, setting, {c: row[c] for c in columns}, ranking=ranking)
+
+
+def parsing_job(task: str, rid: str, queries: list[tuple[str, int | None]], num_turns: int, labels) -> Job:
+    """A job as far as parsing its answers needs it (``Job.parse``, ``Job.prediction_line``): its
+    queries' kinds and turns, without their prompts (a harness scores without the audio)."""
+    return Job(task, rid, [Query(kind, Prompt("", ()), turn) for kind, turn in queries], num_turns, tuple(labels))
 
 
 def gold_of(task: str, row: dict) -> dict | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from speakersleuth.judges.harnesses.samples import (
     gold_of,
     instance_values,
+    parsing_job,
     percent,
     prompt_parts,
     row_job,
@@ -40,15 +41,10 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict) -> list[dict]:
     ]
 
 
-def doc_to_visual(doc: dict, lmms_eval_specific_kwargs: dict) -> list[str]:
-    """The query's clips (WAV data URIs), for models that take media and text apart."""
-    _, query = _query(doc, lmms_eval_specific_kwargs)
-    return [value for kind, value in prompt_parts(query.prompt) if kind == "audio"]
-
-
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict) -> str:
-    """The query's text, each clip shown as ``<audio: name>``."""
-    return _query(doc, lmms_eval_specific_kwargs)[1].prompt.text
+    """lmms-eval's context text, which it builds from the document without its audio columns and
+    logs: the instance id (the prompt is ``doc_to_messages``)."""
+    return doc["id"]
 
 
 #: The per-instance values each query's task reports (``instance_values`` names them).
@@ -63,8 +59,9 @@ _REPORTED = {
 def _process(task: str, query: str, doc: dict, results: list[str]) -> dict:
     """The document's prediction line (parsed as ``judges run`` parses; a ranking alone for the
     ranking task, joined to its choice's line by ``convert``) and its per-instance values."""
-    job, asked = _query(doc, {"task": task, "query": query, "setting": "main"})
-    parsed = job.parse(asked, results[0] if results else None)
+    labels = doc["candidate_labels"] if task == "discrimination" else ()
+    job = parsing_job(task, doc["id"], [(query, None)], len(doc["target_turn_positions"]), labels)
+    parsed = job.parse(job.queries[0], results[0] if results else None)
     if query == "ranking":
         line = {"task": task, "id": job.id, "ranking": parsed.value} if parsed.ok else None
         scored = None if line is None else {"prediction": parsed.value[0], "ranking": parsed.value}
