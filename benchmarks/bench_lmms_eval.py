@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import speakersleuth.speakersleuth_dataset as ssd  # noqa: E402
 from speakersleuth.judges.harnesses.convert import convert  # noqa: E402
 from speakersleuth.judges.harnesses.lmms import LMMS_TASKS, TASK_FOLDER, write_task_folder  # noqa: E402
 from speakersleuth.judges.lalm import make_lalm_judge  # noqa: E402
@@ -84,6 +85,15 @@ def indexed_tasks(python: Path) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _ids(dataset: Path, task: str) -> list[str]:
+    return ssd.read_rows(dataset, task, columns=["id"]).column("id").to_pylist()
+
+
+def _key(line: str) -> tuple[str, str]:
+    item = json.loads(line)
+    return item["task"], item["id"]
+
+
 def lmms_figures(out: Path) -> dict:
     (results,) = out.rglob("*_results.json")
     return json.loads(results.read_text())["results"]
@@ -114,7 +124,9 @@ def main() -> int:
         judge = make_lalm_judge(f"vllm:{server.url}/v1:tiny-lalm", concurrency=1, progress=False)
         judge.run(dataset, "main", "detection,localization,discrimination", work / "judges.jsonl")
     converted = (work / "lmms.jsonl").read_text().splitlines()
-    written = (work / "judges.jsonl").read_text().splitlines()
+    # judges run writes lines as requests finish; the converter writes task by task in row order
+    order = [(t, i) for t in ("detection", "localization", "discrimination") for i in _ids(dataset, t)]
+    written = sorted((work / "judges.jsonl").read_text().splitlines(), key=lambda line: order.index(_key(line)))
     checks["converted file equals judges run's, line for line"] = converted == written
     figures, scores = lmms_figures(work / "out"), summary["scores"]
     pairs = {
