@@ -9,8 +9,12 @@
     python -m speakersleuth.judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
     python -m speakersleuth.judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
     python -m speakersleuth.judges check --rttm talk.rttm --recording talk.mp3 [--reference SPEAKER=clip.wav]
+    python -m speakersleuth.judges convert --log logs/*.eval --predictions-out preds.jsonl [--gold <gold_dir>]
+    python -m speakersleuth.judges lmms-tasks [--dataset <folder or Hub id> --tasks-out <dir>]
 
 ``check`` judges your own dialogue's audio (``judges.check``; its ``--help`` says where its τ comes from).
+``convert`` turns Inspect logs and lmms-eval samples files of our tasks into a predictions file, and
+``lmms-tasks`` prints the lmms-eval task folder (``judges.harnesses``).
 
 Without ``--judge`` (sweep) / ``--encoder`` (baselines), sweep and baselines run every encoder whose weights ship in an
 installed package (``speech.encoders.offline_encoders``: CAM++, the d-vector, ERes2Net, Resemblyzer)
@@ -34,6 +38,7 @@ import sys
 from pathlib import Path
 
 from speakersleuth.judges.check.cli import add_check_parser, run_check
+from speakersleuth.judges.harnesses.cli import add_harness_parsers, run_harness_command
 from speakersleuth.judges.lalm.backends.base import BackendError
 from speakersleuth.judges.names import METHODS, EmbeddingJudgeName, parse_judge_name
 from speakersleuth.judges.run import run_baselines, run_judge
@@ -76,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep(sub, common)
     _add_baselines(sub, common)
     add_check_parser(sub)
+    add_harness_parsers(sub)
     return parser
 
 
@@ -248,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check":  # its own inputs, no --dataset (judges.check.cli)
         return run_check(args)
+    if args.command in ("convert", "lmms-tasks"):  # a harness's files (judges.harnesses.cli)
+        return run_harness_command(args)
     shared = {"cache_dir": args.cache, "batch_size": args.batch_size, "progress": not args.no_progress}
     try:
         _register_model_dirs(args)

@@ -55,7 +55,7 @@ from speakersleuth.judges.embedding import parse_tasks
 from speakersleuth.judges.judge import Judge
 from speakersleuth.judges.lalm.backends import make_backend
 from speakersleuth.judges.lalm.backends.base import Backend, Completion, RequestError
-from speakersleuth.judges.lalm.parsing import Parsed, parse_answer
+from speakersleuth.judges.lalm.parsing import LABELS, Parsed, parse_answer
 from speakersleuth.judges.lalm.prompts import (
     PROMPT_VERSION,
     DiscriminationInstance,
@@ -115,11 +115,37 @@ def discrimination_instance(row: dict) -> DiscriminationInstance:
 
 @dataclass
 class Job:
+    """One instance of a task as the model is asked it: its queries, and what parsing their
+    answers needs (the number of target turns, the candidate labels)."""
+
     task: str
     id: str
     queries: list[Query]
     num_turns: int
     labels: tuple[str, ...]
+
+    def parse(self, query: Query, raw: str | None) -> Parsed:
+        """The parsed answer of one of the job's queries (``parsing.parse_answer``)."""
+        return parse_answer(query.kind, raw, num_turns=self.num_turns, labels=self.labels or LABELS)
+
+    def prediction_line(self, parsed: list[Parsed], p_inconsistent: list[float | None] | None = None) -> dict | None:
+        """The predictions-file line of the job from its parsed answers (``aggregate``), or None."""
+        line = aggregate(self.task, self.queries, parsed, p_inconsistent)
+        if line is None:
+            return None
+        return {"task": self.task, "id": self.id, **{k: v for k, v in line.items() if k != "task"}}
+
+
+def instance_job(task: str, setting: str, row: dict, *, ranking: bool = True) -> Job:
+    """The job of one dataset row of ``task`` (a row of ``TURN_COLUMNS`` or ``DISCRIMINATION_COLUMNS``,
+    clips as ``speakersleuth_dataset.load_waveform`` reads them) asked with the prompts of ``setting``;
+    every harness that runs our prompts (``judges run``, the Inspect and lmms-eval tasks) asks these."""
+    if task == "discrimination":
+        inst = discrimination_instance(row)
+        queries = discrimination_queries(setting, inst, ranking=ranking)
+        return Job(task, inst.id, queries, len(inst.context_audio) + 1, tuple(inst.labels))
+    inst = turn_instance(row)
+    return Job(task, inst.id, turn_queries(task, setting, inst), len(inst.target_audio), ())
 
 
 def aggregate(
@@ -299,13 +325,7 @@ class LALMJudge(Judge):
 
     def jobs(self, task: str, rows: list[dict]) -> Iterator[Job]:
         for row in rows:
-            if task == "discrimination":
-                inst = discrimination_instance(row)
-                queries = discrimination_queries(self.setting, inst, ranking=self.ranking)
-                yield Job(task, inst.id, queries, len(inst.context_audio) + 1, tuple(inst.labels))
-            else:
-                inst = turn_instance(row)
-                yield Job(task, inst.id, turn_queries(task, self.setting, inst), len(inst.target_audio), ())
+            yield instance_job(task, self.setting, row, ranking=self.ranking)
 
     def _ask(self, query: Query, key: str, log: RunLog) -> Completion | None:
         """Send a query, or return None when its answer is logged or was just given to an
@@ -349,15 +369,11 @@ class LALMJudge(Judge):
                     "attempts": completion.attempts,
                     "meta": completion.meta,
                 }
-            result = parse_answer(
-                query.kind, entry["raw"], num_turns=job.num_turns, labels=job.labels or ("A", "B", "C")
-            )
+            result = job.parse(query, entry["raw"])
             entry |= {"parsed": result.value, "how": result.how, "p_inconsistent": log.p_inconsistent.get(key)}
             answers.append(entry)
             parsed.append(result)
-        line = aggregate(job.task, job.queries, parsed, [a["p_inconsistent"] for a in answers])
-        if line is not None:
-            line = {"task": job.task, "id": job.id, **{k: v for k, v in line.items() if k != "task"}}
+        line = job.prediction_line(parsed, [a["p_inconsistent"] for a in answers])
         return record | {"status": "ok" if line is not None else "unparseable", "prediction": line, "answers": answers}
 
     def run(

@@ -70,6 +70,17 @@ RULES = [
         "a maintainer's tool run in a clone (not in the wheel); tests/publishing/test_hub_trees.py runs it",
     ),
     (r"^python -m publishing ", "parse in the checkout", "pushes to the Hub, from a clone"),
+    (
+        r"^inspect eval ",
+        "skip",
+        "needs a model server (tests/judges/test_harnesses.py runs each task against doubles)",
+    ),
+    (r"^lmms-eval ", "skip", "lmms-eval in its own environment and a model server (benchmarks/bench_lmms_eval.py)"),
+    (
+        r"^python -m speakersleuth.judges convert ",
+        "parse",
+        "needs a harness run's files (tests/judges/test_harnesses.py converts real ones)",
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from collections import deque
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,9 +64,38 @@ def canned_answer(kind: str, body: dict | None = None) -> str:
     }[kind]
 
 
+def request_clips(body: dict) -> list[str]:
+    """The base64 WAV of each clip of a Chat Completions request, in order: ``input_audio`` parts
+    (our backend, Inspect) or ``audio_url`` data URIs (lmms-eval)."""
+    clips = []
+    for part in body["messages"][-1]["content"]:
+        if part.get("type") == "input_audio":
+            clips.append(part["input_audio"]["data"])
+        elif part.get("type") == "audio_url":
+            clips.append(part["audio_url"]["url"].split("base64,", 1)[1])
+    return clips
+
+
+def audio_answer(kind: str, body: dict) -> str:
+    """An answer that is a fixed function of the clips the request carries (their CRC-32s), so
+    two harnesses get the same answers only if they send the same audio, in the same order."""
+    digests = [zlib.crc32(clip.encode()) for clip in request_clips(body)]
+    total = sum(digests)
+    if kind == "detection":
+        return json.dumps({"answer": "inconsistent" if total % 2 else "consistent"})
+    if kind == "localization":
+        return json.dumps({"inconsistent_turns": [k for k, d in enumerate(digests[1:], start=1) if d % 3 == 0]})
+    if kind == "choice":
+        return json.dumps({"answer": "ABC"[total % 3]})
+    if kind == "ranking":
+        shift = total % 3
+        return json.dumps({"ranking": ["ABC"[(shift + i) % 3] for i in range(3)]})
+    return json.dumps({"same_speaker": digests[-1] % 3 != 0})
+
+
 def request_text(path: str, body: dict) -> str:
     if "chat/completions" in path:
-        return "".join(p.get("text", "") for p in body["messages"][1]["content"])
+        return "".join(p.get("text", "") for p in body["messages"][-1]["content"])
     return "".join(p.get("text", "") for p in body["contents"][0]["parts"])
 
 
