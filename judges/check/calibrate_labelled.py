@@ -14,9 +14,10 @@ left out), and per τ of the grid reads, per source: the share of planted turns 
 speaker (``only_planted``), the share of clean turns flagged (``false_flags``), the share of
 dialogues whose flags are exactly their planted turns (``dialogues_right``: the user's question,
 one slip found and nothing else flagged, or nothing flagged in a clean dialogue) and the per-turn
-balanced accuracy. A judge whose τ was not calibrated on a build (``core`` in a file made before
-it existed) takes the τ with the best ``dialogues_right`` averaged over the sources (and the
-file's benchmark curve, ``validation_curve``, where there is one); the file records every source
+balanced accuracy. Every judge but reference whose entry has the build's pooled validation curve
+(``validation_curve``, which ``make_calibration`` writes), or no τ from a build at all (``core`` in
+a file made before it existed), takes the τ with the best value averaged over the curves: each
+source's ``dialogues_right`` and the build's detection balanced accuracy; the file records every source
 and every judge's figures on each at its τ (the reference method keeps its benchmark τ alone: the
 dialogues have no reference clips). ``benchmarks/bench_check_other_speech.py`` writes the
 sources (``--manifests-out``) from ``tests/support/other_speech.py``.
@@ -100,7 +101,8 @@ def pooled_threshold(curves: list[dict[float, float]], method: str) -> float:
     """The grid τ with the best value averaged over the curves (τ -> percent: each labelled
     source's ``dialogues_right``, the benchmark's validation detection balanced accuracy); ties as
     ``judges.sweep.pick_threshold`` breaks them (closest to the paper's τ, then the smaller)."""
-    rows = [{"threshold": t, "det_bal_acc": float(np.mean([c[t] for c in curves]))} for t in RECALIBRATION_GRID]
+    grid = [t for t in RECALIBRATION_GRID if all(t in c for c in curves)]  # the grids' common values
+    rows = [{"threshold": t, "det_bal_acc": float(np.mean([c[t] for c in curves]))} for t in grid]
     return pick_threshold(rows, DEFAULT_THRESHOLDS[method])
 
 
@@ -132,17 +134,14 @@ def refit(calibration: dict, sources: dict[str, list], caches: dict, default_met
                 (encoder, method), {"judge": f"{method}-{encoder}", "encoder": encoder, "method": method}
             )
             scored = {name: score_source(d, encoder, method, caches[encoder]) for name, d in sources.items()}
-            if "threshold" not in entry or entry.get("calibrated_on") == "labelled":
+            built = "validation_curve" in entry
+            if built or "threshold" not in entry or entry.get("calibrated_on", "").startswith("labelled"):
                 curves = [
                     {t: figures_at(s, t)["dialogues_right"] for t in RECALIBRATION_GRID} for s in scored.values()
                 ]
-                curves += (
-                    [{float(k): v for k, v in entry["validation_curve"].items()}]
-                    if "validation_curve" in entry
-                    else []
-                )
+                curves += [{float(k): v for k, v in entry["validation_curve"].items()}] if built else []
                 entry["threshold"] = pooled_threshold(curves, method)
-                entry["calibrated_on"] = "labelled"
+                entry["calibrated_on"] = "labelled and validation" if built else "labelled"
             entry["labelled"] = {name: figures_at(s, entry["threshold"]) for name, s in scored.items()}
     data = {**calibration, "format": 2, "judges": sorted(entries.values(), key=lambda e: e["judge"])}
     if default_method is not None:

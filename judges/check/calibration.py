@@ -67,11 +67,12 @@ class Calibration:
 
     def describe(self, entry: dict | None = None) -> str:
         """One line: where the shipped τ of ``entry`` (default: the benchmark's) comes from."""
-        if entry is not None and entry.get("calibrated_on") == "labelled":
+        if entry is not None and entry.get("calibrated_on", "").startswith("labelled"):
             sources = self.data["labelled_sources"]
+            build = " and the benchmark's validation split" if entry["calibrated_on"].endswith("validation") else ""
             return (
                 f"calibrated on labelled dialogues of speech we did not make ({', '.join(sources)}: "
-                f"{sum(s['dialogues'] for s in sources.values())} dialogues; {self.path})"
+                f"{sum(s['dialogues'] for s in sources.values())} dialogues){build} ({self.path})"
             )
         source = self.data["source"]
         return (

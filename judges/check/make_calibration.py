@@ -130,7 +130,15 @@ def _entry(rows: list[dict], judge: str, variants: list[str]) -> dict:
     for split, keys in (("validation", ("det_bal_acc",)), ("test", ("det_bal_acc", "loc_bal_f1"))):
         for key in keys:
             figures[split][key] = _mean(at(split, tau, key, v) for v in variants)
-    return {"judge": judge, "encoder": encoder, "method": method, "threshold": tau, **figures}
+    curve = {f"{row['threshold']:g}": row["det_bal_acc"] for row in pooled}  # for calibrate_labelled to pool
+    return {
+        "judge": judge,
+        "encoder": encoder,
+        "method": method,
+        "threshold": tau,
+        **figures,
+        "validation_curve": curve,
+    }
 
 
 def _auroc(dataset, variants: list[str], cache, entry: dict) -> float:

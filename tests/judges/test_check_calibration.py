@@ -17,6 +17,7 @@ import speakersleuth.speakersleuth_dataset as ssd
 import speakersleuth.speech.encoders as encoders
 from speakersleuth.judges.check import load_calibration, resolve_settings
 from speakersleuth.judges.check import make_calibration as mk
+from speakersleuth.judges.check.calibration import RECALIBRATION_GRID
 from speakersleuth.judges.embedding import DEFAULT_THRESHOLDS
 from speakersleuth.judges.names import METHODS
 from speakersleuth.judges.sweep import THRESHOLDS
@@ -29,29 +30,42 @@ def test_the_shipped_file_follows_its_own_rule():
     data = calibration.data
     judges = {(j["encoder"], j["method"]): j for j in data["judges"]}
     assert set(judges) == {(e, m) for e in offline_encoders() for m in METHODS}
-    best = max(data["judges"], key=lambda j: (j["validation"]["det_bal_acc"], j["validation"]["auroc"], j["judge"]))
-    assert data["default"] == {"encoder": best["encoder"], "method": best["method"], "threshold": best["threshold"]}
+    built = [j for j in data["judges"] if "calibrated_on" not in j]
+    assert {j["method"] for j in built} == {"pairwise", "centroid", "reference"}  # fitted on the demo build
     source = data["source"]
     assert source["variants"] == ["main", "4vc", "10turn"] and "validation" in data["selection"]
-    for entry in data["judges"]:
+    for entry in built:
         assert entry["threshold"] in THRESHOLDS
         per_variant = [entry["validation"]["per_variant"][v]["det_bal_acc"] for v in source["variants"]]
         assert entry["validation"]["det_bal_acc"] == pytest.approx(np.mean(per_variant), abs=0.01)
     assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["command"].startswith(
         "python -m speakersleuth.judges.check.make_calibration --dataset "
     )
+    # refitted on speech we did not make: every judge but reference has its figures on every source
+    sources = data["labelled_sources"]
+    assert set(sources) == {"real", "espeak", "dectalk"}
+    assert data["labelled_command"].startswith("python -m speakersleuth.judges.check.calibrate_labelled ")
+    for entry in data["judges"]:
+        assert set(entry.get("labelled", {})) == (set() if entry["method"] == "reference" else set(sources))
+        for f in entry.get("labelled", {}).values():  # the figures agree with each other, by their definitions
+            assert f["bal_acc"] == pytest.approx((f["planted_found"] + 100 - f["false_flags"]) / 2, abs=0.02)
+            assert f["only_planted"] <= f["planted_found"] and f["planted_turns"] > 0 and f["clean_turns"] > 0
+    core = judges[(data["default"]["encoder"], "core")]
+    assert core["calibrated_on"] == "labelled" and core["threshold"] in RECALIBRATION_GRID
+    assert data["default"] == {"encoder": "eres2net", "method": "core", "threshold": core["threshold"]}
+    assert "--default-method core" in data["labelled_command"]
 
 
 def test_settings_resolve_from_what_is_given_and_the_file():
     calibration = load_calibration()
     default = resolve_settings()
     assert (default.encoder, default.method, default.threshold) == tuple(calibration.default.values())
-    assert default.source.startswith("calibrated on the validation split of the SpeakerSleuth demo build")
-    entries = [j for j in calibration.data["judges"] if j["encoder"] == "dvector"]
-    best = max(entries, key=lambda j: (j["validation"]["det_bal_acc"], j["validation"]["auroc"]))
-    chosen = resolve_settings("dvector")
-    assert (chosen.method, chosen.threshold) == (best["method"], best["threshold"])
+    assert default.source.startswith("calibrated on labelled dialogues of speech we did not make (real, espeak")
+    chosen = resolve_settings("dvector")  # the default's method, at its τ under that encoder
+    assert (chosen.method, chosen.threshold) == ("core", calibration.entry("dvector", "core")["threshold"])
     assert chosen.reference_threshold == calibration.entry("dvector", "reference")["threshold"]
+    pairwise = resolve_settings("eres2net", "pairwise")
+    assert pairwise.source.startswith("calibrated on the validation split of the SpeakerSleuth demo build")
     given = resolve_settings("campplus", "centroid", 0.42)
     assert (given.threshold, given.source) == (0.42, "given (--threshold)")
     folder = resolve_settings("ecapa:/models/ecapa")
@@ -114,3 +128,22 @@ def test_make_calibration_pools_the_variants_validation_sweeps(small_build, tmp_
         assert entry["test"]["det_bal_acc"] == pytest.approx(test_mean, abs=0.01)
     best = max(data["judges"], key=lambda j: (j["validation"]["det_bal_acc"], j["validation"]["auroc"], j["judge"]))
     assert data["default"]["method"] == best["method"] and data["source"]["command"] == "python -m x"
+
+
+def test_labelled_figures_and_the_pooled_tau_by_hand():
+    """Two dialogues: d1's speaker A has its third turn planted, d2 is clean; the figures at τ
+    0.5 and 0.35 and the pooled τ, counted here from the scores."""
+    from speakersleuth.judges.check.calibrate_labelled import ScoredTurns, figures_at, pooled_threshold
+
+    scores = np.array([0.8, 0.45, 0.2, 0.7, 0.9, 0.6, 0.4, 0.7])
+    planted = np.array([False, False, True, False, False, False, False, False])
+    speakers = [("d1", "A")] * 3 + [("d1", "B")] + [("d2", "A")] * 2 + [("d2", "B")] * 2
+    scored = ScoredTurns("core", scores, planted, speakers)
+    at_half = figures_at(scored, 0.5)  # flagged: 0.45 (d1 A, clean), 0.2 (planted), 0.4 (d2 B, clean)
+    assert (at_half["planted_found"], at_half["only_planted"]) == (100.0, 0.0)
+    assert at_half["false_flags"] == pytest.approx(100 * 2 / 7, abs=0.01)
+    assert at_half["dialogues_right"] == 0.0 and at_half["bal_acc"] == pytest.approx(50 * (1 + 5 / 7), abs=0.01)
+    at_low = figures_at(scored, 0.35)  # flagged: the planted turn alone
+    assert (at_low["only_planted"], at_low["false_flags"], at_low["dialogues_right"]) == (100.0, 0.0, 100.0)
+    curves = [{0.3: 50.0, 0.35: 100.0, 0.5: 0.0}, {0.3: 100.0, 0.35: 90.0, 0.5: 100.0, 0.6: 100.0}]
+    assert pooled_threshold(curves, "core") == 0.35  # means 75, 95, 50 on the common grid

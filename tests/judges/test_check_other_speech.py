@@ -92,8 +92,9 @@ def test_the_same_through_a_recording_and_its_rttm(planted, default_cache, tmp_p
 
 
 def test_each_source_is_speech_of_its_gender():
-    """The planted voices are of the gender the cases say (F0 median by Praat, by hand: women above
-    165 Hz, men below), so 'same' and 'other gender' plants are what they claim."""
+    """The voices are of the gender their packages name (F0 median by Praat: the men here speak at
+    94-174 Hz, Carlo's prompts the highest; the women at 180-250 Hz, Paola and eSpeak's f4 the
+    lowest), so 'same' and 'other gender' plants are what they claim."""
     import parselmouth
 
     def median_f0(wave: np.ndarray) -> float:
@@ -101,7 +102,7 @@ def test_each_source_is_speech_of_its_gender():
         f0 = pitch.selected_array["frequency"]
         return float(np.median(f0[f0 > 0]))
 
-    for source, name in {p for _, _, p in CASES} | {t for t, _, _ in CASES}:
+    for source, name in {p for _, _, p in CASES} | {t for t, _, _ in CASES} | {o for _, o, _ in CASES}:
         v = voice(source, name)
         f0 = median_f0(np.concatenate(v.turns))
-        assert (f0 > 165) == (v.gender == "F"), (v.name, v.gender, f0)
+        assert (f0 > 177) == (v.gender == "F"), (v.name, v.gender, f0)
