@@ -120,12 +120,15 @@ def similarity(root: Path, banks: dict) -> str:
                     )
             if not by_dialogue:
                 continue
-            ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
+            both = [d for d in by_dialogue.values() if len(d) == 2]  # a round's dialogue has one of them
+            ordered = sum(d["S3"] > d["S2"] for d in both)
             for scenario in ("S2", "S3"):
-                values = np.array([d[scenario] for d in by_dialogue.values()])
+                values = np.array([d[scenario] for d in by_dialogue.values() if scenario in d])
+                if not values.size:
+                    continue
                 lines.append(
                     f"| {label} | {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} "
-                    f"| {np.median(values):.3f} | {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
+                    f"| {np.median(values):.3f} | {values.max():.3f} | {ordered} of {len(both)} |"
                 )
     return "\n".join(lines)
 

@@ -140,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "open":
             for variant, summary in open_round(args.build, args.public_out, args.gold_out).items():
                 print(f"{variant}: public {summary['public']}, private {summary['private']}, steps {summary['step']}")
-            print(f"SPEAKERSLEUTH_DATASET={args.public_out} SPEAKERSLEUTH_GOLD={args.gold_out} SPEAKERSLEUTH_ROUND=open")
+            print(
+                f"SPEAKERSLEUTH_DATASET={args.public_out} SPEAKERSLEUTH_GOLD={args.gold_out} SPEAKERSLEUTH_ROUND=open"
+            )
         elif args.command == "close":
             closed_at = parse_moment(args.at, "--at") if args.at else time.time()
             config = SpaceConfig.from_env(dataset=args.dataset, gold=args.gold, data_dir=args.data_dir)
