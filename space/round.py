@@ -75,6 +75,22 @@ def close_round(config: SpaceConfig, out: Path, closed_at: float) -> list[dict]:
     gold_dir = config.gold_folder()
     store = open_store(config)
     policy = BlindRound(n_bootstrap=0, closed_at=closed_at)
+    try:
+        standings, parts_ids = _selected(store, gold_dir, out, policy)
+    finally:
+        store.close()
+    shutil.copytree(gold_dir, out / "gold")
+    when = moment(closed_at)
+    write_bytes_atomic(out / "parts.json", json.dumps(parts_ids, indent=1).encode())
+    document = {"closed_at": when, "standings": standings}
+    write_bytes_atomic(out / "standings.json", json.dumps(document, indent=1).encode())
+    write_bytes_atomic(out / "README.md", RELEASE_CARD.format(closed_at=when).encode())
+    return standings
+
+
+def _selected(store, gold_dir: Path, out: Path, policy: BlindRound) -> tuple[list[dict], dict]:
+    """The standings of ``policy``'s frozen selection in ``store`` (each selected file's canonical
+    predictions written to ``out/predictions``) and each variant's test ids per part and task."""
     standings, parts_ids = [], {}
     (out / "predictions").mkdir(parents=True)
     for variant in ssd.variants_present(gold_dir):
@@ -83,17 +99,11 @@ def close_round(config: SpaceConfig, out: Path, closed_at: float) -> list[dict]:
             task: {"public": sorted(parts.public.tasks[task]), "private": sorted(parts.private.tasks[task])}
             for task in parts.public.tasks
         }
-        for (_, _), record in frozen_selection(store.results(variant, include_withdrawn=True), closed_at).items():
+        for record in frozen_selection(store.results(variant, include_withdrawn=True), policy.closed_at).values():
             write_bytes_atomic(out / "predictions" / f"{record.id}.jsonl", store.predictions(record.id))
             standings.append(standing(record, policy))
     standings.sort(key=lambda s: (s["variant"], *(-(s[key] or 0.0) for key in RELEASED), s["id"]))
-    shutil.copytree(gold_dir, out / "gold")
-    when = moment(closed_at)
-    write_bytes_atomic(out / "parts.json", json.dumps(parts_ids, indent=1).encode())
-    document = {"closed_at": when, "standings": standings}
-    write_bytes_atomic(out / "standings.json", json.dumps(document, indent=1).encode())
-    write_bytes_atomic(out / "README.md", RELEASE_CARD.format(closed_at=when).encode())
-    return standings
+    return standings, parts_ids
 
 
 def standing(record, policy: BlindRound) -> dict:

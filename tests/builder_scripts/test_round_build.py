@@ -31,6 +31,10 @@ def test_a_round_build_publishes_one_instance_per_dialogue_sharing_no_dialogue_o
         {"discrimination": len(gold.tasks["discrimination"])}
     )
     assert sorted(slots.values()) == [1, 1, 1, 1]  # S1, S2, S3 and discrimination, one each
+    assert (
+        "This is a leaderboard round's build: each test dialogue gives one instance"
+        in (root / "README.md").read_text()
+    )
     groups = ssd.instance_groups(root)
     assert len(set(groups.values())) == len(groups) == 4  # no clip shared by two instances
     ssd.write_blind(root, tmp_path / "public", tmp_path / "gold")  # the paired copy: nothing to unpair
