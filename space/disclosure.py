@@ -27,10 +27,12 @@ The rules:
    released, and honest models a few answers apart are told apart. Public labels cannot be kept
    from a submitter with many accounts on any public leaderboard (each account's first release is
    its file's public value to within η); it decides nothing here, because the private part alone
-   decides the standings and nothing of it is shown before close.
-5. **One release at a time per identity**: an identity's files are scored one after another
-   against its updated history (``space.submitter``), so files sent at once are each compared
-   with the best of the ones before.
+   decides the standings and nothing of it is shown before close. One release at a time per
+   identity: an identity's files are scored one after another against its updated history
+   (``space.submitter``), so files sent at once are each compared with the best of those before.
+5. **A round big enough to rank**: a round's build (the builder's ``--round``) is disjoint by
+   construction, one instance per test dialogue, so N dialogues give N instances; η shrinks as
+   1/N (the README says how many dialogues a step takes).
 
 Also: a file answers every test instance of its variant (anything less is refused, naming what is
 missing); no breakdowns, intervals or downloads on a blind copy, open or closed (the published gold

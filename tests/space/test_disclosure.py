@@ -358,9 +358,10 @@ def test_the_ladder_step_is_one_answers_largest_reach_on_the_public_part(blind):
 
 
 def test_files_one_identity_sends_at_once_are_scored_one_after_another(blind, tmp_path, monkeypatch):
-    """Rule 5 (per-identity serialisation). Two files with the same public answers sent at once by
-    one identity, scoring slowed so that both would read an empty history without the lock: the
-    second is compared with the first's best and not released; another identity's file is."""
+    """Per-identity serialisation (the Ladder's one release at a time). Two files with the same
+    public answers sent at once by one identity, scoring slowed so that both would read an empty
+    history without the lock: the second is compared with the first's best and not released;
+    another identity's file is."""
     public, gold_dir = blind
     gold = load_gold(gold_dir)
     submitter = _round(public, gold_dir, tmp_path)
