@@ -38,6 +38,7 @@ _AS_GIVEN = (
     "encoder",
     "text_filter",
     "review_decisions",
+    "round",
     "margin",
     "num_shards",
     "shard_index",
@@ -178,6 +179,12 @@ def _add_curation_options(build: argparse.ArgumentParser) -> None:
     build.add_argument("--text-filter", default="heuristic", help="heuristic, or openai-compatible:<base_url>:<model>")
     build.add_argument("--review-decisions", type=Path, help="filled review.csv; rejected dialogues are dropped")
     _add_number(build, "--margin", 0.5, "extra candidates (text only) that replace dropped dialogues")
+    build.add_argument(
+        "--round",
+        action="store_true",
+        help="a leaderboard round's build: one variant, each test dialogue publishes one instance "
+        "(S1, S2, S3 or discrimination), so no test dialogue or clip is shared",
+    )
 
 
 def _add_execution_options(build: argparse.ArgumentParser) -> None:

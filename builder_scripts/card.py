@@ -24,6 +24,12 @@ from .speaker_bank import pool_name, row_pool_name
 from .vc.respeak import voice_engine
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
+#: What the card of a round's build (``--round``) adds to the paragraph on judging each instance on its own.
+ROUND_NOTE = (
+    "\n\nThis is a leaderboard round's build: each test dialogue gives one instance (S1, S2, S3 or "
+    "discrimination, a quarter each), so no two test rows share a dialogue or a clip; the validation "
+    "split keeps every scenario of its dialogues."
+)
 HISTOGRAM = "duration_histogram.png"
 #: what the shortcut audit's artefact table counts (``builder_scripts/artifacts.py``)
 ARTIFACTS_CAPTION = (
@@ -120,12 +126,15 @@ def similarity(root: Path, banks: dict) -> str:
                     )
             if not by_dialogue:
                 continue
-            ordered = sum(d["S3"] > d["S2"] for d in by_dialogue.values())
+            both = [d for d in by_dialogue.values() if len(d) == 2]  # a round's dialogue has one of them
+            ordered = sum(d["S3"] > d["S2"] for d in both)
             for scenario in ("S2", "S3"):
-                values = np.array([d[scenario] for d in by_dialogue.values()])
+                values = np.array([d[scenario] for d in by_dialogue.values() if scenario in d])
+                if not values.size:
+                    continue
                 lines.append(
                     f"| {label} | {variant} | {scenario} | {values.size} | {values.mean():.3f} | {values.min():.3f} "
-                    f"| {np.median(values):.3f} | {values.max():.3f} | {ordered} of {len(by_dialogue)} |"
+                    f"| {np.median(values):.3f} | {values.max():.3f} | {ordered} of {len(both)} |"
                 )
     return "\n".join(lines)
 
@@ -249,5 +258,6 @@ def write_dataset_card(
         vc_4vc=", ".join(options.vc_4vc),
         encoder=options.encoder,
         text_filter=options.text_filter,
+        round_note=ROUND_NOTE if options.round else "",
     )
     return ssd.write_card(root, body, license=license, build_seed=options.seed)  # blind refuses a guessable seed

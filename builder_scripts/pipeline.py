@@ -118,6 +118,12 @@ class BuildOptions:
     review_decisions : pathlib.Path, optional
         A filled human-review sheet (``review.csv`` of ``review-export``): the dialogues it
         rejects are dropped and replaced (default None; ``--review-decisions``).
+    round : bool
+        A leaderboard round's build (default False; ``--round``): its test split is disjoint by
+        construction, each test dialogue publishing one instance (S1, S2, S3 or discrimination,
+        balanced, chosen by the seed: ``publish.round_slots``), and it has one variant, so no
+        dialogue or clip is shared by two test instances, parts or variants; N test dialogues give
+        N instances. The validation split keeps every scenario.
     margin : float
         Spare candidate dialogues planned, as a share of those wanted (default 0.5: 90 for 60;
         ``--margin``); they replace dialogues dropped on the way. Text only until used.
@@ -152,6 +158,10 @@ class BuildOptions:
     ... )
     >>> opts.out, opts.validation_dialogues, opts.substitute_pool, opts.report_path
     (PosixPath('dailytalk-main'), 2, ('chitchat_tts',), PosixPath('cache/build_report.json'))
+    >>> BuildOptions(variants=("main", "4vc"), round=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: a round build has one variant (its dialogues and clips serve no other), got main, 4vc
     >>> BuildOptions(variants=("main", "5turn"))
     Traceback (most recent call last):
     ...
@@ -182,6 +192,7 @@ class BuildOptions:
     encoder: str = "campplus"  # chooses S3 (a speaker-verification model, as the paper's ECAPA-TDNN)
     text_filter: str = "heuristic"
     review_decisions: Path | None = None
+    round: bool = False
     margin: float = 0.5
     max_target_seconds: float | None = 6.0  # longest target turn a segment may hold
     num_shards: int = 1
@@ -204,6 +215,10 @@ class BuildOptions:
             )
         if not self.vc_4vc and "4vc" in self.variants:
             raise ValueError("vc_4vc is empty: 4vc draws its generation method among them; name one or more")
+        if self.round and len(self.variants) != 1:
+            raise ValueError(
+                f"a round build has one variant (its dialogues and clips serve no other), got {', '.join(self.variants)}"
+            )
         if self.until not in ("units", "publish"):
             raise ValueError(f"until must be units or publish, got {self.until!r}")
         if self.num_shards < 1:

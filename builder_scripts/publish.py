@@ -101,15 +101,25 @@ def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit:
     prepared = Parallel(n_jobs=min(audit.jobs, len(paths) or 1), return_as="generator")(
         delayed(_finished_and_measured)(p) for p in paths
     )
+    slots = round_slots(len(paths), unit_rng(opts.seed, "round", variant)) if opts.round and split == "test" else None
     try:
-        for unit, measured in tqdm(
-            prepared, total=len(paths), desc=f"publish {variant} {split}", unit="dialogue", disable=not opts.progress
+        for n, (unit, measured) in enumerate(
+            tqdm(
+                prepared,
+                total=len(paths),
+                desc=f"publish {variant} {split}",
+                unit="dialogue",
+                disable=not opts.progress,
+            )
         ):
             rows, discrimination = unit.records(opts.seed)
+            if slots is not None:  # a round: this dialogue's one instance
+                rows = [row for row in rows if row["scenario"] == slots[n]]
             order.shuffle(rows)
             for task in ("detection", "localization"):
                 writers[task].write_all(rows)
-            writers["discrimination"].write(discrimination)
+            if slots is None or slots[n] == "discrimination":
+                writers["discrimination"].write(discrimination)
             audit.add_measured(variant, measured)
         for writer in writers.values():
             writer.close()
@@ -118,6 +128,25 @@ def _write_part(opts, store: UnitStore, part: Part, selection: Selection, audit:
             writer.abort()
         raise
     return len(selection.kept)
+
+
+#: What one dialogue of a round's test split publishes: one of these instances.
+ROUND_SLOTS = (*ssd.SCENARIOS, "discrimination")
+
+
+def round_slots(dialogues: int, rng) -> list[str]:
+    """The instance each of a round's ``dialogues`` publishes (``ROUND_SLOTS``), in the units'
+    order: as many of each as ``dialogues`` allows (the counts differ by at most one), in an
+    order drawn by ``rng``.
+
+    >>> import random
+    >>> slots = round_slots(10, random.Random(0))
+    >>> sorted(Counter(slots).values()), len(slots)
+    ([2, 2, 3, 3], 10)
+    """
+    slots = [ROUND_SLOTS[i % len(ROUND_SLOTS)] for i in range(dialogues)]
+    rng.shuffle(slots)
+    return slots
 
 
 def _finished_and_measured(path: Path) -> tuple[Unit, tuple]:

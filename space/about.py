@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from speakersleuth.metrics.core import CITATION
 from speakersleuth.space.check_tab import MAX_AUDIO_SECONDS, MAX_FILES, MAX_UPLOAD_BYTES
-from speakersleuth.space.disclosure import STEPS_PER_ANSWER
+from speakersleuth.space.disclosure import MIN_STEP
 
 TITLE = "SpeakerSleuth leaderboard"
 
@@ -143,39 +143,37 @@ def disclosure_text(policy, rate: tuple[int, int]) -> str:
             "and analyses, and its canonical predictions are public. One row per submitter, model name and "
             "setting is on the leaderboard: the newest; earlier ones keep their pages."
         )
-    k = STEPS_PER_ANSWER
     state = (
-        "**The round is closed**: the leaderboard shows one row per identity and variant, its selected submission "
-        "(its newest that it has not withdrawn) with its private headline metrics on a grid drawn for that file; "
-        "no submission is taken."
+        "**The round is closed**: its selection froze at the close (each identity's newest file of the variant that it "
+        "had not withdrawn by then) and the leaderboard shows one row per identity and variant with that file's "
+        "private headline metrics; no submission or withdrawal is taken, and the round's gold is published with "
+        "the standings, so anyone can score the files again."
         if policy.closed
-        else "**The round is open**: the leaderboard shows levels on the *public* part only; the private part decides "
-        "the final ranking and is shown when the round closes."
+        else "**The round is open**: the leaderboard shows values on the *public* part only; the private part decides "
+        "the final ranking and nothing of it is shown before the round closes."
     )
     return f"""## What is shown: a blind round
 
-The test split of this build is blind, so the leaderboard is built to withstand submitters who probe.
+The test split of this build is blind and was built for this round with a secret seed.
 {state}
 
-**Threat model.** A submitter knows the public data, the scorer and this policy, reads every page and the API,
-sends any valid files (also several at once), differences files that change one answer, and opens as many
-accounts (identities) as they like. The hidden test labels must stay hidden for the whole life of the round.
-
-- **Whole files**: a file answers every test instance of its variant, every task; anything less is refused.
-- The test instances are split, by dialogue and balanced per scenario, into a public and a private part by a
-  keyed hash only the gold can compute. During the round nothing shown depends on a private label.
-- **Ladder on a keyed grid** (Blum & Hardt, 2015): detection balanced accuracy, localization balanced F1 and
-  discrimination accuracy on the public part are shown as a *level*: a line at or below the value on a grid whose
-  step is {k} times the most one answer can change the metric (at least 1 point), shifted by an offset drawn in
-  secret for each file. A level is released only when it beats your best value so far by more than a step.
-  A file that differs from your best in one answer is never released, and no file's release or level is decided
-  by one answer except by chance: at most 2 in {k} files (1 in {k} for an account's first file).
-- **The bound**: learning one public label by differencing takes on average at least {k // 2} scored files, and
-  at least {k} accounts per label when each account uses its first file; after the round closes, at least {k}
-  accounts per private label (one selected file each). Files sent at once by one account are scored one after
-  another against its updated best.
-- No per-scenario or per-source values, confidence intervals, analyses or predictions downloads, open or closed:
-  a maintainer who wants them published publishes the gold, which makes the copy a labelled build.
+- **Two parts.** The test instances are split by dialogue into a public and a private part that share no
+  dialogue and no clip. A file answers every test instance of its variant, every task; anything less is refused.
+- **Nothing private while the round is open**: not a value, not a status that depends on it. Everything shown
+  of a file before the close is a function of its answers on the public part alone.
+- **The Ladder on the public part** (Blum & Hardt, 2015): detection balanced accuracy, localization balanced
+  F1 and discrimination accuracy on the public part are released, rounded down to a step η, when they beat your
+  best released value by more than η; η is the most one answer can change the metric on the public part (at
+  least {MIN_STEP} points), so a file that differs from your best in one answer is never released, and models a few
+  answers apart are told apart. Files one account sends at once are scored one after another against its best.
+- **What the public part cannot protect.** On any public leaderboard a submitter with many accounts can learn
+  public labels (each account's first release is its file's public score). Here it decides nothing: the public
+  and private parts share no dialogue and no clip, the private part alone decides the standings, and nothing
+  of it is shown before the close.
+- **The close freezes the selection**: each account's newest file of a variant not withdrawn by then;
+  afterwards no file and no withdrawal is taken. The closed table shows the selected files' private figures.
+- No per-scenario or per-source values, confidence intervals, analyses or prediction downloads on a blind copy:
+  the published gold gives them after the close.
 - Budget: {rate[0]} scored submissions per {rate[1] // 3600} hours per user.
-- Open round: one row per submitter, model name and setting: each metric's latest released level.
+- Open round: one row per submitter, model name and setting: each metric's latest released value.
 """

@@ -13,8 +13,11 @@ Environment variables (all optional except the dataset):
 ``SPEAKERSLEUTH_BLIND_RATE_LIMIT`` / ``_BLIND_RATE_WINDOW`` the same on a blind copy, the budget of its round
                               (default 5 per 86400 s; ``space.disclosure``)
 ``SPEAKERSLEUTH_ROUND``        ``open`` (default) or ``closed``: a blind copy's round; once closed, no
-                              submission is taken and the leaderboard shows each identity's selected
-                              submission's private headline metrics on its keyed grid
+                              submission or withdrawal is taken and the leaderboard shows each identity's
+                              selection, frozen at the close, with its private headline metrics
+``SPEAKERSLEUTH_ROUND_CLOSED_AT`` when a closed round closed (ISO 8601, UTC; ``python -m
+                              speakersleuth.space.round close`` prints it): files stored or withdrawn
+                              after it change no selection (default: everything in the store counts)
 ``SPEAKERSLEUTH_ALLOW_PAIRED`` ``1`` to serve a *paired* blind copy (``ALLOW_PAIRED_HELP`` says what it leaks;
                               the page shows it as a banner); by default such a copy is refused
 ``SPEAKERSLEUTH_MAX_BYTES``    largest predictions file accepted (default 20 MB)
@@ -31,6 +34,8 @@ Environment variables (all optional except the dataset):
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -77,11 +82,30 @@ def _flag(env: dict[str, str], name: str) -> bool:
     return raw in ("1", "true", "yes")
 
 
-def _round_closed(raw: str) -> bool:
+def _round_closed_at(env: dict[str, str]) -> float | None:
+    """When the round closed (``math.inf``: closed at no given time), or None while it is open."""
+    raw, when = env.get(ENV_PREFIX + "ROUND", ""), env.get(ENV_PREFIX + "ROUND_CLOSED_AT", "").strip()
     value = raw.strip().lower() or "open"
     if value not in ("open", "closed"):
         raise ValueError(f"{ENV_PREFIX}ROUND must be open or closed, got {raw!r}")
-    return value == "closed"
+    if value == "open":
+        if when:
+            raise ValueError(f"{ENV_PREFIX}ROUND_CLOSED_AT is set ({when!r}) but the round is open")
+        return None
+    return parse_moment(when, f"{ENV_PREFIX}ROUND_CLOSED_AT") if when else math.inf
+
+
+def parse_moment(text: str, what: str) -> float:
+    """An ISO 8601 time (UTC unless it names its zone) as a Unix time; ``what`` names it in the error.
+
+    >>> parse_moment("1970-01-02T00:00", "the close"), parse_moment("1970-01-02T01:00+01:00", "the close")
+    (86400.0, 86400.0)
+    """
+    try:
+        moment = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{what} must be an ISO 8601 time, got {text!r}") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).timestamp()
 
 
 @dataclass(frozen=True)
@@ -99,7 +123,7 @@ class SpaceConfig:
     rate_window_s: int = 3600
     blind_rate_limit: int = 5
     blind_rate_window_s: int = 86_400
-    round_closed: bool = False
+    round_closed_at: float | None = None
     allow_paired: bool = False
     max_bytes: int = 20_000_000
     max_lines: int = 200_000
@@ -127,7 +151,7 @@ class SpaceConfig:
             rate_window_s=_int(env, "RATE_WINDOW", 3600),
             blind_rate_limit=_int(env, "BLIND_RATE_LIMIT", 5),
             blind_rate_window_s=_int(env, "BLIND_RATE_WINDOW", 86_400),
-            round_closed=_round_closed(env.get(ENV_PREFIX + "ROUND", "")),
+            round_closed_at=_round_closed_at(env),
             allow_paired=_flag(env, "ALLOW_PAIRED"),
             max_bytes=_int(env, "MAX_BYTES", 20_000_000),
             max_lines=_int(env, "MAX_LINES", 200_000),
@@ -141,6 +165,11 @@ class SpaceConfig:
         )
         config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
         return replace(config, data_dir=Path(config.data_dir))
+
+    @property
+    def round_closed(self) -> bool:
+        """Whether a blind copy's round is closed (``round_closed_at`` is set)."""
+        return self.round_closed_at is not None
 
     @property
     def on_spaces(self) -> bool:

@@ -1,58 +1,44 @@
 """What the Space shows of a submission's scores: everything on a labelled build; on a blind copy,
-a round policy designed against submitters who probe, alone or with many identities.
+a round run as the competitions that hold up run it (``BlindRound``).
 
 Threat model (blind copy). The submitter knows the public folder (audio, text, ids), the scorer's
 code and this policy, can send any valid file, read every page of the Space and its API, change
 one line between two files to difference what comes back, send files at once, and open as many
-identities (accounts) as it likes, each with its own budget. What must stay hidden are the test
-labels: each instance's scenario and altered turn, each discrimination answer. The server's
-secret is the gold itself: the split and the release grid are keyed by a digest of it.
+identities (accounts) as it likes, each with its own budget.
 
-The policy, ``BlindRound`` (Kaggle's round and Blum & Hardt's Ladder, taken whole):
+The rules:
 
-- **Full coverage**: a file answers every test instance of its variant, every task; anything less
-  is refused, naming what is missing. Every score is an aggregate over a whole part.
-- **Public and private parts** (Kaggle). The test instances are split, by dialogue and balanced
-  within each scenario, by a keyed hash. While the round is open only the public part is shown;
-  the private part is scored and stored, and shown when the maintainer closes the round
-  (``SPEAKERSLEUTH_ROUND=closed``), when submissions stop.
-- **The Ladder on a keyed grid**: of the headline metrics (``RELEASED``), a file's value is shown
-  as its *level*, the grid line at or below it on a grid of step ``η`` whose offset is drawn for
-  that file (``grid_offset``: HMAC of the gold's key, the part, the identity, the variant, the
-  metric and the file's hash). It is released when the level beats the identity's best raw value
-  so far by more than ``η``; otherwise the page says "not released". ``η`` is ``STEPS_PER_ANSWER``
-  times the largest change one answer can make to the metric on the part (at least 1 point), so:
-  a file that differs from the identity's best in one answer is never released (its level is
-  below that best plus ``η``); and for any file, one answer moves its level's distribution, and
-  so whether it is released and what is shown, by at most ``2 / STEPS_PER_ANSWER`` in total
-  variation (one answer moves the raw value and the best each by at most ``η / STEPS_PER_ANSWER``;
-  the offset is uniform and fresh per file). No edge can be aimed at: nobody knows where a file's
-  grid lines are before it is scored, and what one file shows says nothing of another's grid.
-- **One release at a time per identity**: an identity's files are scored one after another
-  against its updated history (``space.submitter``), so files sent at once cannot all be compared
-  with the same best.
-- **Closing**: once closed, each identity's *selected* submission of a variant (its newest that
-  it has not withdrawn) is shown with its three private headline metrics on its private keyed
-  grid (same rule and step rule on the private part), and no other file shows anything private.
-- **No breakdowns, no downloads, ever** on a blind copy: per-scenario and per-source values,
-  confidence intervals, analyses and the stored predictions are not shown, open or closed. The
-  maintainer who wants them publishes the gold (the gold folder as a public dataset), after
-  which the copy is a labelled build and a Space serving it with its gold shows everything.
-- **A budget per identity**: ``BLIND_RATE_LIMIT`` scored submissions per day.
-- **Paired copies are refused** (``check_unpaired``): a copy whose test instances share a
-  dialogue or a clip (across rows or variants) shows its gold to anyone who compares its rows,
-  whatever the leaderboard does; ``SPEAKERSLEUTH_ALLOW_PAIRED`` serves one anyway, with a banner.
+1. **Nothing private is shown while the round is open.** The test instances are split by dialogue,
+   balanced per stratum of scenarios, into a public and a private part that share no dialogue (and,
+   on an unpaired copy, no clip). While open, everything a page, a reply or the leaderboard shows of
+   a file is a function of its public answers alone: the public part's released values and the
+   Ladder's "not released"; the private part is scored and stored, never shown.
+2. **Selection freezes at close.** When the round closes (``SPEAKERSLEUTH_ROUND=closed``, at
+   ``closed_at``), each identity's selected file of a variant is its newest stored before
+   ``closed_at`` and not withdrawn before it (``frozen_selection``); after close no file and no
+   withdrawal is taken, and the closed table shows the selected files' private headline metrics.
+3. **Each round has its own hidden set**, built with a secret seed, and retires it at close: the
+   gold is published with the standings (``space.round``), so nothing private is left to protect.
+4. **The Ladder on the public part** (Blum & Hardt, 2015): of the headline metrics (``RELEASED``),
+   a file's public value is released, as the line at or below it on a fixed grid of step η, when
+   it beats the identity's best released value by more than η; otherwise the page says "not
+   released". η is the largest change one answer can make to the metric on the public part (at
+   least ``MIN_STEP``): a file that differs from the identity's best in one answer is never
+   released, and honest models a few answers apart are told apart. Public labels cannot be kept
+   from a submitter with many accounts on any public leaderboard (each account's first release is
+   its file's public value to within η); it decides nothing here, because the private part alone
+   decides the standings and nothing of it is shown before close. One release at a time per
+   identity: an identity's files are scored one after another against its updated history
+   (``space.submitter``), so files sent at once are each compared with the best of those before.
+5. **A round big enough to rank**: a round's build (the builder's ``--round``) is disjoint by
+   construction, one instance per test dialogue, so N dialogues give N instances; η shrinks as
+   1/N (the README says how many dialogues a step takes).
 
-The bound (``STEPS_PER_ANSWER`` = K). Each scored file is decided by any one answer with
-probability at most 2/K (1/K for an identity's first file, which has no best); an identity's
-files that differ from its best in one answer are never released. So a submitter needs on
-average at least K/2 scored files per public (or, after closing, K selected files: one identity
-each, per private) label it learns by differencing, and at least K identities per label when
-each identity differences from a known constant file with its first release. With many
-identities the leak grows linearly with the files sent, never by one answer per file.
-What it does not stop: a submitter's own public score moving with their own answers, and
-aggregate attacks that combine many files' levels (each level is the raw value minus a uniform
-draw of width ``η``); the private part decides the ranking and is shown once, on its grid.
+Also: a file answers every test instance of its variant (anything less is refused, naming what is
+missing); no breakdowns, intervals or downloads on a blind copy, open or closed (the published gold
+gives them); ``BLIND_RATE_LIMIT`` scored submissions per day; paired copies (test rows sharing a
+dialogue or a clip) are refused (``check_unpaired``) unless ``SPEAKERSLEUTH_ALLOW_PAIRED`` serves
+one with a banner.
 """
 
 from __future__ import annotations
@@ -80,18 +66,17 @@ _RAW = {
 }
 #: Weight of one scenario's mean in a balanced score (``metrics.core.balanced``).
 _SCENARIO_WEIGHT = {"S1": 0.5, "S2": 0.25, "S3": 0.25}
-MIN_MARGIN = 1.0  # points
-#: The release grid's step in units of the largest change one answer can make to the metric (the bound's K).
-STEPS_PER_ANSWER = 10
+#: The Ladder's smallest step η, in points (on a part so large that one answer moves a metric less).
+MIN_STEP = 0.5
 BLIND_RATE_LIMIT, BLIND_RATE_WINDOW_S = 5, 86_400
 POLICY = "blind-round"
 
 
 def policy_for(config, dataset, n_bootstrap: int = 1000) -> Disclosure:
-    """The policy of a Space serving ``dataset``: a blind copy's round (``config.round_closed``,
+    """The policy of a Space serving ``dataset``: a blind copy's round (``config.round_closed_at``,
     ``config.allow_paired``), else everything."""
     if ssd.is_blind(dataset):
-        return BlindRound(n_bootstrap=n_bootstrap, closed=config.round_closed, allow_paired=config.allow_paired)
+        return BlindRound(n_bootstrap=n_bootstrap, closed_at=config.round_closed_at, allow_paired=config.allow_paired)
     return Disclosure(n_bootstrap=n_bootstrap)
 
 
@@ -141,10 +126,12 @@ class Disclosure:
         return record.scores
 
     def rows(self, results: Iterable[StoredResult]) -> list[tuple[StoredResult, dict]]:
-        """One row per ``row_key``: the newest submission's (the others stay on their pages)."""
+        """One row per ``row_key`` of the records not withdrawn: the newest submission's (the others
+        stay on their pages). ``results`` may hold withdrawn records (a closed round reads them)."""
         newest: dict[tuple, StoredResult] = {}
         for record in sorted(results, key=lambda r: (r.created_at, r.id)):
-            newest[row_key(record)] = record
+            if record.withdrawal is None:
+                newest[row_key(record)] = record
         return [(r, self.row(r)) for r in newest.values()]
 
     def check(self, gold: Gold) -> None:
@@ -165,25 +152,25 @@ class Disclosure:
 
 @dataclass(frozen=True)
 class Parts:
-    """The public and private parts of a blind test split, each metric's grid step on each part
-    (``margin``: the public part's, the Ladder's margin), and the key of the grids' offsets."""
+    """The public and private parts of a blind test split, and each released metric's Ladder step η
+    on the public part (``step``)."""
 
     public: Gold
     private: Gold
-    margin: dict[str, float]
-    private_margin: dict[str, float]
-    key: bytes
+    step: dict[str, float]
 
 
 class BlindRound(Disclosure):
-    """The policy of a blind copy's leaderboard (the module docstring); ``closed``: the round is
-    over; ``allow_paired``: serve a copy whose test rows share dialogues or clips (it leaks)."""
+    """The policy of a blind copy's leaderboard (the module docstring); ``closed_at``: when the
+    round closed (a Unix time; ``math.inf``: closed, everything stored counts; None: open);
+    ``allow_paired``: serve a copy whose test rows share dialogues or clips (it leaks)."""
 
     blind = True
 
-    def __init__(self, *, n_bootstrap: int = 1000, closed: bool = False, allow_paired: bool = False) -> None:
+    def __init__(self, *, n_bootstrap: int = 1000, closed_at: float | None = None, allow_paired: bool = False) -> None:
         super().__init__(n_bootstrap=n_bootstrap)
-        self.closed = closed
+        self.closed_at = closed_at
+        self.closed = closed_at is not None
         self.allow_paired = allow_paired
 
     @staticmethod
@@ -222,52 +209,50 @@ class BlindRound(Disclosure):
 
     def score(self, sub, gold, history, identity=""):
         parts = self.parts(gold)
-        digest = hashlib.sha256(sub.canonical()).hexdigest()
         public = score_submission(sub, parts.public, n_bootstrap=0)
         private = score_submission(sub, parts.private, n_bootstrap=self.n_bootstrap, seed=0)
-        best = ladder_best(history)
-        released, new_best = {}, dict(best)
-        for key, (raw, level) in grid_levels(
-            public, parts.margin, parts.key, "public", identity, gold.variant, digest
-        ).items():
-            if key not in best or level > best[key] + parts.margin[key]:
-                released[key], new_best[key] = shown(level), raw
-        private_levels = grid_levels(
-            private, parts.private_margin, parts.key, "private", identity, gold.variant, digest
-        )
+        released, best = ladder(headline(public), ladder_best(history), parts.step)
         return {
             "policy": POLICY,
-            "tasks": private["tasks"],
-            "margin": parts.margin,
+            "tasks": public["tasks"],
+            "step": parts.step,
             "released": released,
-            "ladder_best": new_best,
-            "private_margin": parts.private_margin,
-            "private_released": {key: shown(level) for key, (_, level) in private_levels.items()},
+            "ladder_best": best,
             "public": public,
             "private": private,
         }
 
     def row(self, record):
-        shown_values = record.scores.get("private_released" if self.closed else "released", {})
+        if self.closed:
+            shown_values = {key: round(value, 1) for key, value in headline(record.scores["private"]).items()}
+        else:
+            shown_values = record.scores["released"]
         return {key: shown_values.get(key) for key in TABLE2_KEYS}
 
     def rows(self, results):
         """While open, one row per ``row_key``: each metric's latest released value of the row's
-        submissions; once closed, one row per identity and variant: its selected submission (the
-        newest it has not withdrawn) with its private levels."""
+        submissions not withdrawn; once closed, one row per identity and variant: its file of the
+        ``frozen_selection`` with its private headline metrics."""
         ordered = sorted(results, key=lambda r: (r.created_at, r.id))
         if self.closed:
-            selected = {(r.variant, r.submitter): r for r in ordered}
-            return [(r, self.row(r)) for r in selected.values()]
+            return [(r, self.row(r)) for r in frozen_selection(ordered, self.closed_at).values()]
         merged: dict[tuple, tuple[StoredResult, dict]] = {}
         for record in ordered:
             released = record.scores["released"]
-            if not released:
+            if not released or record.withdrawal is not None:
                 continue
             key = row_key(record)
             previous = merged.get(key, (None, dict.fromkeys(TABLE2_KEYS)))[1]
             merged[key] = (record, {**previous, **released})
         return list(merged.values())
+
+    def selected(self, record: StoredResult, results: Iterable[StoredResult]) -> bool:
+        """Whether ``record`` is its identity's file of the frozen selection (``results``: the
+        variant's records, withdrawn too); False while the round is open."""
+        if not self.closed:
+            return False
+        chosen = frozen_selection(results, self.closed_at).get((record.variant, record.submitter))
+        return chosen is not None and chosen.id == record.id
 
     def breakdown_scores(self, record):
         return None
@@ -279,19 +264,18 @@ class BlindRound(Disclosure):
     def status(self, record):
         if self.closed:
             return (
-                "The round is closed: each identity's selected submission of a variant (its newest not withdrawn) "
-                "is shown with its private headline metrics on a keyed grid; nothing else of the private part is shown."
+                "The round is closed: each identity's selection froze at close (its newest file of the variant not "
+                "withdrawn by then) and is shown with its private headline metrics; the round's gold is published."
             )
-        released, margin = record.scores["released"], record.scores["margin"]
+        released, step = record.scores["released"], record.scores["step"]
         parts = []
         for key in RELEASED:
             if key in released:
                 parts.append(
-                    f"{key}: {released[key]:.1f} released (a line of a grid of step {margin[key]:.1f} "
-                    "drawn for this file, at or below its value)"
+                    f"{key}: {released[key]:.1f} released (the line at or below it, steps of {step[key]:.1f})"
                 )
             elif _RAW[key][0] in record.scores["tasks"]:
-                parts.append(f"{key}: not released (it did not beat your best by more than {margin[key]:.1f} points)")
+                parts.append(f"{key}: not released (it did not beat your best by more than {step[key]:.1f} points)")
         return (
             "Blind round: scores on the public part of the test split only, through the Ladder; "
             + "; ".join(parts)
@@ -299,41 +283,57 @@ class BlindRound(Disclosure):
         )
 
 
-def grid_offset(key: bytes, *fields: str) -> float:
-    """A number in [0, 1) that nobody without ``key`` can predict, the same for the same ``fields``."""
-    digest = hmac.new(key, "\0".join(fields).encode("utf-8"), hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
+def frozen_selection(results: Iterable[StoredResult], closed_at: float) -> dict[tuple[str, str], StoredResult]:
+    """Each (variant, identity)'s selected file at the moment ``closed_at``: its newest stored
+    before then and not withdrawn before then (a later withdrawal, or file, changes nothing)."""
+    selection: dict[tuple[str, str], StoredResult] = {}
+    for record in sorted(results, key=lambda r: (r.created_at, r.id)):
+        withdrawn = record.withdrawal is not None and record.withdrawal.at <= closed_at
+        if record.created_at <= closed_at and not withdrawn:
+            selection[(record.variant, record.submitter)] = record
+    return selection
 
 
-def grid_level(raw: float, step: float, offset: float) -> float:
-    """The line at or below ``raw`` of the grid of ``step`` whose lines sit at ``offset * step`` plus
-    multiples of ``step``: ``raw`` less a remainder in [0, step), uniform when ``offset`` is.
-
-    >>> grid_level(50.0, 10.0, 0.25), grid_level(50.0, 10.0, 0.0), grid_level(2.0, 10.0, 0.5)
-    (42.5, 50.0, -5.0)
-    """
-    base = offset * step
-    return base + step * math.floor((raw - base) / step + 1e-9)
-
-
-def grid_levels(scores: dict, steps: dict[str, float], key: bytes, *fields: str) -> dict[str, tuple[float, float]]:
-    """Each released metric ``scores`` has: (its raw value, its level on the grid drawn for ``fields`` and the metric)."""
-    levels = {}
+def headline(scores: dict) -> dict[str, float]:
+    """Each released metric's raw value in ``scores`` (one part's score dict), of the tasks it has."""
+    values = {}
     for metric in RELEASED:
         task, name = _RAW[metric]
-        raw = scores.get(task, {}).get(name)
-        if raw is not None:
-            levels[metric] = (raw, grid_level(raw, steps[metric], grid_offset(key, *fields, metric)))
-    return levels
+        if scores.get(task, {}).get(name) is not None:
+            values[metric] = scores[task][name]
+    return values
 
 
-def shown(level: float) -> float:
-    """A level as shown: one decimal, a level below 0 as 0."""
-    return max(0.0, round(level, 1))
+def ladder_level(raw: float, step: float) -> float:
+    """The line at or below ``raw`` of the fixed grid of ``step`` (multiples of it), as shown: one decimal.
+
+    >>> ladder_level(67.3, 2.5), ladder_level(67.5, 2.5), ladder_level(0.4, 2.5)
+    (65.0, 67.5, 0.0)
+    """
+    return round(step * math.floor(raw / step + 1e-9), 1)
+
+
+def ladder(
+    values: dict[str, float], best: dict[str, float], step: dict[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The Ladder's answer for a file's public ``values`` against the identity's ``best`` released
+    values: (what is released, the identity's best afterwards). A metric is released, as its
+    ``ladder_level``, when it has no best yet or beats it by more than its ``step``.
+
+    >>> ladder({"det_bal_acc": 62.0}, {"det_bal_acc": 60.0}, {"det_bal_acc": 2.5})
+    ({}, {'det_bal_acc': 60.0})
+    >>> ladder({"det_bal_acc": 62.6}, {"det_bal_acc": 60.0}, {"det_bal_acc": 2.5})
+    ({'det_bal_acc': 62.5}, {'det_bal_acc': 62.6})
+    """
+    released, new_best = {}, dict(best)
+    for key, raw in values.items():
+        if key not in best or raw > best[key] + step[key]:
+            released[key], new_best[key] = ladder_level(raw, step[key]), raw
+    return released, new_best
 
 
 def ladder_best(history: list[StoredResult]) -> dict[str, float]:
-    """The submitter's best raw public value of each released metric (withdrawn records count)."""
+    """The submitter's best released raw public value of each released metric (withdrawn records count)."""
     best: dict[str, float] = {}
     for record in history:
         for key, value in record.scores.get("ladder_best", {}).items():
@@ -384,13 +384,7 @@ def split_parts(gold: Gold) -> Parts:
                     f"the blind {gold.variant} test split is too small for a round: its {name} part has no "
                     f"{task} instance of {', '.join(map(str, missing))} (each scenario needs two dialogues)"
                 )
-    return Parts(
-        halves[0],
-        halves[1],
-        {key: _margin(halves[0], key) for key in RELEASED},
-        {key: _margin(halves[1], key) for key in RELEASED},
-        hashlib.sha256(b"release grid\0" + key).digest(),
-    )
+    return Parts(halves[0], halves[1], {key: ladder_step(halves[0], key) for key in RELEASED})
 
 
 def _signatures(gold: Gold) -> dict[str, tuple]:
@@ -412,22 +406,21 @@ def _gold_digest(gold: Gold) -> bytes:
     return digest.digest()
 
 
-def _margin(gold: Gold, key: str) -> float:
-    """The grid step (the Ladder's margin) of ``key`` on ``gold`` in points: ``STEPS_PER_ANSWER``
-    times the largest change one instance's answer can make to it (rounded up to 0.1), and at
-    least ``MIN_MARGIN``.
+def ladder_step(gold: Gold, key: str) -> float:
+    """The Ladder's step η of ``key`` on the part ``gold``, in points: the largest change one
+    instance's answer can make to it (rounded up to 0.1), and at least ``MIN_STEP``.
 
     >>> g = Gold("main", "test", {"discrimination": {f"d{i}": {"dialogue_id": f"d{i}"} for i in range(40)}})
-    >>> _margin(g, "disc_acc_avg")
-    25.0
+    >>> ladder_step(g, "disc_acc_avg")
+    2.5
     """
     task = _RAW[key][0]
     rows = list(gold.tasks.get(task, {}).values())
     if not rows:
-        return MIN_MARGIN
+        return MIN_STEP
     if task == "discrimination":
         influence = 100.0 / len(rows)
     else:
         counts = {s: sum(row["scenario"] == s for row in rows) for s in SCENARIOS}
         influence = max(100.0 * _SCENARIO_WEIGHT[s] / n for s, n in counts.items() if n)
-    return max(MIN_MARGIN, math.ceil(STEPS_PER_ANSWER * influence * 10 - 1e-6) / 10)
+    return max(MIN_STEP, math.ceil(influence * 10 - 1e-6) / 10)

@@ -36,7 +36,7 @@ from speakersleuth.space.leaderboard_table import (
     paper_frame,
     table_payload,
 )
-from speakersleuth.space.store import ResultsStore
+from speakersleuth.space.store import ResultsStore, StoredResult
 from speakersleuth.speech.files import write_bytes_atomic
 
 TABLE_JS = Path(__file__).with_name("leaderboard_table.js")
@@ -88,14 +88,20 @@ LEADERBOARD_CSS = """
 @dataclass(frozen=True)
 class VariantView:
     """What one set of results shows: the scored entries, the chart, the CSV file and the table
-    payload per choice of column groups (made on first use); ``made_at`` is ``time.monotonic()``."""
+    payload per choice of column groups (made on first use); ``ids``: the results' ids, each with
+    whether it is withdrawn (``_state``); ``made_at`` is ``time.monotonic()``."""
 
-    ids: tuple[str, ...]
+    ids: tuple[tuple[str, bool], ...]
     entries: Scored
     chart: PlotData
     csv_path: Path
     made_at: float
     tables: dict[tuple[str, ...], dict] = field(default_factory=dict)
+
+
+def _state(results: list[StoredResult]) -> tuple[tuple[str, bool], ...]:
+    """What a view was made from: each result's id and whether it is withdrawn."""
+    return tuple((r.id, r.withdrawal is not None) for r in results)
 
 
 #: A view is made again at most this often (seconds): results that arrive together are shown by
@@ -132,13 +138,13 @@ class LeaderboardViews:
         was made waits until then and reads the store again, so a burst of submissions is shown by
         one rebuild rather than one each."""
         with self._locks[variant]:
-            results = self.store.results(variant)
+            results = self.store.results(variant, include_withdrawn=True)  # a closed round's selection reads them
             view = self._views.get(variant)
-            if view is not None and view.ids != tuple(r.id for r in results):
+            if view is not None and view.ids != _state(results):
                 if (wait := view.made_at + self.coalesce_s - time.monotonic()) > 0:
                     time.sleep(wait)
-                    results = self.store.results(variant)
-            ids = tuple(r.id for r in results)
+                    results = self.store.results(variant, include_withdrawn=True)
+            ids = _state(results)
             if view is None or view.ids != ids:
                 entries = self.policy.rows(results)
                 chart = PlotData(type="altair", plot=json.dumps(bias_spec(entries, variant), allow_nan=False))

@@ -28,7 +28,7 @@ import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.metrics.score import leaderboard_row
 from speakersleuth.metrics.submission import Gold, SubmissionError, load_gold, parse_submission
 from speakersleuth.space.config import SpaceConfig
-from speakersleuth.space.disclosure import RELEASED, Disclosure, policy_for, released_task
+from speakersleuth.space.disclosure import RELEASED, Disclosure, headline, policy_for, released_task
 from speakersleuth.space.leaderboard_table import column_label
 from speakersleuth.space.names import name_conflicts
 from speakersleuth.space.store import RateLimited, Refused, ResultsStore, StoredResult, StoreFull
@@ -50,7 +50,7 @@ class SubmitResult:
 
     ``status`` is one of ``accepted``, ``duplicate``, ``invalid`` (form or file; see ``errors``),
     ``rate_limited``, ``full`` (the store's size budget is spent), ``signin``, ``closed`` (a blind
-    round that takes no more submissions), ``withdrawn`` (by
+    round that takes no more submissions or withdrawals), ``withdrawn`` (by
     ``Submitter.withdraw``) or ``error`` (unexpected; ``message`` carries a reference code).
     """
 
@@ -155,10 +155,13 @@ class Submitter:
         address: str | None = THIS_MACHINE,
     ) -> SubmitResult:
         """Withdraw one's own submission (the identity that submitted it); never raises. The row
-        leaves the leaderboard; the store keeps the record and who withdrew it, when and why."""
+        leaves the leaderboard; the store keeps the record and who withdrew it, when and why. A
+        closed round takes no withdrawal: its selection froze at the close."""
         user = self.identity(profile, address)
         if user is None:
             return SubmitResult("signin", _SIGNIN if self.config.on_spaces else _NO_ADDRESS)
+        if self.policy.closed:
+            return SubmitResult("closed", _CLOSED_WITHDRAWAL)
         errors: list[str] = []
         result_id = clean_text(result_id, "submission id", 64, errors, required=True)
         reason = clean_text(reason, "reason", MAX_LINK_CHARS, errors)
@@ -289,9 +292,9 @@ class Submitter:
         scores = self.policy.breakdown_scores(record)
         if scores is not None:
             return breakdown_frame(scores)
-        if self.policy.closed:  # only each identity's selected submission shows its private levels
-            newest = self.store.results(record.variant, submitter=record.submitter)
-            return released_frame(record, private=True, selected=bool(newest) and newest[-1].id == record.id)
+        if self.policy.closed:  # only each identity's frozen selection shows its private figures
+            mine = self.store.results(record.variant, include_withdrawn=True, submitter=record.submitter)
+            return released_frame(record, private=True, selected=self.policy.selected(record, mine))
         return released_frame(record)
 
     def _rate_limited(self, user: str, now: float) -> SubmitResult:
@@ -354,6 +357,10 @@ def _capped(errors: list[str]) -> list[str]:
 
 _SIGNIN = "Sign in with Hugging Face to submit."
 _CLOSED = "This blind round is closed: the final ranking is on the leaderboard, and no submission is taken any more."
+_CLOSED_WITHDRAWAL = (
+    "This blind round is closed: each identity's selection froze at the close, so nothing can be withdrawn; "
+    "nothing was changed."
+)
 _NO_ADDRESS = "The server cannot tell who sent this request (no client address); nothing was done."
 
 
@@ -429,12 +436,12 @@ def breakdown_frame(scores: dict[str, Any]) -> pd.DataFrame:
 
 def released_frame(record: StoredResult, *, private: bool = False, selected: bool = True) -> pd.DataFrame:
     """A blind round's breakdown of ``record``: each released metric of the tasks it answers, with
-    its level on the public part ("not released" when the Ladder held it back), or with
-    ``private`` (a closed round) its level on the private part when it is its identity's
+    its Ladder level on the public part ("not released" when the Ladder held it back), or with
+    ``private`` (a closed round) its value on the private part when it is its identity's frozen
     ``selected`` submission ("not selected" otherwise) (``space.disclosure``)."""
     part = "private" if private else "public"
-    values = record.scores.get(f"{part}_released" if private else "released", {})
-    steps = record.scores.get("private_margin" if private else "margin", {})
+    values = headline(record.scores["private"]) if private else record.scores.get("released", {})
+    steps = {} if private else record.scores.get("step", {})
     records = []
     for key in RELEASED:
         if released_task(key) not in record.scores.get("tasks", []):

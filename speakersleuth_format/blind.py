@@ -55,7 +55,9 @@ BLIND_NOTE = """## Blind test split
 This is the blind copy of the build: the test split has no gold or provenance column, its ids are a
 keyed hash of the build's ids under a secret that is not published, and its rows are in the order of
 those ids. Submissions are scored against the private gold (on the leaderboard Space, or with
-`python -m speakersleuth.metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <gold_dir>`). The validation split keeps its labels,
+`python -m speakersleuth.metrics.score --predictions predictions.jsonl --dataset <public copy> --gold <gold_dir>`). A
+leaderboard round is built with its own secret seed and retires its test split when it closes: the
+gold is then published with the standings. The validation split keeps its labels,
 as the configs `<config>-validation` (e.g. `load_dataset(path, "detection-validation", split="validation")`)."""
 #: Paragraphs of the build card's introduction that a blind card leaves out (they speak of gold
 #: columns and of S1/S2/S3 sharing a dialogue), by their first words; and the sections it keeps.

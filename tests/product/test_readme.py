@@ -60,6 +60,12 @@ RULES = [
     ),
     (r"^python -m speakersleuth.space\.app ", "parse", "serves until stopped (the Space's own tests start it)"),
     (
+        r"^python -m speakersleuth.space\.round ",
+        "parse",
+        "a round's commands read a secret-seed build, the Space's store, the Hub "
+        "(tests/space/test_round_commands.py runs open, close and publish)",
+    ),
+    (
         r"^python -m speakersleuth.judges check .*(--candidates|--rttm|--calibrate) ",
         "parse",
         "regenerations, a recording or labels of your own (tests/judges/test_check_cli.py runs each form as typed)",

@@ -340,7 +340,7 @@ def test_one_line_differencing_never_releases_a_value(blind, tmp_path):
         scores = policy.score(
             parse_submission("".join(json.dumps(x) + "\n" for x in changed).encode(), gold), gold, history
         )
-        assert scores["released"] == {}, (i, scores["released"], parts.margin)
+        assert scores["released"] == {}, (i, scores["released"], parts.step)
 
 
 def _number(text: str | None) -> float | None:
