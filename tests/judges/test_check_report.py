@@ -22,8 +22,20 @@ def report(dialogues=("talk",)) -> CheckReport:
     speakers = []
     for d in dialogues:
         host = [
-            TurnResult("1", "host", 1, 0.8123, False, "turns/1.wav", "Welcome back"),
-            TurnResult("3", "host", 2, 0.4012, True, "turns/3.mp3", "a long sentence that goes on and on and on"),
+            TurnResult("1", "host", 1, 0.8123, False, "turns/1.wav", "Welcome back", [], 2.4, 2.25, 0.0562),
+            TurnResult(
+                "3",
+                "host",
+                2,
+                0.4012,
+                True,
+                "turns/3.mp3",
+                "a long sentence that goes on and on and on",
+                [],
+                3.1,
+                2.9,
+                -0.3549,
+            ),
             TurnResult(
                 "5",
                 "host",
@@ -35,9 +47,23 @@ def report(dialogues=("talk",)) -> CheckReport:
                     CandidateResult("5b", 0.8011, 1, "takes/5b.wav"),
                     CandidateResult("5", 0.7561, 2, "turns/5.wav", current=True),
                 ],
+                seconds=1.8,
+                speech_seconds=1.62,
+                relative=0.0,
+            ),
+            TurnResult(
+                "7",
+                "host",
+                None,
+                None,
+                False,
+                "turns/7.wav",
+                seconds=0.8,
+                speech_seconds=0.51,
+                status="too short to judge",
             ),
         ]
-        guest = [TurnResult("2", "guest", 1, 0.91, False, "turns/2.flac [1.00-2.50 s]")]
+        guest = [TurnResult("2", "guest", 1, 0.91, False, "turns/2.flac [1.00-2.50 s]", "", [], 1.5, 1.44, 0.0)]
         speakers += [
             SpeakerResult(d, "host", "pairwise", 0.5, host, 0.5988),
             SpeakerResult(d, "guest", "reference", 0.6, guest, 0.09, reference="ref/guest.wav"),
@@ -53,13 +79,15 @@ def test_the_table_says_what_the_score_is_and_which_turns_slipped():
         "(speakers with one turn: method reference, cosine similarity to the speaker's reference clip, "
         "flagged when score < 0.6)\n"
         "\n"
-        "speaker  turn  score  flagged  audio                       text\n"
-        "host     1     0.812           turns/1.wav                 Welcome back\n"
-        "host     3     0.401  FLAGGED  turns/3.mp3                 a long sentence that goes on an…\n"
-        "host     5     0.756           turns/5.wav\n"
-        "guest    2     0.910           turns/2.flac [1.00-2.50 s]\n"
+        "speaker  turn  seconds  speech  score  vs typical  flagged             audio                       text\n"
+        "host     1     2.40     2.25    0.812  +0.056                          turns/1.wav                 Welcome back\n"
+        "host     3     3.10     2.90    0.401  -0.355      FLAGGED             turns/3.mp3                 "
+        "a long sentence that goes on an…\n"
+        "host     5     1.80     1.62    0.756  +0.000                          turns/5.wav\n"
+        "host     7     0.80     0.51    -      -           too short to judge  turns/7.wav\n"
+        "guest    2     1.50     1.44    0.910  +0.000                          turns/2.flac [1.00-2.50 s]\n"
         "\n"
-        "host: 1 of 3 turns flagged (3)\n"
+        "host: 1 of 3 turns flagged (3); 1 too short to judge\n"
         "guest: 0 of 1 turns flagged, against the reference ref/guest.wav\n"
         "\n"
         "Candidates, best first:\n"
