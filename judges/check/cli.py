@@ -227,22 +227,22 @@ def _read(args: argparse.Namespace) -> tuple[list, list, list[str]]:
 
 def _options(args: argparse.Namespace) -> dict:
     """``check_dialogues``' options from the command line: torch's threads set, model folders
-    registered, the encoder loaded into an embedding cache."""
+    registered; the encoder is loaded by the check itself, once every clip is read (a file cut
+    short is refused before any model loads)."""
     import torch
 
-    from speakersleuth.judges.cache import EmbeddingCache
     from speakersleuth.judges.check.calibration import resolve_settings
-    from speakersleuth.speech.encoders import get_encoder
     from speakersleuth.speech.model_dirs import parse_model_dirs, use_model_dirs
 
     torch.set_num_threads(args.threads)
     use_model_dirs(parse_model_dirs(args.model_dir, folder_encoders()))
     settings = resolve_settings(args.encoder, args.method)
-    cache = EmbeddingCache(get_encoder(settings.encoder), args.cache, batch_size=args.batch_size)
     return {
+        "encoder": settings.encoder,
         "method": settings.method,
         "threshold": args.threshold,
-        "cache": cache,
+        "cache_dir": args.cache,
+        "batch_size": args.batch_size,
         "progress": not args.no_progress,
     }
 

@@ -100,7 +100,7 @@ def test_exported_turns_table_json_and_picture(exported):
         # speaker, turn, seconds, speech, score, vs typical, flagged
         assert rows[key][2:4] == [f"{turn['seconds']:.2f}", f"{turn['speech_seconds']:.2f}"]
         assert rows[key][4] == f"{turn['score']:.3f}" and (rows[key][6] == "FLAGGED") == turn["flagged"]
-    assert "TTS voices" in done.stdout and "calibrated on the validation split" in done.stdout
+    assert "TTS voices" in done.stdout and "calibrated on labelled dialogues of speech we did not make" in done.stdout
     image = matplotlib.image.imread(work / "check.png")
     assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 500
 
@@ -348,6 +348,13 @@ def test_help_says_where_the_numbers_come_from(tmp_path):
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "calibrated on the SpeakerSleuth benchmark's TTS voices" in text and "it is a starting point" in text
+    default = load_calibration().default
+    real = load_calibration().entry(default["encoder"], default["method"])["labelled"]["real"]
+    assert (
+        f"Default judge: the {default['method']} method under {default['encoder']} at τ = {default['threshold']:g} "
+        f"(on real speech we did not make, {real['planted_found']:g} % of planted turns found and "
+        f"{real['false_flags']:g} % of clean turns flagged;"
+    ) in text
 
 
 # ------------------------------------------------------------------ people's files: broken, padded, short
