@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -75,7 +79,8 @@ def _version(path: Path) -> tuple[str, int, int]:
 @lru_cache(maxsize=4096)
 def _audio_info(path: str, size: int, mtime_ns: int) -> AudioInfo:
     try:
-        info = sf.info(path)
+        with _decoder_messages():  # libmpg123 warns of a damaged stream here too: decode says it
+            info = sf.info(path)
         return AudioInfo(info.frames / info.samplerate, int(info.samplerate), int(info.channels))
     except Exception as sf_error:  # noqa: BLE001 - libsndfile's errors vary by format; try FFmpeg
         decoder = _ffmpeg_decoder(Path(path), sf_error)
@@ -110,19 +115,38 @@ def decode(path: str | os.PathLike, start: float | None = None, end: float | Non
     """
     path = _existing(path)
     expected = _expected_seconds(audio_info(path).seconds, start, end)
-    try:
-        with sf.SoundFile(str(path)) as handle:
-            rate = handle.samplerate
-            first = 0 if start is None else int(round(start * rate))
-            handle.seek(first)
-            frames = -1 if end is None else max(int(round(end * rate)) - first, 0)
-            array = handle.read(frames, dtype="float32", always_2d=True).mean(axis=1)
-    except Exception as sf_error:  # noqa: BLE001 - not a format libsndfile reads: FFmpeg
-        array, rate = _ffmpeg_samples(path, sf_error, start, end)
+    with _decoder_messages() as said:
+        try:
+            with sf.SoundFile(str(path)) as handle:
+                rate = handle.samplerate
+                first = 0 if start is None else int(round(start * rate))
+                handle.seek(first)
+                frames = -1 if end is None else max(int(round(end * rate)) - first, 0)
+                array = handle.read(frames, dtype="float32", always_2d=True).mean(axis=1)
+        except Exception as sf_error:  # noqa: BLE001 - not a format libsndfile reads: FFmpeg
+            array, rate = _ffmpeg_samples(path, sf_error, start, end)
     if array.size == 0:
         raise CheckInputError(f"{path}: no samples between {start or 0:.3f} s and {end} s")
-    _refuse_cut_short(path, array.size / rate, expected, start, end)
+    _refuse_cut_short(path, array.size / rate, expected, start, end, said)
     return resample(np.ascontiguousarray(array, dtype=np.float32), rate)
+
+
+@contextmanager
+def _decoder_messages() -> Iterator[list[str]]:
+    """What the C decoders print on the process's stderr while decoding (libmpg123 warns there of
+    a damaged stream), kept instead of printed: the list fills when the block ends."""
+    said: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            said += [line.strip() for line in sink.read().decode(errors="replace").splitlines() if line.strip()]
 
 
 #: A decoded length may fall short of what the header says by this share (or ``CUT_SHORT_SECONDS``,
@@ -137,16 +161,20 @@ def _expected_seconds(header_seconds: float, start: float | None, end: float | N
     return max(stop - (start or 0.0), 0.0)
 
 
-def _refuse_cut_short(path: Path, decoded: float, expected: float, start: float | None, end: float | None) -> None:
+def _refuse_cut_short(
+    path: Path, decoded: float, expected: float, start: float | None, end: float | None, said: list[str]
+) -> None:
     """``CheckInputError`` when a file decodes to less than its header says: a file cut short or
-    damaged is not a turn to judge (its few decoded frames would be scored as a voice)."""
+    damaged is not a turn to judge (its few decoded frames would be scored as a voice). The
+    decoder's own warning, when it gave one, is quoted."""
     if decoded >= expected - max(CUT_SHORT_SECONDS, CUT_SHORT_SHARE * expected):
         return
     stop = "the end" if end is None else f"{end:.2f} s"
     span = "" if start is None and end is None else f" (the span {start or 0:.2f} s to {stop})"
+    warning = f" (the decoder: {_short(RuntimeError(said[0]))})" if said else ""
     raise CheckInputError(
         f"{path}: {decoded:.2f} s decode of the {expected:.2f} s its header gives{span}: "
-        "the file is damaged or cut short"
+        f"the file is damaged or cut short{warning}"
     )
 
 

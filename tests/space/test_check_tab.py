@@ -153,9 +153,9 @@ def test_a_hostile_turn_file_gets_one_line_naming_it(kind, dialogue, tmp_path, m
 @pytest.mark.parametrize(
     "change, says",
     [
-        (lambda line: line.replace("SPEAKER session", "SPEAKER other"), "names file 'other'"),
-        (lambda line: line.replace(" 1 0.000 ", " 1 90.000 "), "after the end of session.wav"),
-        (lambda line: "SPEAKER session 1 oops", "fields"),
+        (lambda line: line.replace("SPEAKER session", "SPEAKER other"), "no SPEAKER lines of file id 'session'"),
+        (lambda line: line.replace(" 1 0.000 ", " 1 90.000 "), "line 1: the segment ends at"),
+        (lambda line: "SPEAKER session 1 oops", "line 1: 4 fields"),
     ],
     ids=["file id", "past the end", "malformed"],
 )
@@ -163,10 +163,11 @@ def test_an_rttm_that_does_not_match_gets_one_line_naming_it(change, says, dialo
     monkeypatch.setattr(tab, "shared_encoder", lambda spec: pytest.fail("the encoder ran on a refused dialogue"))
     lines = dialogue.rttm.read_text().splitlines()
     bad = tmp_path / dialogue.rttm.name
-    bad.write_text("\n".join([change(lines[0]), *lines[1:]]) + "\n")
+    changed = [change(lines[0]), *lines[1:]] if "file id" not in says else [change(x) for x in lines]  # every line
+    bad.write_text("\n".join(changed) + "\n")
     recording, rttm = as_uploads([dialogue.recording, bad], tmp_path / "uploads")
     line = tab.run_check(tab.RTTM, None, None, [recording], [rttm], None).line
-    assert line.startswith("session.rttm line 1: ") and says in line and "\n" not in line, line
+    assert line.startswith("session.rttm") and says in line and "\n" not in line, line
 
 
 def test_a_reference_named_for_no_speaker_is_refused(dialogue, tmp_path):
