@@ -102,7 +102,9 @@ def main() -> int:
     sources = {name: read_manifest(write_source(name, args.manifests_out)) for name in SOURCES}
     calibration = load_calibration()
     print(
-        "| encoder | method | τ | " + " | ".join(f"{s}: found / only / false flags / right" for s in sources) + " | τ window |"
+        "| encoder | method | τ | "
+        + " | ".join(f"{s}: found / only / false flags / right" for s in sources)
+        + " | τ window |"
     )
     print("|---" * (4 + len(sources)) + "|")
     for encoder in args.encoders.split(","):
