@@ -30,6 +30,7 @@ from speakersleuth.space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from speakersleuth.space.disclosure import Disclosure
 from speakersleuth.space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
 from speakersleuth.space.review import ReviewDesk, build_review_tab
+from speakersleuth.space.seed import STATUS_FILE, baselines_note
 from speakersleuth.space.sessions import lazy_block_configs
 from speakersleuth.space.store import ResultsStore, open_store
 from speakersleuth.space.submission_page import SUBMISSION_CSS, build_submission_tab
@@ -199,7 +200,12 @@ def build_app(
         with gr.Tabs(overflow_behavior="wrap") as tabs:  # a phone shows every tab (no "..." menu)
             with gr.Tab("Leaderboard", id="leaderboard"):
                 refresh, toggles, lb_outputs = build_leaderboard_tab(
-                    store, list(ssd.VARIANTS), variants, public_dir(config) / "exports", submitter.policy
+                    store,
+                    list(ssd.VARIANTS),
+                    variants,
+                    public_dir(config) / "exports",
+                    submitter.policy,
+                    note=lambda: baselines_note(config.data_dir / STATUS_FILE),
                 )
                 refresh_button = gr.Button("Refresh", size="sm")
             with gr.Tab("Submit", id="submit"):
