@@ -4,18 +4,23 @@ voices for the speaker-encoder tests."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.support.shared_folders import shared_folder
 from tests.support.space_support import ARGS, CHROMIUM, build_dataset
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory, request):
-    """A synthetic dataset built once per test module."""
-    return build_dataset(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]))
+    """A synthetic dataset for each test module: its own copy of one built once per session."""
+    shared = shared_folder(tmp_path_factory, "synthetic-dataset", build_dataset) / "dataset"
+    return Path(
+        shutil.copytree(shared, tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2]) / "dataset")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +58,11 @@ def browser():
 
 @pytest.fixture(scope="session")
 def tts_voices(tmp_path_factory):
-    """Distinct voices of the embedded TTS bank reading two texts each (``tests/support/tts_voices.py``)."""
+    """Distinct voices of the embedded TTS bank reading two texts each (``tests/support/tts_voices.py``),
+    voiced once per session for all workers (the others read the voice bank's cache)."""
     from tests.support.tts_voices import render_voices
 
-    return render_voices(tmp_path_factory.mktemp("tts_voices"))
+    return render_voices(shared_folder(tmp_path_factory, "tts-voices", render_voices))
 
 
 @pytest.fixture(scope="module")
