@@ -37,9 +37,9 @@ case "${1:-}" in
     ;;
   test)
     # One worker per core (pytest-xdist), each running whole test modules, so that a module's
-    # fixtures (its builds) are made once.
+    # fixtures (its builds) are made once; the slowest modules first (tests/conftest.py).
     shift
-    $py -m pytest -q -n "$(nproc)" --dist loadfile "$@"
+    $py -m pytest -q -n "$(nproc)" --dist loadfile --no-loadscope-reorder "$@"
     ;;
   *)
     echo "usage: ./run.sh demo|test [args]" >&2

@@ -13,6 +13,30 @@ import pytest
 from tests.support.shared_folders import shared_folder
 from tests.support.space_support import ARGS, CHROMIUM, build_dataset
 
+#: The modules that take minutes on 2 cores (builds, fresh environments, TTS, browsers), slowest
+#: first as measured by ``--durations``: collected before the others, so that ``./run.sh test``
+#: (``--dist loadfile --no-loadscope-reorder``) starts them first and the two workers finish together.
+SLOW_MODULES = (
+    "tests/builder_scripts/test_build_shards.py",
+    "tests/builder_scripts/test_build.py",
+    "tests/publishing/test_hub_trees.py",
+    "tests/product/test_outside_in.py",
+    "tests/product/test_readme.py",
+    "tests/builder_scripts/test_chitchat_tts.py",
+    "tests/speech/test_encoders.py",
+    "tests/product/test_core_install.py",
+    "tests/space/test_check_tab.py",
+    "tests/builder_scripts/test_cli_sources.py",
+    "tests/builder_scripts/test_substitute_pool.py",
+    "tests/product/test_docstring_examples.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The tests of ``SLOW_MODULES`` first, in its order; the others after them, as collected."""
+    rank = {module: i for i, module in enumerate(SLOW_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
+
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory, request):
