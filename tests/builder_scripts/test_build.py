@@ -30,21 +30,10 @@ from tests.support.small_builds import (
     build_speechlike,
     fingerprint,
     record_speechlike,
-    shared_speechlike_build,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return shared_speechlike_build(tmp_path_factory, "build")
-
-
-@pytest.fixture(scope="module")
-def corpus(built) -> Path:
-    return built[0] / "corpus"
 
 
 def test_build_passes_validator_and_loads_everywhere(built):

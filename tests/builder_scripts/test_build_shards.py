@@ -19,20 +19,10 @@ import pytest
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.builder_scripts import pipeline
 from tests.support.pipeline_fixtures import SpeechLikeCorpus
-from tests.support.small_builds import build_options, build_speechlike, fingerprint, shared_speechlike_build
+from tests.support.small_builds import build_options, build_speechlike, fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return shared_speechlike_build(tmp_path_factory, "build")
-
-
-@pytest.fixture(scope="module")
-def corpus(built) -> Path:
-    return built[0] / "corpus"
 
 
 def test_killed_sharded_build_resumes_to_the_same_dataset(built, tmp_path, corpus, monkeypatch):
