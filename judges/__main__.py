@@ -6,7 +6,7 @@
     python -m speakersleuth.judges run --judge centroid-ecapa --model-dir ecapa=/models/spkrec-ecapa-voxceleb --dataset <folder> --predictions-out <file>
     python -m speakersleuth.judges sweep --dataset speakersleuth --variant main --sweep-out sweep/ \\
         [--judge pairwise-resemblyzer,centroid-campplus]
-    python -m speakersleuth.judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus]
+    python -m speakersleuth.judges baselines --dataset speakersleuth --results-out baselines/ [--encoder resemblyzer,campplus] [--jobs 2]
     python -m speakersleuth.judges check --manifest dialogue/manifest.csv [--plot-out check.png] [--report-out check.json]
     python -m speakersleuth.judges check --rttm talk.rttm --recording talk.mp3 [--reference SPEAKER=clip.wav]
     python -m speakersleuth.judges convert --log logs/*.eval --predictions-out preds.jsonl [--gold <gold_dir>]
@@ -180,6 +180,14 @@ def _add_baselines(sub: argparse._SubParsersAction, common: argparse.ArgumentPar
     base.add_argument(
         "--bootstrap-seed", type=int, default=0, metavar="N", help="seed of the bootstrap resampling (default: 0)"
     )
+    base.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes judging (encoder, variant) pairs at once, each on --threads threads; the same "
+        "predictions files (default: 1)",
+    )
 
 
 def _encoders(args: argparse.Namespace) -> set[str]:
@@ -333,6 +341,7 @@ def _baselines(args: argparse.Namespace, dataset: Path, shared: dict) -> None:
         split=args.split,
         n_bootstrap=args.bootstrap,
         seed=args.bootstrap_seed,
+        jobs=args.jobs,
         **shared,
     )
     print(open(f"{args.results_out}/summary.md", encoding="utf-8").read())

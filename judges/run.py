@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import speakersleuth.speakersleuth_dataset as ssd
@@ -28,6 +30,7 @@ from speakersleuth.judges.sweep import calibrate as calibrate_threshold
 from speakersleuth.metrics.score import leaderboard_row, score_submission
 from speakersleuth.metrics.submission import load_gold, parse_submission
 from speakersleuth.speech.encoders import encoder_label, offline_encoders
+from speakersleuth.speech.files import write_text_atomic
 
 
 def make_judge(
@@ -192,6 +195,12 @@ def file_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
 
 
+#: The baselines' progress in their results folder, rewritten (atomically) as each predictions file
+#: is written: ``{"planned": <files in all>, "written": [<file names, in the order written>],
+#: "finished": <whether summary.json is written>}`` (``space.seed --follow`` reads it).
+PROGRESS_FILE = "progress.json"
+
+
 def run_baselines(
     dataset: str | os.PathLike,
     out_dir: str | os.PathLike,
@@ -204,17 +213,21 @@ def run_baselines(
     cache_dir=None,
     batch_size: int = 32,
     caches: dict[str, EmbeddingCache] | None = None,
+    jobs: int = 1,
     progress: bool = True,
 ) -> dict:
     """Every embedding method x encoder (default: every encoder that needs no model folder) on
     every variant present: one JSONL per (judge, τ, variant), each parsed and scored by the
-    metrics package; writes ``summary.json`` and ``summary.md``.
+    metrics package; writes ``summary.json`` and ``summary.md``, and ``PROGRESS_FILE`` as it goes.
 
     Each judge runs at the paper's τ and, where the variant has a validation split, also at the τ
     calibrated there (``judges.sweep.calibrate``); the calibrated run is the judge
     ``<method>-<encoder>-calibrated``, so the two sit side by side in the table and on the
     leaderboard. Methods share one embedding pass per (encoder, variant); ``caches`` (encoder spec
-    -> cache) shares embeddings with other calls.
+    -> cache) shares embeddings with other calls. With ``jobs`` above 1 the (encoder, variant)
+    pairs run in that many processes, each with torch on this process's number of threads: the
+    same predictions files, byte for byte, and the same summary but for ``cache`` (each process
+    keeps its own clips in memory).
 
     Arguments
     ---------
@@ -234,7 +247,9 @@ def run_baselines(
         Seed of the bootstrap resampling (default 0).
     cache_dir, batch_size, caches
         Where each encoder's embeddings are kept (default: in memory, 32 clips per encoder call,
-        new caches), as ``judges.sweep.cache_for`` takes them.
+        new caches), as ``judges.sweep.cache_for`` takes them; ``caches`` only with ``jobs`` 1.
+    jobs : int
+        Processes that judge (default 1: this one).
     progress : bool
         Whether to show progress bars (default True).
 
@@ -244,7 +259,8 @@ def run_baselines(
         ``dataset``, ``split``, ``results`` (per judge, τ and variant: ``judge``, ``method`` as
         Table 2 names it, ``variant``, ``threshold``, ``threshold_source`` (``paper`` or
         ``validation``), ``predictions`` (the file), ``row`` (``metrics.score.leaderboard_row``)
-        and ``scores``) and ``cache`` (per encoder, unique clips and encoder calls).
+        and ``scores``) and ``cache`` (per encoder, clips held and sent to the encoder, all
+        processes together).
 
     Example
     -------
@@ -254,43 +270,124 @@ def run_baselines(
     >>> [r["judge"] for r in summary["results"]][:2]  # doctest: +SKIP
     ['pairwise-campplus', 'pairwise-campplus-calibrated']
     """
+    if jobs < 1 or (jobs > 1 and caches is not None):
+        raise ValueError(f"jobs={jobs}: expected 1 or more, and 1 when caches are shared")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     variants = list(variants) if variants else ssd.variants_present(dataset, split)
     if not variants:
         raise FileNotFoundError(f"{dataset}: no {split} shards for any variant")
-    results, cache_stats = [], {}
-    for spec in encoders or offline_encoders():
-        cache = cache_for(spec, caches, cache_dir, batch_size)
-        for variant in variants:
-            embeddings = embed_variant(
-                dataset, variant, ssd.tasks_present(dataset, variant, split), cache, split=split, progress=progress
-            )
-            gold = load_gold(dataset, variant, split)
-            for method in METHODS:
-                for judge, threshold, source in _thresholds(method, cache, dataset, variant, progress):
-                    path = write_jsonl(
-                        predictions(score_variant(method, embeddings), threshold),
-                        out / f"{file_slug(judge)}.{variant}.jsonl",
-                    )
-                    scores = score_submission(parse_submission(path, gold), gold, n_bootstrap=n_bootstrap, seed=seed)
-                    results.append(
-                        {
-                            "judge": judge,
-                            "method": display_name(method, cache.encoder.name),
-                            "variant": variant,
-                            "threshold": threshold,
-                            "threshold_source": source,
-                            "predictions": str(path),
-                            "row": leaderboard_row(scores),
-                            "scores": scores,
-                        }
-                    )
-        cache_stats[cache.encoder.name] = {"unique_clips": cache.unique_clips, "encoder_calls": cache.encoded}
-    summary = {"dataset": str(dataset), "split": split, "results": results, "cache": cache_stats}
+    tasks = [(spec, variant) for spec in encoders or offline_encoders() for variant in variants]
+    settings = {
+        "dataset": dataset,
+        "out": out,
+        "split": split,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "cache_dir": cache_dir,
+        "batch_size": batch_size,
+        "progress": progress,
+    }
+    planned = sum(len(METHODS) * (1 + _has_validation(dataset, variant)) for _, variant in tasks)
+    written: list[str] = []
+    _write_progress(out, planned, written, finished=False)
+    done = {}
+    for task, outcome in _completed(tasks, settings, jobs, {} if caches is None else caches):
+        done[task] = outcome
+        written += [Path(r["predictions"]).name for r in outcome["results"]]
+        _write_progress(out, planned, written, finished=False)
+    summary = {
+        "dataset": str(dataset),
+        "split": split,
+        "results": [r for task in tasks for r in done[task]["results"]],
+        "cache": _cache_stats(done[task] for task in tasks),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    _write_progress(out, planned, written, finished=True)
     return summary
+
+
+def _has_validation(dataset, variant: str) -> bool:
+    return "detection" in ssd.tasks_present(dataset, variant, "validation")
+
+
+def _write_progress(out: Path, planned: int, written: list[str], *, finished: bool) -> None:
+    record = {"planned": planned, "written": written, "finished": finished}
+    write_text_atomic(out / PROGRESS_FILE, json.dumps(record, indent=1))
+
+
+#: A judging process's caches, one per encoder spec, kept across the (encoder, variant) pairs it runs.
+_PROCESS_CACHES: dict[str, EmbeddingCache] = {}
+
+
+def _completed(tasks: list[tuple[str, str]], settings: dict, jobs: int, caches: dict):
+    """``((encoder spec, variant), outcome of _baseline_task)`` for each task as it is done: in
+    order in this process (``caches`` shared), or in ``jobs`` spawned processes as they finish."""
+    if jobs == 1:
+        for spec, variant in tasks:
+            yield (spec, variant), _baseline_task(spec, variant, settings, caches)
+        return
+    import torch
+
+    with ProcessPoolExecutor(
+        min(jobs, len(tasks)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=torch.set_num_threads,
+        initargs=(torch.get_num_threads(),),
+    ) as pool:
+        futures = {pool.submit(_baseline_task, spec, variant, settings): (spec, variant) for spec, variant in tasks}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _baseline_task(spec: str, variant: str, settings: dict, caches: dict | None = None) -> dict:
+    """Every method of encoder ``spec`` on ``variant`` at each τ, written and scored: ``results``
+    (as ``run_baselines`` lists them), ``encoder`` (its name) and the clips the task added to the
+    cache (``unique_clips``) and sent to the encoder (``encoder_calls``)."""
+    cache = cache_for(
+        spec, _PROCESS_CACHES if caches is None else caches, settings["cache_dir"], settings["batch_size"]
+    )
+    held, calls = cache.unique_clips, cache.encoded
+    dataset, split, progress = settings["dataset"], settings["split"], settings["progress"]
+    embeddings = embed_variant(
+        dataset, variant, ssd.tasks_present(dataset, variant, split), cache, split=split, progress=progress
+    )
+    gold = load_gold(dataset, variant, split)
+    results = []
+    for method in METHODS:
+        for judge, threshold, source in _thresholds(method, cache, dataset, variant, progress):
+            path = write_jsonl(
+                predictions(score_variant(method, embeddings), threshold),
+                settings["out"] / f"{file_slug(judge)}.{variant}.jsonl",
+            )
+            scores = score_submission(
+                parse_submission(path, gold), gold, n_bootstrap=settings["n_bootstrap"], seed=settings["seed"]
+            )
+            results.append(
+                {
+                    "judge": judge,
+                    "method": display_name(method, cache.encoder.name),
+                    "variant": variant,
+                    "threshold": threshold,
+                    "threshold_source": source,
+                    "predictions": str(path),
+                    "row": leaderboard_row(scores),
+                    "scores": scores,
+                }
+            )
+    added = {"unique_clips": cache.unique_clips - held, "encoder_calls": cache.encoded - calls}
+    return {"results": results, "encoder": cache.encoder.name, **added}
+
+
+def _cache_stats(outcomes) -> dict[str, dict[str, int]]:
+    """Per encoder name: the clips its caches held and sent to it, over the tasks' ``outcomes``."""
+    stats: dict[str, dict[str, int]] = {}
+    for outcome in outcomes:
+        entry = stats.setdefault(outcome["encoder"], {"unique_clips": 0, "encoder_calls": 0})
+        entry["unique_clips"] += outcome["unique_clips"]
+        entry["encoder_calls"] += outcome["encoder_calls"]
+    return stats
 
 
 def _thresholds(
@@ -300,7 +397,7 @@ def _thresholds(
     ``variant`` has a validation split."""
     judge = f"{method}-{cache.encoder.name}"
     runs = [(judge, DEFAULT_THRESHOLDS[method], "paper")]
-    if "detection" in ssd.tasks_present(dataset, variant, "validation"):
+    if _has_validation(dataset, variant):
         calibrated = calibrate_threshold(method, cache, dataset, variant, progress=progress)["threshold"]
         runs.append((f"{judge}-calibrated", calibrated, "validation"))
     return runs

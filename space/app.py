@@ -17,6 +17,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -30,6 +31,7 @@ from speakersleuth.space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from speakersleuth.space.disclosure import Disclosure
 from speakersleuth.space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
 from speakersleuth.space.review import ReviewDesk, build_review_tab
+from speakersleuth.space.seed import STATUS_FILE, baselines_note
 from speakersleuth.space.sessions import lazy_block_configs
 from speakersleuth.space.store import ResultsStore, open_store
 from speakersleuth.space.submission_page import SUBMISSION_CSS, build_submission_tab
@@ -156,6 +158,21 @@ def _build_about_tab(submitter: Submitter, examples: dict[str, Path]) -> None:
     gr.Code(about.CITATION_TEXT, language=None, label="BibTeX", interactive=False)
 
 
+def _leaderboard_tab(config: SpaceConfig, store: ResultsStore, variants: list[str], policy: Disclosure):
+    """The Leaderboard tab's tables (``space.leaderboard``), under the line on the baselines still
+    being judged (``space.seed.baselines_note``), and its Refresh button: the refresh, its inputs,
+    its outputs and the button."""
+    refresh, toggles, outputs = build_leaderboard_tab(
+        store,
+        list(ssd.VARIANTS),
+        variants,
+        public_dir(config) / "exports",
+        policy,
+        note=partial(baselines_note, config.data_dir / STATUS_FILE),
+    )
+    return refresh, toggles, outputs, gr.Button("Refresh", size="sm")
+
+
 def _start_queue(blocks: gr.Blocks, config: SpaceConfig) -> None:
     """Gradio's queue recomputes its monitoring summary (a pandas groupby over its last 10,000
     events) after every event unless told otherwise: ~5 % of the server's time per submitter.
@@ -198,10 +215,9 @@ def build_app(
             gr.Markdown(about.PAIRED_BANNER, elem_id="ss-paired-banner")
         with gr.Tabs(overflow_behavior="wrap") as tabs:  # a phone shows every tab (no "..." menu)
             with gr.Tab("Leaderboard", id="leaderboard"):
-                refresh, toggles, lb_outputs = build_leaderboard_tab(
-                    store, list(ssd.VARIANTS), variants, public_dir(config) / "exports", submitter.policy
+                refresh, toggles, lb_outputs, refresh_button = _leaderboard_tab(
+                    config, store, variants, submitter.policy
                 )
-                refresh_button = gr.Button("Refresh", size="sm")
             with gr.Tab("Submit", id="submit"):
                 submit_event = build_submit_tab(submitter)
             with gr.Tab("Submission", id=SUBMISSION_TAB) as submission_tab:

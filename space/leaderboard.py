@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -205,16 +206,23 @@ def _variant_tab(variant: str, available: list[str]):
 
 
 def build_leaderboard_tab(
-    store: ResultsStore, variants: list[str], available: list[str], export_dir: Path, policy: Disclosure | None = None
+    store: ResultsStore,
+    variants: list[str],
+    available: list[str],
+    export_dir: Path,
+    policy: Disclosure | None = None,
+    note: Callable[[], str] = str,
 ):
     """One sub-tab per variant with its table, column toggles, CSV download, chart and the paper's
-    table. Entries, chart and CSV (``export_dir/speakersleuth-<variant>.csv``) are made again only
-    when the results change.
+    table, under a line that says what ``note()`` says (the baselines still running, ``space.seed``;
+    hidden when empty). Entries, chart and CSV (``export_dir/speakersleuth-<variant>.csv``) are
+    made again only when the results change.
 
     Returns ``refresh(*groups_per_variant)`` and its inputs/outputs, so the app refreshes the tab
     on page load and after a submission.
     """
     views = LeaderboardViews(store, variants, export_dir, policy)
+    status = gr.Markdown(visible=False, elem_id="ss-baselines-note")
     toggles, outputs = [], []
     for variant in variants:
         with gr.Tab(variant, id=f"lb-{variant}"):
@@ -229,4 +237,9 @@ def build_leaderboard_tab(
         )
         toggles.append(toggle)
         outputs += [table, plot, download]
-    return views.refresh, toggles, outputs
+
+    def refresh(*groups):
+        text = note()
+        return [*views.refresh(*groups), gr.Markdown(text, visible=bool(text))]
+
+    return refresh, toggles, [*outputs, status]

@@ -15,14 +15,21 @@ Every ``*.jsonl`` under ``--predictions`` (a folder, e.g. what ``python -m speak
    ``main``;
 3. the model name is the file name without the variant token; embedding judges
    (``pairwise-``/``centroid-``/``reference-``) get the type "embedding", others "other".
+
+With ``--follow PID`` it seeds the files as a running ``python -m speakersleuth.judges baselines``
+(process ``PID``) writes them, in the order its ``progress.json`` lists them, until that process
+has ended; meanwhile ``<data dir>/baselines-status.json`` (``STATUS_FILE``) says how many are
+planned and seeded, and the Space's Leaderboard tab how many are still running (``baselines_note``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 
 from tqdm import tqdm
@@ -32,9 +39,15 @@ from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.names import BASELINE_ORGANISATION
 from speakersleuth.space.store import BASELINE_SUBMITTER, open_store
 from speakersleuth.space.submitter import Submitter, gold_folder
+from speakersleuth.speech.files import write_text_atomic
 
 ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-", "core-")
+#: What the baselines write as they go (``judges.run.PROGRESS_FILE``): ``planned``, ``written``, ``finished``.
+PROGRESS_FILE = "progress.json"
+#: What ``follow`` writes in the Space's data folder: ``planned``, ``seeded``, ``running`` (whether
+#: the baselines' process still runs) and ``finished`` (whether it wrote every file).
+STATUS_FILE = "baselines-status.json"
 
 
 def _sidecar(path: Path) -> dict:
@@ -85,12 +98,100 @@ def seed(submitter: Submitter, results: Path, *, progress: bool = True) -> dict[
     files = sorted(p for p in results.rglob("*.jsonl") if p.is_file())
     counts: dict[str, int] = {}
     for path in tqdm(files, desc="seeding", unit="file", disable=not progress):
-        variant, form = describe(path, results)
-        result = submitter.submit(path.read_bytes(), variant, form, as_user=BASELINE_SUBMITTER, rate_limited=False)
-        counts[result.status] = counts.get(result.status, 0) + 1
-        detail = "" if not result.errors else ": " + "; ".join(result.errors[:5])
-        tqdm.write(f"{path.relative_to(results)} [{variant}] {result.status}{detail}")
+        _seed_file(submitter, path, results, counts)
     return counts
+
+
+def _seed_file(submitter: Submitter, path: Path, results: Path, counts: dict[str, int]) -> None:
+    """Submit one predictions file, counted in ``counts`` by outcome and reported on one line."""
+    variant, form = describe(path, results)
+    result = submitter.submit(path.read_bytes(), variant, form, as_user=BASELINE_SUBMITTER, rate_limited=False)
+    counts[result.status] = counts.get(result.status, 0) + 1
+    detail = "" if not result.errors else ": " + "; ".join(result.errors[:5])
+    tqdm.write(f"{path.relative_to(results)} [{variant}] {result.status}{detail}")
+
+
+def follow(submitter: Submitter, results: Path, pid: int, status: Path, *, poll_s: float = 1.0) -> dict[str, int]:
+    """Seed the files the baselines' process ``pid`` writes in ``results`` as they appear in its
+    ``PROGRESS_FILE``, until it says it wrote them all or the process has ended; after each round
+    ``status`` (``STATUS_FILE``) says how far it is. Returns counts per outcome.
+
+    Arguments
+    ---------
+    submitter : Submitter
+        Scores and stores each file, as ``seed`` does.
+    results : Path
+        The baselines' ``--results-out`` folder.
+    pid : int
+        The process id of ``python -m speakersleuth.judges baselines`` (or of a shell running it).
+    status : Path
+        The JSON file written after each round: ``planned`` (None before the baselines said),
+        ``seeded``, ``running`` and ``finished``.
+    poll_s : float
+        Seconds between two looks at the progress file (default 1).
+
+    Returns
+    -------
+    dict
+        Files per outcome (``accepted``, ``duplicate``, ...), as ``seed`` returns them.
+    """
+    counts: dict[str, int] = {}
+    seeded: set[str] = set()
+    while True:
+        running = _alive(pid)  # asked before reading the progress, so that nothing is written after the last look
+        progress = _read_progress(results / PROGRESS_FILE)
+        for name in progress.get("written", []):
+            if name not in seeded:
+                _seed_file(submitter, results / name, results, counts)
+                seeded.add(name)
+        finished = bool(progress.get("finished"))  # every file written, and so seeded by now
+        record = {"planned": progress.get("planned"), "seeded": len(seeded), "running": running, "finished": finished}
+        write_text_atomic(status, json.dumps(record))
+        if finished or not running:
+            return counts
+        time.sleep(poll_s)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (an ended one its parent has not reaped yet still does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+def _read_progress(path: Path) -> dict:
+    """The baselines' progress (empty before they wrote it)."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def baselines_note(status: Path) -> str:
+    """The Leaderboard tab's line on baselines still being judged (empty when none are, or none were seeded here).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / STATUS_FILE
+    >>> baselines_note(path)
+    ''
+    >>> _ = path.write_text('{"planned": 24, "seeded": 6, "running": true, "finished": false}')
+    >>> baselines_note(path)
+    '6 of 24 baseline runs are on the board; 18 are still running (Refresh shows them as they finish).'
+    >>> _ = path.write_text('{"planned": 24, "seeded": 6, "running": false, "finished": false}')
+    >>> baselines_note(path)
+    'The baselines stopped after 6 of 24 runs; see the log of ./run.sh demo.'
+    """
+    state = _read_progress(status)
+    if not state or state["finished"] or state["planned"] is None:
+        return ""
+    planned, seeded = state["planned"], state["seeded"]
+    if not state["running"]:
+        return f"The baselines stopped after {seeded} of {planned} runs; see the log of ./run.sh demo."
+    return (
+        f"{seeded} of {planned} baseline runs are on the board; {planned - seeded} are still running "
+        "(Refresh shows them as they finish)."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gold", help="private test gold of a blind dataset (env SPEAKERSLEUTH_GOLD)")
     parser.add_argument("--data-dir", type=Path, help="the Space's data folder (env SPEAKERSLEUTH_DATA_DIR)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--follow",
+        type=int,
+        metavar="PID",
+        help="seed the files as the baselines' process PID writes them, until it ends (status in the data folder)",
+    )
     args = parser.parse_args(argv)
     if not args.predictions.is_dir():
         print(f"error: {args.predictions}: no such folder", file=sys.stderr)
@@ -121,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         submitter = Submitter(
             config, store, dataset, variants=ssd.variants_present(dataset, every_task=True), gold=gold
         )
-        counts = seed(submitter, args.predictions, progress=not args.no_progress)
+        if args.follow is None:
+            counts = seed(submitter, args.predictions, progress=not args.no_progress)
+        else:
+            counts = follow(submitter, args.predictions, args.follow, config.data_dir / STATUS_FILE)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no predictions files found")
     return 0 if not set(counts) - {"accepted", "duplicate"} else 1
 

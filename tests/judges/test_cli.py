@@ -278,6 +278,33 @@ def test_baselines_cover_every_method_and_variant(cli, folder, resemblyzer, tmp_
     assert "## Variant 4vc" in stdout
 
 
+def test_baselines_in_two_processes_write_the_files_one_process_writes(folder, tmp_path):
+    """Two spawned processes (one per variant here) write the same predictions files byte for byte,
+    and the same results in the same order, as one process; the progress file lists every file."""
+    from speakersleuth.judges.run import PROGRESS_FILE, run_baselines
+
+    runs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        summary = run_baselines(
+            folder, out, encoders=["resemblyzer"], n_bootstrap=20, jobs=jobs, cache_dir=out / "cache", progress=False
+        )
+        files = {p.name: p.read_bytes() for p in out.glob("*.jsonl")}
+        runs[jobs] = summary, files, json.loads((out / PROGRESS_FILE).read_text())
+    (serial, serial_files, serial_progress), (parallel, parallel_files, parallel_progress) = runs[1], runs[2]
+    assert len(serial_files) == 9 and parallel_files == serial_files  # 3 methods: 2 runs on main, 1 on 4vc
+    for summary in (serial, parallel):
+        for result in summary["results"]:
+            result["predictions"] = result["predictions"].rpartition("/")[2]
+    assert parallel["results"] == serial["results"]
+    for progress in (serial_progress, parallel_progress):
+        assert (
+            progress["finished"] and progress["planned"] == 9 and sorted(progress["written"]) == sorted(serial_files)
+        )
+    with pytest.raises(ValueError, match="jobs=2: expected 1 or more, and 1 when caches are shared"):
+        run_baselines(folder, tmp_path / "x", encoders=["resemblyzer"], jobs=2, caches={})
+
+
 def test_sweep_and_baselines_default_to_every_encoder_that_needs_no_folder():
     parser = build_parser()
     offline = ["campplus", "dvector", "eres2net", "resemblyzer"]

@@ -320,6 +320,53 @@ def test_seed_describes_files_and_is_idempotent(make, gold, tmp_path):
     assert "Det EER 95% CI" in leaderboard_table.leaderboard_csv(entries).decode("utf-8-sig").splitlines()[0]
 
 
+def test_follow_seeds_the_baselines_files_as_they_are_written(make, gold, tmp_path):
+    """While the baselines' process runs, each file its progress lists is seeded and the status
+    (and the Leaderboard's note) says how many are still running; once it has ended, the rest."""
+    import subprocess
+    import sys
+    import time
+
+    from speakersleuth.space import leaderboard
+
+    results, status = tmp_path / "results", tmp_path / "data" / seed.STATUS_FILE
+    results.mkdir()
+    status.parent.mkdir()
+    baselines = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+    def write(names, finished=False):
+        for pattern, name in enumerate(names, start=1):
+            (results / name).write_bytes(predictions(gold, pattern))
+        (results / seed.PROGRESS_FILE).write_text(json.dumps({"planned": 3, "written": names, "finished": finished}))
+
+    def wait_for(seeded):
+        end = time.monotonic() + 300  # scoring a file takes seconds; minutes on a loaded machine
+        while not (status.is_file() and json.loads(status.read_text())["seeded"] == seeded):
+            assert time.monotonic() < end, status.read_text() if status.is_file() else "no status"
+            time.sleep(0.05)
+
+    submitter = make(rate_limit=0)
+    with ThreadPoolExecutor(1) as pool:
+        followed = pool.submit(seed.follow, submitter, results, baselines.pid, status, poll_s=0.05)
+        write(["pairwise-x.main.jsonl"])
+        wait_for(1)
+        assert [r.metadata.model_name for r in submitter.store.results("main")] == ["pairwise-x"]
+        note = seed.baselines_note(status)
+        assert note.startswith("1 of 3 baseline runs are on the board; 2 are still running"), note
+        with gr.Blocks():
+            refresh, _, outputs = leaderboard.build_leaderboard_tab(
+                submitter.store, ["main"], ["main"], tmp_path / "exports", note=lambda: seed.baselines_note(status)
+            )
+        shown = refresh(list(leaderboard_table.DEFAULT_GROUPS))
+        assert len(shown) == len(outputs) and shown[-1].value == note and shown[-1].visible
+        write(["pairwise-x.main.jsonl", "centroid-x.main.jsonl", "reference-x.main.jsonl"], finished=True)
+        baselines.kill()
+        baselines.wait()
+        assert followed.result(timeout=300) == {"accepted": 3}
+    assert json.loads(status.read_text()) == {"planned": 3, "seeded": 3, "running": False, "finished": True}
+    assert seed.baselines_note(status) == "" and not refresh(list(leaderboard_table.DEFAULT_GROUPS))[-1].visible
+
+
 def test_docstring_examples():
     for module in (submission_form, seed, text):
         result = doctest.testmod(module)
