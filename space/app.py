@@ -26,12 +26,12 @@ from gradio import networking
 
 import speakersleuth.speakersleuth_dataset as ssd
 from speakersleuth.space import about
+from speakersleuth.space.baselines_status import STATUS_FILE, baselines_note
 from speakersleuth.space.check_tab import build_check_tab
 from speakersleuth.space.config import ALLOW_PAIRED_HELP, SpaceConfig
 from speakersleuth.space.disclosure import Disclosure
 from speakersleuth.space.leaderboard import LEADERBOARD_CSS, REFRESH_CONCURRENCY, build_leaderboard_tab
 from speakersleuth.space.review import ReviewDesk, build_review_tab
-from speakersleuth.space.seed import STATUS_FILE, baselines_note
 from speakersleuth.space.sessions import lazy_block_configs
 from speakersleuth.space.store import ResultsStore, open_store
 from speakersleuth.space.submission_page import SUBMISSION_CSS, build_submission_tab
@@ -160,7 +160,7 @@ def _build_about_tab(submitter: Submitter, examples: dict[str, Path]) -> None:
 
 def _leaderboard_tab(config: SpaceConfig, store: ResultsStore, variants: list[str], policy: Disclosure):
     """The Leaderboard tab's tables (``space.leaderboard``), under the line on the baselines still
-    being judged (``space.seed.baselines_note``), and its Refresh button: the refresh, its inputs,
+    being judged (``space.baselines_status.baselines_note``), and its Refresh button: the refresh, its inputs,
     its outputs and the button."""
     refresh, toggles, outputs = build_leaderboard_tab(
         store,

@@ -35,6 +35,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.space.baselines_status import STATUS_FILE, baselines_note, read_progress  # noqa: F401 - for callers
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.names import BASELINE_ORGANISATION
 from speakersleuth.space.store import BASELINE_SUBMITTER, open_store
@@ -45,9 +46,6 @@ ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-", "core-")
 #: What the baselines write as they go (``judges.run.PROGRESS_FILE``): ``planned``, ``written``, ``finished``.
 PROGRESS_FILE = "progress.json"
-#: What ``follow`` writes in the Space's data folder: ``planned``, ``seeded``, ``running`` (whether
-#: the baselines' process still runs) and ``finished`` (whether it wrote every file).
-STATUS_FILE = "baselines-status.json"
 
 
 def _sidecar(path: Path) -> dict:
@@ -139,7 +137,7 @@ def follow(submitter: Submitter, results: Path, pid: int, status: Path, *, poll_
     seeded: set[str] = set()
     while True:
         running = _alive(pid)  # asked before reading the progress, so that nothing is written after the last look
-        progress = _read_progress(results / PROGRESS_FILE)
+        progress = read_progress(results / PROGRESS_FILE)
         for name in progress.get("written", []):
             if name not in seeded:
                 _seed_file(submitter, results / name, results, counts)
@@ -161,37 +159,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process: it exists
         return True
     return True
-
-
-def _read_progress(path: Path) -> dict:
-    """The baselines' progress (empty before they wrote it)."""
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
-def baselines_note(status: Path) -> str:
-    """The Leaderboard tab's line on baselines still being judged (empty when none are, or none were seeded here).
-
-    >>> import tempfile
-    >>> path = Path(tempfile.mkdtemp()) / STATUS_FILE
-    >>> baselines_note(path)
-    ''
-    >>> _ = path.write_text('{"planned": 24, "seeded": 6, "running": true, "finished": false}')
-    >>> baselines_note(path)
-    '6 of 24 baseline runs are on the board; 18 are still running (Refresh shows them as they finish).'
-    >>> _ = path.write_text('{"planned": 24, "seeded": 6, "running": false, "finished": false}')
-    >>> baselines_note(path)
-    'The baselines stopped after 6 of 24 runs; see the log of ./run.sh demo.'
-    """
-    state = _read_progress(status)
-    if not state or state["finished"] or state["planned"] is None:
-        return ""
-    planned, seeded = state["planned"], state["seeded"]
-    if not state["running"]:
-        return f"The baselines stopped after {seeded} of {planned} runs; see the log of ./run.sh demo."
-    return (
-        f"{seeded} of {planned} baseline runs are on the board; {planned - seeded} are still running "
-        "(Refresh shows them as they finish)."
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
