@@ -16,6 +16,7 @@ import speakersleuth.speakersleuth_dataset as ssd
 import speakersleuth.speech.encoders as encoders
 from speakersleuth.judges.__main__ import build_parser, main
 from speakersleuth.judges.cache import EmbeddingCache
+from speakersleuth.judges.names import METHODS
 from speakersleuth.judges.sweep import THRESHOLDS, calibrate
 from speakersleuth.metrics.score import score_submission
 from speakersleuth.metrics.submission import load_gold, parse_submission
@@ -274,7 +275,7 @@ def test_baselines_cover_every_method_and_variant(cli, folder, resemblyzer, tmp_
     assert summary["cache"]["resemblyzer"]["encoder_calls"] <= summary["cache"]["resemblyzer"]["unique_clips"]
     table = (tmp_path / "summary.md").read_text()
     assert "| Centroid (Resemblyzer) | 0.3 | paper |" in table
-    assert table.count("| validation |") == 3
+    assert table.count("| validation |") == len(methods)
     assert "## Variant 4vc" in stdout
 
 
@@ -292,14 +293,18 @@ def test_baselines_in_two_processes_write_the_files_one_process_writes(folder, t
         files = {p.name: p.read_bytes() for p in out.glob("*.jsonl")}
         runs[jobs] = summary, files, json.loads((out / PROGRESS_FILE).read_text())
     (serial, serial_files, serial_progress), (parallel, parallel_files, parallel_progress) = runs[1], runs[2]
-    assert len(serial_files) == 9 and parallel_files == serial_files  # 3 methods: 2 runs on main, 1 on 4vc
+    assert (
+        len(serial_files) == 3 * len(METHODS) and parallel_files == serial_files
+    )  # per method: 2 runs on main, 1 on 4vc
     for summary in (serial, parallel):
         for result in summary["results"]:
             result["predictions"] = result["predictions"].rpartition("/")[2]
     assert parallel["results"] == serial["results"]
     for progress in (serial_progress, parallel_progress):
         assert (
-            progress["finished"] and progress["planned"] == 9 and sorted(progress["written"]) == sorted(serial_files)
+            progress["finished"]
+            and progress["planned"] == 3 * len(METHODS)
+            and sorted(progress["written"]) == sorted(serial_files)
         )
     with pytest.raises(ValueError, match="jobs=2: expected 1 or more, and 1 when caches are shared"):
         run_baselines(folder, tmp_path / "x", encoders=["resemblyzer"], jobs=2, caches={})
