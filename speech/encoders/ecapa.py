@@ -67,7 +67,7 @@ class EcapaEncoder(SpeakerEncoder):
 
     ECAPA's dilated convolutions see the padding at the end of a shorter clip, so a padded batch
     changes that clip's embedding (measured: cosine 0.8-0.96 to the unpadded one on a random
-    model). By default batches therefore hold equal-length clips only and the result never
+    model). By default each clip therefore goes to the model alone and the result never
     depends on the batch; ``pad_batches=True`` zero-pads with relative lengths as SpeechBrain's
     own batched inference does (faster on many clips of mixed lengths).
 

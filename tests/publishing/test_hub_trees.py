@@ -399,10 +399,11 @@ def test_space_tree_runs_as_spaces_runs_it_and_ranks_a_judged_file(release, tmp_
         process.terminate()
         process.wait(timeout=60)
     # an event loop that Gradio's Spaces reloader leaves to the garbage collector after its selector
-    # closed prints this at random (interpreter noise, not an error of the app); any other traceback fails
+    # closed prints this at random (interpreter noise, not an error of the app), cut short when the
+    # process ends while printing it (as in one CI run); any other traceback fails
     text = re.sub(
         r"Exception ignored in: <function BaseEventLoop.__del__ at 0x[0-9a-f]+>\nTraceback \(most recent call last\):\n"
-        r"(?:  .*\n)+ValueError: Invalid file descriptor: -1\n",
+        r"(?:  .*\n)*(?:ValueError: Invalid file descriptor: -1\n|  .*\Z|\Z)",
         "",
         log.read_text(),
     )
