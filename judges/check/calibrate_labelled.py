@@ -14,12 +14,13 @@ left out), and per τ of the grid reads, per source: the share of planted turns 
 speaker (``only_planted``), the share of clean turns flagged (``false_flags``), the share of
 dialogues whose flags are exactly their planted turns (``dialogues_right``: the user's question,
 one slip found and nothing else flagged, or nothing flagged in a clean dialogue) and the per-turn
-balanced accuracy. Every judge but reference whose entry has the build's pooled validation curve
-(``validation_curve``, which ``make_calibration`` writes), or no τ from a build at all (``core`` in
-a file made before it existed), takes the τ with the best value averaged over the curves: each
-source's ``dialogues_right`` and the build's detection balanced accuracy; the file records every source
-and every judge's figures on each at its τ (the reference method keeps its benchmark τ alone: the
-dialogues have no reference clips). ``benchmarks/bench_check_other_speech.py`` writes the
+balanced accuracy. Every judge but reference whose entry has the build's figures at every τ of
+the grid (``build_figures``, which ``make_calibration`` writes), or no τ from a build at all,
+takes the τ with the best value averaged over the curves: each source's ``dialogues_right`` and
+the build's pooled validation detection balanced accuracy; its ``validation`` and ``test``
+figures are then the build's at that τ, and the file records every source and every judge's
+figures on each at its τ (the reference method keeps its benchmark τ alone: the dialogues have
+no reference clips). ``benchmarks/bench_check_other_speech.py`` writes the
 sources (``--manifests-out``) from ``tests/support/other_speech.py``.
 """
 
@@ -134,14 +135,15 @@ def refit(calibration: dict, sources: dict[str, list], caches: dict, default_met
                 (encoder, method), {"judge": f"{method}-{encoder}", "encoder": encoder, "method": method}
             )
             scored = {name: score_source(d, encoder, method, caches[encoder]) for name, d in sources.items()}
-            built = "validation_curve" in entry
+            built = entry.get("build_figures")
             if built or "threshold" not in entry or entry.get("calibrated_on", "").startswith("labelled"):
                 curves = [
                     {t: figures_at(s, t)["dialogues_right"] for t in RECALIBRATION_GRID} for s in scored.values()
                 ]
-                curves += [{float(k): v for k, v in entry["validation_curve"].items()}] if built else []
+                curves += [{float(t): f["validation"]["det_bal_acc"] for t, f in built.items()}] if built else []
                 entry["threshold"] = pooled_threshold(curves, method)
                 entry["calibrated_on"] = "labelled and validation" if built else "labelled"
+                entry.update(built[f"{entry['threshold']:g}"] if built else {})  # the build's figures at the new τ
             entry["labelled"] = {name: figures_at(s, entry["threshold"]) for name, s in scored.items()}
     data = {**calibration, "format": 2, "judges": sorted(entries.values(), key=lambda e: e["judge"])}
     if default_method is not None:

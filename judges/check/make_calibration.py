@@ -102,42 +102,43 @@ def _mean(values) -> float | None:
 
 
 def _entry(rows: list[dict], judge: str, variants: list[str]) -> dict:
-    """One judge's pooled τ and its validation and test figures (percent)."""
+    """One judge's pooled τ and its validation and test figures (percent) at that τ, and at every
+    τ of the grid (``build_figures``: ``calibrate_labelled`` moves τ and reads them there)."""
     mine = [r for r in rows if r["judge"] == judge]
     method, encoder = mine[0]["method"], mine[0]["encoder"]
 
     def at(split: str, tau: float, key: str, variant: str):
         return next(r[key] for r in mine if (r["split"], r["threshold"], r["variant"]) == (split, tau, variant))
 
-    pooled = [
-        {"threshold": t, "det_bal_acc": _mean(at("validation", t, "det_bal_acc", v) for v in variants)}
-        for t in THRESHOLDS
-    ]
-    tau = pick_threshold(pooled, DEFAULT_THRESHOLDS[method])
-    figures = {
-        split: {
-            "per_variant": {
-                v: {
-                    k: round(at(split, tau, k, v), 2)
-                    for k in ("det_bal_acc", "loc_bal_f1")
-                    if at(split, tau, k, v) is not None
+    def figures_at(tau: float) -> dict:
+        figures = {
+            split: {
+                "per_variant": {
+                    v: {
+                        k: round(at(split, tau, k, v), 2)
+                        for k in ("det_bal_acc", "loc_bal_f1")
+                        if at(split, tau, k, v) is not None
+                    }
+                    for v in variants
                 }
-                for v in variants
             }
+            for split in ("validation", "test")
         }
-        for split in ("validation", "test")
-    }
-    for split, keys in (("validation", ("det_bal_acc",)), ("test", ("det_bal_acc", "loc_bal_f1"))):
-        for key in keys:
-            figures[split][key] = _mean(at(split, tau, key, v) for v in variants)
-    curve = {f"{row['threshold']:g}": row["det_bal_acc"] for row in pooled}  # for calibrate_labelled to pool
+        for split, keys in (("validation", ("det_bal_acc",)), ("test", ("det_bal_acc", "loc_bal_f1"))):
+            for key in keys:
+                figures[split][key] = _mean(at(split, tau, key, v) for v in variants)
+        return figures
+
+    by_threshold = {t: figures_at(t) for t in THRESHOLDS}
+    pooled = [{"threshold": t, "det_bal_acc": f["validation"]["det_bal_acc"]} for t, f in by_threshold.items()]
+    tau = pick_threshold(pooled, DEFAULT_THRESHOLDS[method])
     return {
         "judge": judge,
         "encoder": encoder,
         "method": method,
         "threshold": tau,
-        **figures,
-        "validation_curve": curve,
+        **by_threshold[tau],
+        "build_figures": {f"{t:g}": f for t, f in by_threshold.items()},
     }
 
 

@@ -31,13 +31,15 @@ def test_the_shipped_file_follows_its_own_rule():
     judges = {(j["encoder"], j["method"]): j for j in data["judges"]}
     assert set(judges) == {(e, m) for e in offline_encoders() for m in METHODS}
     built = [j for j in data["judges"] if "calibrated_on" not in j]
-    assert {j["method"] for j in built} == {"pairwise", "centroid", "reference"}  # fitted on the demo build
+    assert {j["method"] for j in built} == {"reference"}  # fitted on the demo build alone
     source = data["source"]
     assert source["variants"] == ["main", "4vc", "10turn"] and "validation" in data["selection"]
-    for entry in built:
-        assert entry["threshold"] in THRESHOLDS
+    for entry in data["judges"]:  # every judge has the build's figures, at its own τ
+        assert entry["threshold"] in THRESHOLDS and entry.get("calibrated_on") in (None, "labelled and validation")
         per_variant = [entry["validation"]["per_variant"][v]["det_bal_acc"] for v in source["variants"]]
         assert entry["validation"]["det_bal_acc"] == pytest.approx(np.mean(per_variant), abs=0.01)
+        at_tau = entry["build_figures"][f"{entry['threshold']:g}"]
+        assert (entry["validation"], entry["test"]) == (at_tau["validation"], at_tau["test"])
     assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["command"].startswith(
         "python -m speakersleuth.judges.check.make_calibration --dataset "
     )
@@ -51,7 +53,7 @@ def test_the_shipped_file_follows_its_own_rule():
             assert f["bal_acc"] == pytest.approx((f["planted_found"] + 100 - f["false_flags"]) / 2, abs=0.02)
             assert f["only_planted"] <= f["planted_found"] and f["planted_turns"] > 0 and f["clean_turns"] > 0
     core = judges[(data["default"]["encoder"], "core")]
-    assert core["calibrated_on"] == "labelled" and core["threshold"] in RECALIBRATION_GRID
+    assert core["calibrated_on"] == "labelled and validation" and core["threshold"] in RECALIBRATION_GRID
     assert data["default"] == {"encoder": "eres2net", "method": "core", "threshold": core["threshold"]}
     assert "--default-method core" in data["labelled_command"]
 
@@ -65,7 +67,10 @@ def test_settings_resolve_from_what_is_given_and_the_file():
     assert (chosen.method, chosen.threshold) == ("core", calibration.entry("dvector", "core")["threshold"])
     assert chosen.reference_threshold == calibration.entry("dvector", "reference")["threshold"]
     pairwise = resolve_settings("eres2net", "pairwise")
-    assert pairwise.source.startswith("calibrated on the validation split of the SpeakerSleuth demo build")
+    assert pairwise.source.startswith("calibrated on labelled dialogues of speech we did not make (real, espeak")
+    assert "and the benchmark's validation split" in pairwise.source
+    reference = resolve_settings("eres2net", "reference")
+    assert reference.source.startswith("calibrated on the validation split of the SpeakerSleuth demo build")
     given = resolve_settings("campplus", "centroid", 0.42)
     assert (given.threshold, given.source) == (0.42, "given (--threshold)")
     folder = resolve_settings("ecapa:/models/ecapa")
@@ -147,3 +152,23 @@ def test_labelled_figures_and_the_pooled_tau_by_hand():
     assert (at_low["only_planted"], at_low["false_flags"], at_low["dialogues_right"]) == (100.0, 0.0, 100.0)
     curves = [{0.3: 50.0, 0.35: 100.0, 0.5: 0.0}, {0.3: 100.0, 0.35: 90.0, 0.5: 100.0, 0.6: 100.0}]
     assert pooled_threshold(curves, "core") == 0.35  # means 75, 95, 50 on the common grid
+
+
+def test_a_refitted_tau_carries_the_builds_figures_at_that_tau(monkeypatch):
+    """A judge whose τ the labelled sources move (0.5 -> 0.4) records the build's validation and
+    test figures at 0.4, not those of the τ it had."""
+    from speakersleuth.judges.check import calibrate_labelled as cl
+
+    def build_figures(t: float) -> dict:
+        return {"validation": {"det_bal_acc": 80.0}, "test": {"det_bal_acc": round(100 * t, 2), "per_variant": {}}}
+
+    entry = {"judge": "pairwise-campplus", "encoder": "campplus", "method": "pairwise", "threshold": 0.5}
+    entry |= {**build_figures(0.5), "build_figures": {f"{t:g}": build_figures(t) for t in THRESHOLDS}}
+    calibration = {"default": {"encoder": "campplus", "method": "pairwise", "threshold": 0.5}, "judges": [entry]}
+    planted = np.array([True, False, False, False])  # the planted turn 0.2, the clean ones 0.4 to 0.9
+    turns = cl.ScoredTurns("pairwise", np.array([0.2, 0.4, 0.7, 0.9]), planted, [("d1", "A")] * 4)
+    monkeypatch.setattr(cl, "score_source", lambda dialogues, encoder, method, cache: turns)
+    refitted = cl.refit(calibration, {"real": []}, {"campplus": None}, None)
+    pairwise = next(j for j in refitted["judges"] if j["judge"] == "pairwise-campplus")
+    assert pairwise["threshold"] == 0.4 and pairwise["calibrated_on"] == "labelled and validation"
+    assert pairwise["test"]["det_bal_acc"] == 40.0 and pairwise["validation"] == {"det_bal_acc": 80.0}
