@@ -38,8 +38,8 @@ FEW_LABELS = 10
 LABELS = {"consistent": False, "0": False, "inconsistent": True, "1": True}
 CAVEAT = (
     "τ was calibrated on the SpeakerSleuth benchmark's TTS voices, where the inconsistent turns are "
-    "re-spoken by another voice or DSP-converted, and for the core method on dialogues of real "
-    "recordings and two other synthesisers with a planted turn; on other speech it is a starting point "
+    "re-spoken by another voice or DSP-converted, and (but for the reference method) on dialogues of "
+    "real recordings and two other synthesisers with a planted turn; on other speech it is a starting point "
     "(--calibrate FILE picks τ on your own labelled turns)"
 )
 
