@@ -5,7 +5,9 @@
     ... --random-size ecapa wavlm   # full-size architectures with random weights: speed only
 
 Clips are synthetic voiced utterances (``tests.support.encoder_clips.voice``), so Resemblyzer's VAD keeps
-them whole. Random-weight models are timed for speed alone, never for what they output.
+them whole. Random-weight models are timed for speed alone, never for what they output. The batch
+size changes only encoders with ``pad_batches`` (the d-vector, ECAPA with ``pad_batches=True``, a
+WavLM without group norm); the others, Resemblyzer among them, embed each clip alone.
 """
 
 from __future__ import annotations

@@ -113,8 +113,8 @@ The **Check your audio** tab runs the benchmark's best embedding judge on a dial
 (`judges.check`, as `python -m speakersleuth.judges check` does): turn files with a speaker per file, or one
 recording with its RTTM, optionally a reference clip per speaker. Per speaker, each turn's score
 is drawn as a strip and the turns past τ are flagged. τ is calibrated on this benchmark's TTS
-voices, where inconsistent turns are re-spoken or DSP-converted: on other speech it is a starting
-point. At most {MAX_FILES} files, {MAX_UPLOAD_BYTES // 1_000_000} MB and {MAX_AUDIO_SECONDS / 60:g} minutes
+voices, where inconsistent turns are re-spoken or DSP-converted, and on dialogues of real recordings
+and two other synthesisers with a planted turn: on other speech it is a starting point. At most {MAX_FILES} files, {MAX_UPLOAD_BYTES // 1_000_000} MB and {MAX_AUDIO_SECONDS / 60:g} minutes
 of audio per check; the files are deleted after it and nothing is stored. It needs the speaker
 encoders (the `check` extra); a Space without them says so on the tab.
 """

@@ -71,8 +71,8 @@ OGG (and what FFmpeg reads where it is installed). Nothing is kept: your files a
 the check (upload them again to check again) and nothing is written to the Space's store.
 
 τ is calibrated on the benchmark's TTS voices, where an inconsistent turn is re-spoken by another
-voice or DSP-converted: on other speech (real recordings, other TTS systems) it is a **starting
-point**, not a verdict. `python -m speakersleuth.judges check --calibrate` picks τ on your own labelled turns.
+voice or DSP-converted, and on dialogues of real recordings and two other synthesisers with a
+planted turn: on other speech it is a **starting point**, not a verdict. `python -m speakersleuth.judges check --calibrate` picks τ on your own labelled turns.
 """
 
 

