@@ -40,6 +40,7 @@ def test_the_shipped_file_follows_its_own_rule():
         assert entry["validation"]["det_bal_acc"] == pytest.approx(np.mean(per_variant), abs=0.01)
         at_tau = entry["build_figures"][f"{entry['threshold']:g}"]
         assert (entry["validation"], entry["test"]) == (at_tau["validation"], at_tau["test"])
+        assert 50 <= entry["validation"]["auroc"] <= 100  # the tie-break, threshold-free
     assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["command"].startswith(
         "python -m speakersleuth.judges.check.make_calibration --dataset "
     )
