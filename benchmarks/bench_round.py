@@ -44,6 +44,9 @@ def copy_ids(data: bytes, gold_dir: Path, variant: str) -> bytes:
         for row in pq.read_table(shard, columns=["id", "source_id"]).to_pylist()
     }
     lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+    unknown = sorted({line["id"] for line in lines} - set(renamed))
+    if unknown:
+        raise SystemExit(f"--build-ids: {len(unknown)} ids are no build id of {gold_dir} (e.g. {unknown[0]})")
     return "".join(json.dumps({**line, "id": renamed[line["id"]]}) + "\n" for line in lines).encode()
 
 

@@ -19,7 +19,8 @@ Every ``*.jsonl`` under ``--predictions`` (a folder, e.g. what ``python -m speak
 With ``--follow PID`` it seeds the files as a running ``python -m speakersleuth.judges baselines``
 (process ``PID``) writes them, in the order its ``progress.json`` lists them, until that process
 has ended; meanwhile ``<data dir>/baselines-status.json`` (``STATUS_FILE``) says how many are
-planned and seeded, and the Space's Leaderboard tab how many are still running (``baselines_note``).
+planned and seeded, and the Space's Leaderboard tab how many are still running
+(``space.baselines_status.baselines_note``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 import speakersleuth.speakersleuth_dataset as ssd
-from speakersleuth.space.baselines_status import STATUS_FILE, baselines_note, read_progress  # noqa: F401 - for callers
+from speakersleuth.judges.run import PROGRESS_FILE
+from speakersleuth.space.baselines_status import STATUS_FILE, read_progress
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.names import BASELINE_ORGANISATION
 from speakersleuth.space.store import BASELINE_SUBMITTER, open_store
@@ -44,8 +46,6 @@ from speakersleuth.speech.files import write_text_atomic
 
 ORGANISATION = BASELINE_ORGANISATION  # reserved for the baselines (space.names)
 EMBEDDING_METHODS = ("pairwise-", "centroid-", "reference-", "core-")
-#: What the baselines write as they go (``judges.run.PROGRESS_FILE``): ``planned``, ``written``, ``finished``.
-PROGRESS_FILE = "progress.json"
 
 
 def _sidecar(path: Path) -> dict:

@@ -15,9 +15,20 @@ import pytest
 import soundfile as sf
 
 import speakersleuth.speakersleuth_dataset as ssd
+from speakersleuth.judges.run import PROGRESS_FILE
 from speakersleuth.metrics.score import leaderboard_row, score_submission
 from speakersleuth.metrics.submission import parse_submission
-from speakersleuth.space import bias_chart, disclosure, leaderboard_table, seed, submission_form, submit, text, viewer
+from speakersleuth.space import (
+    baselines_status,
+    bias_chart,
+    disclosure,
+    leaderboard_table,
+    seed,
+    submission_form,
+    submit,
+    text,
+    viewer,
+)
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.submission_form import FormError, clean_metadata
 from speakersleuth.space.submitter import breakdown_frame, example_file
@@ -329,7 +340,7 @@ def test_follow_seeds_the_baselines_files_as_they_are_written(make, gold, tmp_pa
 
     from speakersleuth.space import leaderboard
 
-    results, status = tmp_path / "results", tmp_path / "data" / seed.STATUS_FILE
+    results, status = tmp_path / "results", tmp_path / "data" / baselines_status.STATUS_FILE
     results.mkdir()
     status.parent.mkdir()
     baselines = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
@@ -337,7 +348,7 @@ def test_follow_seeds_the_baselines_files_as_they_are_written(make, gold, tmp_pa
     def write(names, finished=False):
         for pattern, name in enumerate(names, start=1):
             (results / name).write_bytes(predictions(gold, pattern))
-        (results / seed.PROGRESS_FILE).write_text(json.dumps({"planned": 3, "written": names, "finished": finished}))
+        (results / PROGRESS_FILE).write_text(json.dumps({"planned": 3, "written": names, "finished": finished}))
 
     def wait_for(seeded):
         end = time.monotonic() + 300  # scoring a file takes seconds; minutes on a loaded machine
@@ -351,11 +362,15 @@ def test_follow_seeds_the_baselines_files_as_they_are_written(make, gold, tmp_pa
         write(["pairwise-x.main.jsonl"])
         wait_for(1)
         assert [r.metadata.model_name for r in submitter.store.results("main")] == ["pairwise-x"]
-        note = seed.baselines_note(status)
+        note = baselines_status.baselines_note(status)
         assert note.startswith("1 of 3 baseline runs are on the board; 2 are still running"), note
         with gr.Blocks():
             refresh, _, outputs = leaderboard.build_leaderboard_tab(
-                submitter.store, ["main"], ["main"], tmp_path / "exports", note=lambda: seed.baselines_note(status)
+                submitter.store,
+                ["main"],
+                ["main"],
+                tmp_path / "exports",
+                note=lambda: baselines_status.baselines_note(status),
             )
         shown = refresh(list(leaderboard_table.DEFAULT_GROUPS))
         assert len(shown) == len(outputs) and shown[-1].value == note and shown[-1].visible
@@ -364,7 +379,10 @@ def test_follow_seeds_the_baselines_files_as_they_are_written(make, gold, tmp_pa
         baselines.wait()
         assert followed.result(timeout=300) == {"accepted": 3}
     assert json.loads(status.read_text()) == {"planned": 3, "seeded": 3, "running": False, "finished": True}
-    assert seed.baselines_note(status) == "" and not refresh(list(leaderboard_table.DEFAULT_GROUPS))[-1].visible
+    assert (
+        baselines_status.baselines_note(status) == ""
+        and not refresh(list(leaderboard_table.DEFAULT_GROUPS))[-1].visible
+    )
 
 
 def test_docstring_examples():
