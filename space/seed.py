@@ -36,7 +36,6 @@ from pathlib import Path
 from tqdm import tqdm
 
 import speakersleuth.speakersleuth_dataset as ssd
-from speakersleuth.judges.run import PROGRESS_FILE
 from speakersleuth.space.baselines_status import STATUS_FILE, read_progress
 from speakersleuth.space.config import SpaceConfig
 from speakersleuth.space.names import BASELINE_ORGANISATION
@@ -133,6 +132,8 @@ def follow(submitter: Submitter, results: Path, pid: int, status: Path, *, poll_
     dict
         Files per outcome (``accepted``, ``duplicate``, ...), as ``seed`` returns them.
     """
+    from speakersleuth.judges.run import PROGRESS_FILE  # inside: the Space imports judges only in functions
+
     counts: dict[str, int] = {}
     seeded: set[str] = set()
     while True:
